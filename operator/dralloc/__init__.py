@@ -1,0 +1,8 @@
+"""dralloc: a control-plane allocator for Kubernetes Dynamic Resource Allocation.
+
+Layers, top to bottom (each may import only the ones below it):
+cli -> handlers -> {kube, state, metrics} -> lifecycle -> scheduling -> allocation -> cel -> model.
+`dralloc.sandbox` is independent of all of them.
+"""
+
+__version__ = "0.1.0"
