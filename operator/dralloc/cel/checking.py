@@ -1,0 +1,204 @@
+"""Compile-time checks that upstream's CEL type checker would fail.
+
+celpy has no type checker: an undeclared variable or an unknown function only
+shows up when evaluated, and then only on the branch that runs. Upstream
+rejects these when the selector is compiled, so the whole claim fails at once
+with the same message for every device. We walk the parse tree and report:
+
+- references to anything but `device`, a macro's loop variable or a
+  `cel.bind` variable ("undeclared reference to 'x'");
+- fields of `device` other than driver, attributes, capacity and
+  allowMultipleAllocations ("undefined field 'x'");
+- functions and methods the environment does not declare;
+- malformed macros: `has()` of something other than a field selection, a loop
+  or bind variable that is not a plain identifier, wrong argument counts;
+- message construction (`T{...}`), which selectors cannot use;
+- an expression that is plainly not a bool (a literal, `device.driver`, ...).
+
+Types beyond that are checked at run time ("no such overload"), since device
+attributes are dynamic upstream too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import lark
+
+from dralloc.cel import functions, macros, scopes
+
+DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
+_DEVICE_FIELD_TYPES = {"driver": "string", "attributes": "map", "capacity": "map",
+                       "allowMultipleAllocations": "bool"}
+# Type names CEL lets an expression mention as values, e.g. `type(x) == int`.
+_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
+                         "null_type", "type"})
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One compile error, with its 1-based position in the expression."""
+
+    message: str
+    line: int
+    column: int
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.issues: list[Issue] = []
+
+    def report(self, node: lark.Tree[Any] | lark.Token, message: str) -> None:
+        line, column = _position(node)
+        self.issues.append(Issue(message, line, column))
+
+    def visit(self, node: lark.Tree[Any] | lark.Token, bound: frozenset[str]) -> None:
+        if not isinstance(node, lark.Tree):
+            return
+        handler = getattr(self, f"_{node.data}", None)
+        if handler is not None:
+            handler(node, bound)
+            return
+        for child in node.children:
+            self.visit(child, bound)
+
+    def _ident(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        name = str(cast(lark.Token, node.children[0]).value)
+        if name != "device" and name not in bound and name not in _TYPE_NAMES:
+            self.report(node, f"undeclared reference to '{name}' (in container '')")
+
+    def _dot_ident(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        name = str(cast(lark.Token, node.children[0]).value)
+        if name != "device":
+            self.report(node, f"undeclared reference to '{name}' (in container '')")
+
+    def _dot_ident_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        self._call(node, str(cast(lark.Token, node.children[0]).value), node.children[1:], bound)
+
+    def _member_object(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        self.report(node, "message construction is not supported in device selectors")
+
+    def _member_dot(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        member, field = node.children
+        name = str(cast(lark.Token, field).value)
+        if _is_device(member, bound) and name not in DEVICE_FIELDS:
+            self.report(field, f"undefined field '{name}'")
+        self.visit(member, bound)
+
+    def _ident_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        name = str(cast(lark.Token, node.children[0]).value)
+        args = _arguments(node.children[1:])
+        if name == "has":
+            if len(args) != 1 or not _is_field_selection(args[0]):
+                self.report(node, "invalid argument to has() macro")
+            for arg in args:
+                self.visit(arg, bound)
+            return
+        if name == "dyn":
+            if len(args) != 1:
+                self.report(node, "found no matching overload for 'dyn'")
+            for arg in args:
+                self.visit(arg, bound)
+            return
+        self._call(node, name, node.children[1:], bound)
+
+    def _call(self, node: lark.Tree[Any], name: str, rest: list[lark.Tree[Any] | lark.Token],
+              bound: frozenset[str]) -> None:
+        if name not in functions.GLOBAL_FUNCTIONS:
+            self.report(node, f"undeclared reference to '{name}' (in container '')")
+        for arg in _arguments(rest):
+            self.visit(arg, bound)
+
+    def _member_dot_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        member, token = node.children[0], cast(lark.Token, node.children[1])
+        name = str(token.value)
+        args = _arguments(node.children[2:])
+        if macros.is_cel_bind(node) and "cel" not in bound:
+            self._bind_like(node, "cel.bind", args, 3, bound, scoped=(2,))
+            return
+        if name in macros.CEL_MACROS:
+            self.visit(member, bound)
+            self._bind_like(node, name, args, 2, bound, scoped=(1,))
+            return
+        if name not in functions.MEMBER_FUNCTIONS:
+            self.report(token, f"undeclared reference to '{name}' (in container '')")
+        self.visit(member, bound)
+        for arg in args:
+            self.visit(arg, bound)
+
+    def _bind_like(self, node: lark.Tree[Any], what: str, args: list[lark.Tree[Any]], count: int,
+                   bound: frozenset[str], *, scoped: tuple[int, ...]) -> None:
+        if len(args) != count:
+            self.report(node, f"{what}() takes {count} arguments, got {len(args)}")
+            return
+        var = macros.simple_ident(args[0])
+        if var is None:
+            self.report(args[0], f"{what}() variable name must be a simple identifier")
+            return
+        if var in scopes.RESERVED_NAMES or var.startswith("_"):
+            self.report(args[0], f"{what}() variable name '{var}' is reserved")
+        for position, arg in enumerate(args[1:], start=1):
+            self.visit(arg, bound | {var} if position in scoped else bound)
+
+
+def _arguments(rest: list[lark.Tree[Any] | lark.Token]) -> list[lark.Tree[Any]]:
+    if not rest:
+        return []
+    exprlist = rest[0]
+    assert isinstance(exprlist, lark.Tree) and exprlist.data == "exprlist"
+    return [cast(lark.Tree[Any], c) for c in exprlist.children]
+
+
+def _is_field_selection(node: lark.Tree[Any]) -> bool:
+    inner = macros.innermost(node)
+    return inner is not None and inner.data == "member_dot"
+
+
+def _is_device(node: lark.Tree[Any] | lark.Token, bound: frozenset[str]) -> bool:
+    return macros.simple_ident(node) == "device" and "device" not in bound
+
+
+def _position(node: lark.Tree[Any] | lark.Token) -> tuple[int, int]:
+    if isinstance(node, lark.Token):
+        return node.line or 1, node.column or 1
+    meta = getattr(node, "meta", None)
+    if meta is not None and not meta.empty:
+        return meta.line, meta.column
+    for child in node.children:
+        line, column = _position(child)
+        if (line, column) != (1, 1) or isinstance(child, lark.Token):
+            return line, column
+    return 1, 1
+
+
+def _static_type(node: lark.Tree[Any]) -> str | None:
+    """The result type when it is obvious without a type checker, else None."""
+    inner = macros.innermost(node)
+    if inner is None:
+        return None
+    if inner.data == "literal":
+        kind = cast(lark.Token, inner.children[0]).type
+        return {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
+                "MLSTRING_LIT": "string", "BYTES_LIT": "bytes", "BOOL_LIT": "bool",
+                "NULL_LIT": "null_type"}.get(kind)
+    if inner.data in {"list_lit", "map_lit"}:
+        return "list" if inner.data == "list_lit" else "map"
+    if inner.data == "member_dot":
+        member, field = inner.children
+        if macros.simple_ident(member) == "device":
+            return _DEVICE_FIELD_TYPES.get(str(cast(lark.Token, field).value))
+    if inner.data in {"addition", "multiplication"}:
+        return "number or string"
+    return None
+
+
+def check(tree: lark.Tree[Any]) -> list[Issue]:
+    """All compile errors in a parsed selector, in source order."""
+    checker = _Checker()
+    checker.visit(tree, frozenset())
+    if not checker.issues:
+        kind = _static_type(tree)
+        if kind is not None and kind != "bool":
+            checker.issues.append(Issue(f"must evaluate to bool or the unknown type, not {kind}", 1, 1))
+    return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))

@@ -1,0 +1,124 @@
+"""The function table of the DRA CEL environment, and the names the checker allows.
+
+celpy calls a method `x.f(y)` as the function `f(x, y)`, with one function per
+name, so names shared by several receiver types (`compareTo` on quantities and
+semvers, `indexOf` on strings and lists) dispatch on the receiver here.
+
+`GLOBAL_FUNCTIONS` and `MEMBER_FUNCTIONS` list what may be called as `f(...)`
+and as `x.f(...)`; anything else is a compile error, as it is upstream.
+Transpiled code names each function by `module.qualname`, so every entry must
+be a module-level function of an importable module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from celpy.evaluation import base_functions
+
+from dralloc.cel import library_lists, library_quantity, library_semver, library_strings, operators
+from dralloc.cel.library_semver import Semver
+from dralloc.model.quantities import Quantity
+
+
+@operators.propagates_errors
+def compareTo(receiver: Any, other: Any) -> Any:
+    if isinstance(receiver, Quantity):
+        return library_quantity.compare_to(receiver, other)
+    if isinstance(receiver, Semver):
+        return library_semver.compare_to(receiver, other)
+    raise TypeError(f"no such overload: {operators.type_name(receiver)}.compareTo()")
+
+
+@operators.propagates_errors
+def isGreaterThan(receiver: Any, other: Any) -> Any:
+    if isinstance(receiver, Quantity):
+        return library_quantity.is_greater_than(receiver, other)
+    if isinstance(receiver, Semver):
+        return library_semver.is_greater_than(receiver, other)
+    raise TypeError(f"no such overload: {operators.type_name(receiver)}.isGreaterThan()")
+
+
+@operators.propagates_errors
+def isLessThan(receiver: Any, other: Any) -> Any:
+    if isinstance(receiver, Quantity):
+        return library_quantity.is_less_than(receiver, other)
+    if isinstance(receiver, Semver):
+        return library_semver.is_less_than(receiver, other)
+    raise TypeError(f"no such overload: {operators.type_name(receiver)}.isLessThan()")
+
+
+@operators.propagates_errors
+def indexOf(receiver: Any, *args: Any) -> Any:
+    if isinstance(receiver, str):
+        return library_strings.index_of(receiver, *args)
+    return library_lists.index_of(receiver, *args)
+
+
+@operators.propagates_errors
+def lastIndexOf(receiver: Any, *args: Any) -> Any:
+    if isinstance(receiver, str):
+        return library_strings.last_index_of(receiver, *args)
+    return library_lists.last_index_of(receiver, *args)
+
+
+@operators.propagates_errors
+def includes(receiver: Any, item: Any) -> Any:
+    """DRA's `includes`: membership on a list, equality on a single value."""
+    return library_lists.includes(receiver, item)
+
+
+# Names of celpy's base functions that selectors may call as `f(...)`.
+_BASE_GLOBALS = frozenset({
+    "size", "int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
+    "type", "matches",
+})
+_BASE_MEMBERS = frozenset({
+    "size", "contains", "startsWith", "endsWith", "matches",
+    "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getMonth",
+    "getHours", "getMilliseconds", "getMinutes", "getSeconds",
+})
+
+_OWN: dict[str, Callable[..., Any]] = {
+    # CEL operators with cel-go's semantics (see operators).
+    "_==_": operators.equal,
+    "_!=_": operators.not_equal,
+    "_<_": operators.less,
+    "_<=_": operators.less_equal,
+    "_>_": operators.greater,
+    "_>=_": operators.greater_equal,
+    "_in_": operators.contained_in,
+    "_[_]": operators.index,
+    # Kubernetes quantity library.
+    "quantity": library_quantity.quantity,
+    "isQuantity": library_quantity.isQuantity,
+    "sign": library_quantity.sign,
+    "isInteger": library_quantity.isInteger,
+    "asInteger": library_quantity.asInteger,
+    "asApproximateFloat": library_quantity.asApproximateFloat,
+    "add": library_quantity.add,
+    "sub": library_quantity.sub,
+    # Kubernetes semver library.
+    "semver": library_semver.semver,
+    "isSemver": library_semver.isSemver,
+    "major": library_semver.major,
+    "minor": library_semver.minor,
+    "patch": library_semver.patch,
+    # Shared member names.
+    "compareTo": compareTo,
+    "isGreaterThan": isGreaterThan,
+    "isLessThan": isLessThan,
+    "indexOf": indexOf,
+    "lastIndexOf": lastIndexOf,
+    "includes": includes,
+    **library_strings.FUNCTIONS,
+    **library_lists.FUNCTIONS,
+}
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {**base_functions, **_OWN}
+
+GLOBAL_FUNCTIONS = _BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver"}
+MEMBER_FUNCTIONS = _BASE_MEMBERS | (frozenset(_OWN) - GLOBAL_FUNCTIONS - {
+    name for name in _OWN if name.startswith("_")
+})

@@ -1,0 +1,217 @@
+"""CEL's operators where celpy's defaults differ from cel-go (which upstream uses).
+
+cel-go evaluates with *heterogeneous equality*: `1 == 1u`, `1 == 1.0` are true,
+values of unrelated types are simply unequal (`"a" == 1` is false, not an
+error), and `<`/`<=`/`>`/`>=` compare int, uint and double numerically. celpy
+instead raises "no such overload" for `IntType == UintType`, lets a Python bool
+equal an int (`true == 1`), and `in` inherits both. Selectors compare dynamic
+attribute values (declared as `any` upstream), so these cases are real: a
+driver publishing `numa` as an int must not turn `numa == "0"` into a fatal
+error. List indexing is also tightened (no negative indices, no bool index).
+
+Every function here (and every library function) may receive a celpy error
+*value* as an argument, because celpy's `&&`/`||`/`?:` return errors as values;
+`propagates_errors` passes such an error through untouched, as cel-go does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
+from celpy import celtypes
+from celpy.evaluation import CELEvalError
+
+from dralloc.model.quantities import Quantity
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_NUMBERS = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
+_ORDERED_SAME_TYPE = (
+    celtypes.StringType, celtypes.BytesType, celtypes.TimestampType, celtypes.DurationType,
+)
+
+
+def propagates_errors(function: _F) -> _F:
+    """Return the first error-valued argument instead of calling the function."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any) -> Any:
+        for arg in args:
+            if isinstance(arg, CELEvalError):
+                return arg
+        return function(*args)
+
+    return cast(_F, wrapper)
+
+
+def type_name(value: Any) -> str:
+    """The CEL name of a value's type, for error messages."""
+    if isinstance(value, celtypes.BoolType):
+        return "bool"
+    if isinstance(value, celtypes.IntType):
+        return "int"
+    if isinstance(value, celtypes.UintType):
+        return "uint"
+    if isinstance(value, celtypes.DoubleType):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, Mapping):
+        return "map"
+    if isinstance(value, Quantity):
+        return "kubernetes.Quantity"
+    if value is None:
+        return "null_type"
+    if type(value).__name__ == "Semver":
+        return "kubernetes.Semver"
+    return type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, _NUMBERS) and not isinstance(value, celtypes.BoolType)
+
+
+def cel_equal(left: Any, right: Any) -> bool:
+    """Heterogeneous equality as cel-go implements it."""
+    if isinstance(left, celtypes.BoolType) or isinstance(right, celtypes.BoolType):
+        return (isinstance(left, celtypes.BoolType) and isinstance(right, celtypes.BoolType)
+                and bool(left) == bool(right))
+    if _is_number(left) and _is_number(right):
+        # Python compares int with float exactly, and NaN equals nothing.
+        return bool(_plain(left) == _plain(right))
+    if isinstance(left, str) and isinstance(right, str):
+        return str.__eq__(left, right)
+    if isinstance(left, bytes) and isinstance(right, bytes):
+        return bytes.__eq__(left, right)
+    if left is None or right is None:
+        return left is None and right is None
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(cel_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        if len(left) != len(right):
+            return False
+        for key, value in left.items():
+            found, other = _map_lookup(right, key)
+            if not found or not cel_equal(value, other):
+                return False
+        return True
+    if type(left) is type(right):
+        return bool(left == right)
+    return False
+
+
+def _plain(value: Any) -> int | float:
+    # celpy's numeric types refuse to compare across types; the builtins do it exactly.
+    return float(value) if isinstance(value, float) else int(value)
+
+
+def _map_lookup(container: Mapping[Any, Any], key: Any) -> tuple[bool, Any]:
+    for candidate, value in container.items():
+        if cel_equal(candidate, key):
+            return True, value
+    return False, None
+
+
+@propagates_errors
+def equal(left: Any, right: Any) -> celtypes.BoolType:
+    return celtypes.BoolType(cel_equal(left, right))
+
+
+@propagates_errors
+def not_equal(left: Any, right: Any) -> celtypes.BoolType:
+    return celtypes.BoolType(not cel_equal(left, right))
+
+
+def _compare(left: Any, right: Any, operator: str) -> int:
+    if _is_number(left) and _is_number(right):
+        a, b = _plain(left), _plain(right)
+        if a != a or b != b:
+            raise ValueError("NaN")
+        return (a > b) - (a < b)
+    if isinstance(left, celtypes.BoolType) and isinstance(right, celtypes.BoolType):
+        return int(left) - int(right)
+    for kind in _ORDERED_SAME_TYPE:
+        if isinstance(left, kind) and isinstance(right, kind):
+            a2: Any = left
+            return int(a2 > right) - int(a2 < right)
+    raise TypeError(f"no such overload: {type_name(left)} {operator} {type_name(right)}")
+
+
+def _ordering(operator: str, accept: Callable[[int], bool]) -> Callable[[Any, Any], celtypes.BoolType]:
+    def compare(left: Any, right: Any) -> celtypes.BoolType:
+        try:
+            return celtypes.BoolType(accept(_compare(left, right, operator)))
+        except ValueError:
+            # Any comparison with NaN is false.
+            return celtypes.BoolType(False)
+
+    return compare
+
+
+@propagates_errors
+def less(left: Any, right: Any) -> celtypes.BoolType:
+    return _less(left, right)
+
+
+@propagates_errors
+def less_equal(left: Any, right: Any) -> celtypes.BoolType:
+    return _less_equal(left, right)
+
+
+@propagates_errors
+def greater(left: Any, right: Any) -> celtypes.BoolType:
+    return _greater(left, right)
+
+
+@propagates_errors
+def greater_equal(left: Any, right: Any) -> celtypes.BoolType:
+    return _greater_equal(left, right)
+
+
+_less = _ordering("<", lambda c: c < 0)
+_less_equal = _ordering("<=", lambda c: c <= 0)
+_greater = _ordering(">", lambda c: c > 0)
+_greater_equal = _ordering(">=", lambda c: c >= 0)
+
+
+@propagates_errors
+def contained_in(item: Any, container: Any) -> celtypes.BoolType:
+    """`item in container` for lists (element equality) and maps (key presence)."""
+    if isinstance(container, list):
+        return celtypes.BoolType(any(cel_equal(item, element) for element in container))
+    if isinstance(container, Mapping):
+        if isinstance(item, str) and not isinstance(container, celtypes.MessageType):
+            # Fast path for the common string-keyed map; dict.__contains__ never
+            # uses a domain map's default.
+            return celtypes.BoolType(dict.__contains__(container, item)
+                                     if isinstance(container, dict) else item in container)
+        return celtypes.BoolType(_map_lookup(container, item)[0])
+    raise TypeError(f"no such overload: {type_name(item)} in {type_name(container)}")
+
+
+@propagates_errors
+def index(container: Any, key: Any) -> Any:
+    """`container[key]`: lists by integral index, maps by key ("no such key" when absent)."""
+    if isinstance(container, list):
+        if isinstance(key, celtypes.BoolType) or not _is_number(key):
+            raise TypeError(f"no such overload: list[{type_name(key)}]")
+        if isinstance(key, float) and not float(key).is_integer():
+            raise ValueError(f"unsupported index value {key}")
+        position = int(key)
+        if position < 0 or position >= len(container):
+            raise IndexError(f"index out of bounds: {position}")
+        return container[position]
+    if isinstance(container, Mapping):
+        if isinstance(key, str):
+            return container[key]
+        found, value = _map_lookup(container, key)
+        if not found:
+            raise KeyError(key)
+        return value
+    raise TypeError(f"no such overload: {type_name(container)}[{type_name(key)}]")

@@ -1,0 +1,226 @@
+"""Compile and evaluate DRA device selectors: the public entry points of `dralloc.cel`.
+
+`compile_selector(text)` parses with celpy, runs our compile-time checks
+(`checking`), transpiles to Python with celpy's transpiler plus our additions
+(`macros`), and executes the generated definitions once into a private
+namespace. `CompiledSelector.evaluate(device)` then calls one Python function
+with the device's prebuilt scope, which is why it is several times faster than
+celpy's interpreter and safe to call from several threads: nothing shared is
+written during evaluation (celpy's own `CompiledRunner` writes a module global
+on every call, which is why we do not use it directly).
+
+Errors read like upstream's. A compile error is `CELCompileError` with
+"compilation failed: ERROR: <input>:L:C: <reason>" and the caret line; anything
+that goes wrong while evaluating (missing key, type mismatch, a non-bool
+result, an unusable device attribute) is `CELRuntimeError`.
+
+Not implemented: upstream's runtime cost limit (1,000,000 units). celpy cannot
+count cost; selectors have no user-controlled loops beyond macros over a
+device's own bounded attribute lists, so evaluation stays bounded anyway.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+import threading
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, cast
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.celparser import CELParseError, CELParser
+from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
+
+import dralloc
+from dralloc.cel import checking, functions, macros
+from dralloc.cel.devices import DeviceEnv
+
+# Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+
+
+class CELError(Exception):
+    """A selector that cannot be compiled or evaluated."""
+
+    def __init__(self, message: str, *, expression: str) -> None:
+        super().__init__(message)
+        self.expression = expression
+
+
+class CELCompileError(CELError):
+    """The expression does not compile (syntax, undeclared reference, not a bool)."""
+
+
+class CELRuntimeError(CELError):
+    """Evaluation failed: missing key, type mismatch, non-bool result, bad device data."""
+
+
+class CompiledSelector:
+    """A compiled selector; immutable and reusable across devices and threads."""
+
+    __slots__ = ("_entry", "expression")
+
+    expression: str
+    _entry: Callable[[Any], Any]
+
+    def __init__(self, expression: str, entry: Callable[[Any], Any]) -> None:
+        object.__setattr__(self, "expression", expression)
+        object.__setattr__(self, "_entry", entry)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("CompiledSelector is immutable")
+
+    def __repr__(self) -> str:
+        return f"CompiledSelector({self.expression!r})"
+
+    def evaluate(self, device: DeviceEnv) -> bool:
+        """True if the device matches; raises CELRuntimeError like upstream's evaluation errors."""
+        if device.error is not None:
+            raise CELRuntimeError(device.error, expression=self.expression)
+        try:
+            value = result(cast(Activation, device.scope), self._entry)
+        except Exception as exc:  # generated code is not supposed to raise past result()
+            raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
+        if isinstance(value, celtypes.BoolType):
+            return bool(value)
+        if isinstance(value, CELEvalError):
+            raise CELRuntimeError(_describe_error(value), expression=self.expression) from value
+        raise CELRuntimeError(
+            f"expression must evaluate to bool, got {_cel_type(value)}",
+            expression=self.expression,
+        )
+
+
+_lock = threading.Lock()
+
+
+def compile_selector(expression: str) -> CompiledSelector:
+    """Compile (or fetch the already compiled) selector for this exact text."""
+    with _lock:
+        return _compile_cached(expression)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_cached(expression: str) -> CompiledSelector:
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise CELCompileError(
+            f"compilation failed: expression is longer than {MAX_EXPRESSION_LENGTH} bytes",
+            expression=expression,
+        )
+    tree = _parse(expression)
+    issues = checking.check(tree)
+    if issues:
+        raise CELCompileError(
+            "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues),
+            expression=expression,
+        )
+    try:
+        entry = _transpile(tree)
+    except RecursionError:
+        raise CELCompileError("compilation failed: expression nested too deeply",
+                              expression=expression) from None
+    return CompiledSelector(expression, entry)
+
+
+def _parse(expression: str) -> TranspilerTree:
+    if expression.strip() == "":
+        raise CELCompileError(
+            "compilation failed: ERROR: <input>:1:1: Syntax error: empty expression",
+            expression=expression,
+        )
+    try:
+        tree = CELParser().parse(expression)
+    except CELParseError as exc:
+        issue = checking.Issue(f"Syntax error: {_syntax_reason(exc, 'invalid syntax')}",
+                               exc.line or 1, exc.column or 1)
+        raise CELCompileError("compilation failed: " + _format_issue(expression, issue),
+                              expression=expression) from None
+    except RecursionError:
+        raise CELCompileError("compilation failed: expression nested too deeply",
+                              expression=expression) from None
+    return _as_transpiler_tree(tree)
+
+
+def _syntax_reason(exc: CELParseError, fallback: str) -> str:
+    # celpy raises its CELParseError while handling lark's exception, which names the culprit.
+    cause = exc.__context__
+    token = getattr(cause, "token", None)
+    if token is not None:
+        text = "<EOF>" if getattr(token, "type", "") == "$END" else str(token)
+        return f"mismatched input {text!r}"
+    char = getattr(cause, "char", None)
+    if char is not None:
+        return f"token recognition error at: {char!r}"
+    return fallback
+
+
+def _as_transpiler_tree(tree: lark.Tree[Any]) -> TranspilerTree:
+    # celpy shares one parser per process, built with whichever tree class its first
+    # user asked for; the transpiler needs TranspilerTree nodes, so rebuild them.
+    children = [_as_transpiler_tree(c) if isinstance(c, lark.Tree) else c for c in tree.children]
+    return TranspilerTree(tree.data, children, tree.meta if not tree.meta.empty else None)
+
+
+def _transpile(tree: TranspilerTree) -> Callable[[Any], Any]:
+    # The phases only read `base_activation` from their facade.
+    facade = cast(Transpiler, SimpleNamespace(base_activation=_function_activation()))
+    macros.DraPhase1Transpiler(facade).visit(tree)
+    phase_2 = Phase2Transpiler(facade)
+    phase_2.visit(tree)
+    # celpy's last statement evaluates against a module global; we keep only the
+    # definitions and build our own entry point from the root's code.
+    statements = phase_2.statements(tree)[:-1]
+    statements.append(f"__entry = lambda activation: {tree.transpiled}")
+    namespace: dict[str, Any] = {
+        "celpy": celpy, "operator": operator, "builtins": builtins, "dralloc": dralloc,
+        "CELEvalError": CELEvalError,
+    }
+    exec(compile("\n".join(statements), "<cel selector>", "exec"), namespace)
+    return cast(Callable[[Any], Any], namespace["__entry"])
+
+
+@functools.cache
+def _function_activation() -> Activation:
+    # Only used while transpiling, to turn CEL function names into module paths.
+    return Activation(functions=functions.FUNCTIONS)
+
+
+def _format_issue(expression: str, issue: checking.Issue) -> str:
+    lines = expression.splitlines() or [""]
+    source = lines[issue.line - 1] if 0 < issue.line <= len(lines) else lines[0]
+    caret = "." * (issue.column - 1) + "^"
+    return f"ERROR: <input>:{issue.line}:{issue.column}: {issue.message}\n | {source}\n | {caret}"
+
+
+def _describe_error(error: CELEvalError) -> str:
+    message = str(error.args[0]) if error.args else "evaluation error"
+    kind = error.args[1] if len(error.args) > 1 else None
+    details = error.args[2] if len(error.args) > 2 else ()
+    detail = str(details[0]) if details else ""
+    if kind is KeyError:
+        return f"no such key: {detail}"
+    if kind is NameError:
+        return f"undeclared reference to '{detail}'"
+    if kind is ZeroDivisionError:
+        return "division by zero" if "modulus" not in detail else "modulus by zero"
+    if kind is TypeError:
+        return detail if detail.startswith("no such overload") else f"no such overload: {detail}".rstrip(": ")
+    if detail:
+        return detail
+    return message
+
+
+def _describe_exception(exc: Exception) -> str:
+    if isinstance(exc, CELEvalError):
+        return _describe_error(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _cel_type(value: Any) -> str:
+    from dralloc.cel import operators
+
+    return operators.type_name(value)
