@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from tests.cel import builders
 
 from dralloc.cel import selectors
-from tests.cel import builders
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from tests.cel import builders
 
 from dralloc.cel import devices, selectors
-from tests.cel import builders
 
 
 def test_compile_returns_reusable_selector() -> None:
