@@ -33,13 +33,30 @@ from dralloc.model.quantities import Quantity
 _EMPTY_DOMAIN = celtypes.MapType()
 
 
+
+class FastMap(celtypes.MapType):
+    """A string-keyed CEL map built by us, read without celpy's per-lookup checks."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        # Transpiled `m.field` reads through get(); absent keys are CEL errors.
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            raise KeyError(key) from None
+        except TypeError:
+            raise TypeError(f"no such overload: map[{type(key).__name__}]") from None
+
+
 class DomainMap(celtypes.MapType):
     """Domain -> id map whose unknown domains read as an empty map."""
 
     def __getitem__(self, key: Any) -> Any:
         if not isinstance(key, str):
             raise TypeError(f"no such overload: map(string, map)[{type(key).__name__}]")
-        return super().get(key, _EMPTY_DOMAIN)
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            return _EMPTY_DOMAIN
 
     def get(self, key: Any, default: Any = None) -> Any:
         # Transpiled `device.attributes.foo` reads through get().
@@ -107,7 +124,7 @@ def device_env(*, driver: str,
                allow_multiple_allocations: bool) -> DeviceEnv:
     """Convert a device's attributes and capacity into the CEL `device` value."""
     error: str | None = None
-    attribute_domains: dict[str, celtypes.MapType] = {}
+    attribute_domains: dict[str, FastMap] = {}
     # Sorted so that, with several bad attributes, the reported one is stable.
     for name in sorted(attributes):
         domain, ident = split_qualified_name(name, driver)
@@ -117,14 +134,14 @@ def device_env(*, driver: str,
             if error is None:
                 error = f"attribute {name}: {exc}"
             continue
-        attribute_domains.setdefault(domain, celtypes.MapType())[celtypes.StringType(ident)] = value
-    capacity_domains: dict[str, celtypes.MapType] = {}
+        attribute_domains.setdefault(domain, FastMap())[celtypes.StringType(ident)] = value
+    capacity_domains: dict[str, FastMap] = {}
     for name, amount in capacity.items():
         domain, ident = split_qualified_name(name, driver)
         quantity = amount if isinstance(amount, Quantity) else Quantity.parse(amount)
-        domain_map: dict[Any, Any] = capacity_domains.setdefault(domain, celtypes.MapType())
+        domain_map: dict[Any, Any] = capacity_domains.setdefault(domain, FastMap())
         domain_map[celtypes.StringType(ident)] = quantity
-    device = celtypes.MapType({
+    device = FastMap({
         celtypes.StringType("driver"): celtypes.StringType(driver),
         celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(allow_multiple_allocations),
         celtypes.StringType("attributes"): DomainMap(

@@ -14,6 +14,7 @@ with semver (`compareTo`, `isLessThan`, `isGreaterThan`) are dispatched in
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from celpy import celtypes
@@ -25,9 +26,12 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 
+# Selectors repeat the same literals (`quantity("40Gi")`) for every device; Quantity
+# is immutable, so parsed values can be shared.
+@functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Quantity:
     try:
-        return Quantity.parse(str(text))
+        return Quantity.parse(text)
     except QuantityError as exc:
         # celpy only turns these exact classes into CEL errors.
         raise ValueError(str(exc)) from None
@@ -38,7 +42,7 @@ def quantity(text: Any) -> Quantity:
     """`quantity(<string>)`."""
     if not isinstance(text, str):
         raise TypeError(f"no such overload: quantity({operators.type_name(text)})")
-    return _parse(text)
+    return _parse(str(text))
 
 
 @operators.propagates_errors
@@ -106,16 +110,16 @@ def sub(value: Any, other: Any) -> Quantity:
 def compare_to(receiver: Quantity, other: Any) -> celtypes.IntType:
     if not isinstance(other, Quantity):
         raise TypeError(f"no such overload: kubernetes.Quantity.compareTo({operators.type_name(other)})")
-    return celtypes.IntType(receiver.compare(other))
+    return operators.cel_int(receiver.compare(other))
 
 
 def is_greater_than(receiver: Quantity, other: Any) -> celtypes.BoolType:
     if not isinstance(other, Quantity):
         raise TypeError(f"no such overload: kubernetes.Quantity.isGreaterThan({operators.type_name(other)})")
-    return celtypes.BoolType(receiver.compare(other) > 0)
+    return operators.cel_bool(receiver.compare(other) > 0)
 
 
 def is_less_than(receiver: Quantity, other: Any) -> celtypes.BoolType:
     if not isinstance(other, Quantity):
         raise TypeError(f"no such overload: kubernetes.Quantity.isLessThan({operators.type_name(other)})")
-    return celtypes.BoolType(receiver.compare(other) < 0)
+    return operators.cel_bool(receiver.compare(other) < 0)

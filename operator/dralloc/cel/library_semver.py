@@ -18,6 +18,7 @@ exactly those classes into CEL error values (which `||`/`&&` may absorb).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -165,12 +166,16 @@ def _flag(value: Any, function: str) -> bool:
 def semver(text: Any, normalize: Any = None) -> Semver:
     """`semver(<string>)` and `semver(<string>, <bool normalize>)`."""
     value = _text(text, "semver")
+    return _parse(str(value), normalize is not None and _flag(normalize, "semver"))
+
+
+# Selectors repeat the same literals for every device; Semver is immutable.
+@functools.lru_cache(maxsize=1024)
+def _parse(text: str, normalize: bool) -> Semver:
     try:
-        if normalize is not None and _flag(normalize, "semver"):
-            return Semver.parse_normalized(value)
-        return Semver.parse(value)
+        return Semver.parse_normalized(text) if normalize else Semver.parse(text)
     except ValueError as exc:
-        raise ValueError(f"could not parse {value!r} as semver: {exc}") from None
+        raise ValueError(f"could not parse {text!r} as semver: {exc}") from None
 
 
 @operators.propagates_errors
@@ -193,15 +198,15 @@ def _receiver(value: Any, method: str) -> Semver:
 
 
 def compare_to(receiver: Semver, other: Any) -> celtypes.IntType:
-    return celtypes.IntType(receiver.compare(_receiver(other, "compareTo")))
+    return operators.cel_int(receiver.compare(_receiver(other, "compareTo")))
 
 
 def is_less_than(receiver: Semver, other: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(receiver.compare(_receiver(other, "isLessThan")) < 0)
+    return operators.cel_bool(receiver.compare(_receiver(other, "isLessThan")) < 0)
 
 
 def is_greater_than(receiver: Semver, other: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(receiver.compare(_receiver(other, "isGreaterThan")) > 0)
+    return operators.cel_bool(receiver.compare(_receiver(other, "isGreaterThan")) > 0)
 
 
 def _as_cel_int(number: int) -> celtypes.IntType:

@@ -158,7 +158,22 @@ def _code(tree: Any) -> str:
 
 
 class DraPhase1Transpiler(Phase1Transpiler):
-    """celpy's first transpiler phase with the additions described above."""
+    """celpy's first transpiler phase with the additions described above.
+
+    Literals are hoisted: celpy would rebuild `IntType(0)` or `StringType("a100")`
+    on every evaluation; we build each once, as `_kN = ...` in `constants`, which
+    the caller executes before the other definitions. CEL values are immutable.
+    """
+
+    def __init__(self, facade: Any) -> None:
+        super().__init__(facade)
+        self.constants: list[str] = []
+
+    def literal(self, tree: TranspilerTree) -> None:
+        super().literal(tree)
+        name = f"_k{len(self.constants)}"
+        self.constants.append(f"{name} = {tree.transpiled}")
+        tree.transpiled = name
 
     def expr(self, tree: TranspilerTree) -> None:
         if len(tree.children) != 3:

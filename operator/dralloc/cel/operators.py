@@ -26,6 +26,8 @@ from celpy.evaluation import CELEvalError
 from dralloc.model.quantities import Quantity
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_TRUE = celtypes.BoolType(True)
+_FALSE = celtypes.BoolType(False)
 
 _NUMBERS = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
 _ORDERED_SAME_TYPE = (
@@ -44,6 +46,15 @@ def propagates_errors(function: _F) -> _F:
         return function(*args)
 
     return cast(_F, wrapper)
+
+
+def cel_int(value: int) -> celtypes.IntType:
+    """An IntType for a value known to be in int64 range, without celpy's per-call checks."""
+    return int.__new__(celtypes.IntType, value)
+
+
+def cel_bool(value: bool) -> celtypes.BoolType:
+    return _TRUE if value else _FALSE
 
 
 def type_name(value: Any) -> str:
@@ -120,12 +131,12 @@ def _map_lookup(container: Mapping[Any, Any], key: Any) -> tuple[bool, Any]:
 
 @propagates_errors
 def equal(left: Any, right: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(cel_equal(left, right))
+    return cel_bool(cel_equal(left, right))
 
 
 @propagates_errors
 def not_equal(left: Any, right: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(not cel_equal(left, right))
+    return cel_bool(not cel_equal(left, right))
 
 
 def _compare(left: Any, right: Any, operator: str) -> int:
@@ -146,10 +157,10 @@ def _compare(left: Any, right: Any, operator: str) -> int:
 def _ordering(operator: str, accept: Callable[[int], bool]) -> Callable[[Any, Any], celtypes.BoolType]:
     def compare(left: Any, right: Any) -> celtypes.BoolType:
         try:
-            return celtypes.BoolType(accept(_compare(left, right, operator)))
+            return cel_bool(accept(_compare(left, right, operator)))
         except ValueError:
             # Any comparison with NaN is false.
-            return celtypes.BoolType(False)
+            return cel_bool(False)
 
     return compare
 
@@ -184,14 +195,14 @@ _greater_equal = _ordering(">=", lambda c: c >= 0)
 def contained_in(item: Any, container: Any) -> celtypes.BoolType:
     """`item in container` for lists (element equality) and maps (key presence)."""
     if isinstance(container, list):
-        return celtypes.BoolType(any(cel_equal(item, element) for element in container))
+        return cel_bool(any(cel_equal(item, element) for element in container))
     if isinstance(container, Mapping):
         if isinstance(item, str) and not isinstance(container, celtypes.MessageType):
             # Fast path for the common string-keyed map; dict.__contains__ never
             # uses a domain map's default.
-            return celtypes.BoolType(dict.__contains__(container, item)
+            return cel_bool(dict.__contains__(container, item)
                                      if isinstance(container, dict) else item in container)
-        return celtypes.BoolType(_map_lookup(container, item)[0])
+        return cel_bool(_map_lookup(container, item)[0])
     raise TypeError(f"no such overload: {type_name(item)} in {type_name(container)}")
 
 

@@ -168,12 +168,13 @@ def _as_transpiler_tree(tree: lark.Tree[Any]) -> TranspilerTree:
 def _transpile(tree: TranspilerTree) -> Callable[[Any], Any]:
     # The phases only read `base_activation` from their facade.
     facade = cast(Transpiler, SimpleNamespace(base_activation=_function_activation()))
-    macros.DraPhase1Transpiler(facade).visit(tree)
+    phase_1 = macros.DraPhase1Transpiler(facade)
+    phase_1.visit(tree)
     phase_2 = Phase2Transpiler(facade)
     phase_2.visit(tree)
     # celpy's last statement evaluates against a module global; we keep only the
     # definitions and build our own entry point from the root's code.
-    statements = phase_2.statements(tree)[:-1]
+    statements = phase_1.constants + phase_2.statements(tree)[:-1]
     statements.append(f"__entry = lambda activation: {tree.transpiled}")
     namespace: dict[str, Any] = {
         "celpy": celpy, "operator": operator, "builtins": builtins, "dralloc": dralloc,
