@@ -1,0 +1,129 @@
+"""Pure allocation logic: which devices a set of ResourceClaims gets on one node.
+
+Inputs in, outcome out. No I/O, no clock, no randomness, no logging, no kopf;
+only `dralloc.cel` and `dralloc.model` are imported. The semantics are those of
+the upstream structured allocator (k8s.io/dynamic-resource-allocation,
+release 1.36; see docs/allocation.md and the conformance vectors), with the
+documented exceptions where dralloc does what the API promises instead.
+
+Entry point: `allocate(snapshot, claims, node, features=..., budget=...)`.
+It returns an `outcomes.Allocated`, `outcomes.Unsatisfiable` (with reasons) or
+`outcomes.BudgetExhausted`, and raises `errors.AllocationInputError` for bad
+input. Claims are allocated together: all of them or none.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from dralloc.allocation import bounds, errors, explaining, outcomes, results
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView, Pool
+from dralloc.allocation.requests import RequestPlan, plan_claims
+from dralloc.allocation.search import BudgetExceeded, Search, ShareIdFactory
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims as model_claims
+
+DEFAULT_BUDGET = 1_000_000
+
+# Share IDs must be fresh UIDs, yet the core has no randomness: derive them from what
+# makes a share unique (claim, request, device, pick), in a namespace of our own.
+_SHARE_NAMESPACE = uuid.UUID("6f1d0f5e-8c7a-4f2e-9a51-2d6c0b7e4a10")
+
+
+def deterministic_share_ids(claim_list: Sequence[model_claims.ResourceClaim]) -> ShareIdFactory:
+    def make(claim_index: int, request: str, device: DeviceID, pick: int) -> str:
+        claim = claim_list[claim_index]
+        key = f"{claim.metadata.uid or ''}|{claim.ref()}|{request}|{device}|{pick}"
+        return str(uuid.uuid5(_SHARE_NAMESPACE, key))
+
+    return make
+
+
+def _all_devices(search_pools: tuple[Pool, ...], search: Search, plan: RequestPlan) -> list[tuple[Pool, DeviceInfo]]:
+    chosen: list[tuple[Pool, DeviceInfo]] = []
+    for pool in search_pools:
+        if pool.incomplete:
+            raise errors.InvalidPoolError(
+                f"claim {plan.claim_ref}, request {plan.name}: asks for all devices, "
+                f"but resource pool {pool.id} is currently being updated"
+            )
+        if pool.invalid:
+            raise errors.InvalidPoolError(
+                f"claim {plan.claim_ref}, request {plan.name}: asks for all devices, "
+                f"but resource pool {pool.id} is currently invalid"
+            )
+        for info in pool.devices:
+            if not search.statically_selectable(plan, info):
+                continue
+            if plan.capacity is not None or search.features.consumable_capacity:
+                fits, _ = search.capacity_amounts(plan, info, in_call=False)
+                if not fits:
+                    continue
+            chosen.append((pool, info))
+    return chosen
+
+
+def allocate(
+    snapshot: Snapshot,
+    claims: Sequence[model_claims.ResourceClaim],
+    node: NodeView,
+    *,
+    features: Features,
+    budget: int | None = DEFAULT_BUDGET,
+    share_ids: ShareIdFactory | None = None,
+    explain: bool = True,
+) -> outcomes.Outcome:
+    """Allocate all `claims` together on `node`, first fit in upstream's order."""
+    claim_list = list(claims)
+    pools = snapshot.slices.pools_for(node, features)
+    search = Search(
+        claims=[],
+        pools=pools,
+        node=node,
+        allocated=snapshot.allocated,
+        features=features,
+        extra_taints=dict(snapshot.extra_taints),
+        budget=budget,
+    )
+    plans = plan_claims(
+        claim_list,
+        device_classes=snapshot.classes,
+        features=features,
+        all_devices=lambda plan: _all_devices(pools, search, plan),
+    )
+    search.claims = plans
+    search.results = [[] for _ in plans]
+
+    def failure() -> outcomes.Outcome:
+        if search.invalid_pool_seen:
+            raise errors.InvalidPoolError(
+                f"cannot allocate all claims on node {node.name}: invalid resource pools were encountered: "
+                + ", ".join(f"{p.id} ({p.invalid_reason})" for p in pools if p.invalid and not p.incomplete)
+            )
+        reasons = explaining.explain(search, plans, pools) if explain else ()
+        return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
+
+    if bounds.impossible(
+        plans,
+        order_len=len(search.order),
+        usable=search.statically_usable,
+        exclusive=lambda plan, info: not plan.admin_access and not search.shareable(info),
+        device_at=lambda position: search.order[position][1],
+    ):
+        return failure()
+    try:
+        found = search.run()
+    except BudgetExceeded:
+        return outcomes.BudgetExhausted(steps=search.steps)
+    if not found:
+        return failure()
+    allocation = results.build(
+        plans, search.results, search.selected_sub, node=node, features=features,
+        share_id=share_ids or deterministic_share_ids(claim_list),
+    )
+    return outcomes.Allocated(results=allocation, steps=search.steps)
+
+
+__all__ = ["Features", "NodeView", "Snapshot", "allocate", "errors", "outcomes"]

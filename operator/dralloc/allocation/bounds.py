@@ -1,0 +1,110 @@
+"""A counting bound checked before the search: can the requests possibly fit?
+
+Upstream's search has no counting bound: three claims asking for 13 devices
+among 11 take it seconds of backtracking to reject. Here each request that
+needs exclusive devices (not admin access, no shareable candidate) gets its set
+of *static* candidates: devices that pass every check that does not depend on
+other picks (not in use already, selectors, node, capacity against existing
+shares, taints). If those requests cannot be matched to distinct devices
+(a bipartite b-matching, solved as a max flow), no search can succeed.
+
+The bound must never change an answer, only its speed. It therefore never
+raises: it swallows CEL errors (the search raises them if it reaches the device,
+exactly as upstream would) and it declines to judge (returns None) when a failed
+search could have produced an error instead of "does not fit", e.g. an All
+request with a constraint. firstAvailable requests count only when all their
+subrequests need exclusive devices, with the union of their candidates and the
+smallest count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dralloc.allocation import errors
+from dralloc.allocation.pools import DeviceInfo
+from dralloc.allocation.requests import ClaimPlan, RequestPlan
+
+
+def _static_candidates(
+    plan: RequestPlan,
+    order_len: int,
+    usable: Callable[[RequestPlan, int], bool | None],
+) -> set[int] | None:
+    found: set[int] = set()
+    for position in range(order_len):
+        verdict = usable(plan, position)
+        if verdict is None:
+            return None
+        if verdict:
+            found.add(position)
+    return found
+
+
+def _max_flow(demands: list[int], edges: list[set[int]], limit: int) -> int:
+    """Units routable from requests (with demands) to distinct devices, by augmenting paths."""
+    units = [sorted(edges[r]) for r, d in enumerate(demands) for _ in range(d)]
+    owner: dict[int, int] = {}  # device -> unit
+
+    def augment(unit: int, visited: set[int]) -> bool:
+        for device in units[unit]:
+            if device in visited:
+                continue
+            visited.add(device)
+            holder = owner.get(device)
+            if holder is None or augment(holder, visited):
+                owner[device] = unit
+                return True
+        return False
+
+    matched = 0
+    for unit in range(len(units)):
+        if augment(unit, set()):
+            matched += 1
+            if matched >= limit:
+                break
+    return matched
+
+
+def impossible(
+    plans: list[ClaimPlan],
+    *,
+    order_len: int,
+    usable: Callable[[RequestPlan, int], bool | None],
+    exclusive: Callable[[RequestPlan, DeviceInfo], bool],
+    device_at: Callable[[int], DeviceInfo],
+) -> bool:
+    """True when no assignment of distinct devices can satisfy the exclusive requests."""
+    demands: list[int] = []
+    edges: list[set[int]] = []
+    for claim in plans:
+        if any(p.all_mode for alternatives in claim.requests for p in alternatives) and claim.constraints:
+            return False  # the search could end in a constraint error instead
+        for alternatives in claim.requests:
+            if any(p.admin_access for p in alternatives):
+                continue
+            union: set[int] = set()
+            for plan in alternatives:
+                try:
+                    found = _static_candidates(plan, order_len, usable)
+                except errors.AllocationInputError:
+                    return False
+                if found is None:
+                    return False
+                if any(not exclusive(plan, device_at(p)) for p in found):
+                    union = set()
+                    break
+                union |= found
+            else:
+                need = min(p.count for p in alternatives)
+                if len(union) < need:
+                    return True
+                if need:
+                    demands.append(need)
+                    edges.append(union)
+    total = sum(demands)
+    if not total:
+        return False
+    if len(set().union(*edges)) < total:
+        return True
+    return _max_flow(demands, edges, total) < total

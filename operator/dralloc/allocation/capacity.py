@@ -1,0 +1,97 @@
+"""Consumable capacity (DRAConsumableCapacity): how much of a device a request consumes.
+
+For every capacity a device declares, the consumed amount is derived from the
+request and the capacity's `requestPolicy` (default, validRange with min/step
+rounding, validValues), must satisfy the policy, and must fit next to what
+existing shares and earlier picks of this call already consume. Rounding on
+`validRange` works on integer values, as upstream's `Quantity.Value()` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from dralloc.model import devices
+from dralloc.model.quantities import Quantity, QuantityFormat
+
+
+def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity) -> Quantity:
+    policy = capacity.request_policy
+    if requested is None:
+        if policy is not None and policy.default is not None:
+            return policy.default
+        return capacity.value
+    if policy is None:
+        return requested
+    valid_range = policy.valid_range
+    if valid_range is not None and valid_range.min is not None:
+        if requested < valid_range.min:
+            return valid_range.min
+        if valid_range.step is None:
+            return requested
+        value, step, low = requested.as_int_ceil(), valid_range.step.as_int_ceil(), valid_range.min.as_int_ceil()
+        steps = -((low - value) // step)  # ceil((value - low) / step)
+        return Quantity(low + step * steps, QuantityFormat.BINARY_SI)
+    if policy.valid_values:
+        for valid in policy.valid_values:
+            if requested <= valid:
+                return valid
+    return requested
+
+
+def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | None) -> bool:
+    if policy is None:
+        return False
+    if policy.default is not None and amount == policy.default:
+        return False
+    if policy.valid_range is not None:
+        valid_range = policy.valid_range
+        if valid_range.max is not None and amount > valid_range.max:
+            return True
+        if valid_range.step is not None:
+            low = valid_range.min.as_int_ceil() if valid_range.min is not None else 0
+            step = valid_range.step.as_int_ceil()
+            if step and (amount.as_int_ceil() - low) % step != 0:
+                return True
+        return False
+    if policy.valid_values:
+        return all(amount != valid for valid in policy.valid_values)
+    return False
+
+
+def consumption(
+    requests: Mapping[str, Quantity] | None,
+    capacity: Mapping[str, devices.DeviceCapacity],
+) -> dict[str, Quantity] | None:
+    """What a request would consume of each declared capacity; None if it cannot (policy, unknown name)."""
+    requests = requests or {}
+    if any(name not in capacity for name in requests):
+        return None
+    amounts: dict[str, Quantity] = {}
+    for name, cap in capacity.items():
+        amount = consumed_amount(requests.get(name), cap)
+        if violates_policy(amount, cap.request_policy):
+            return None
+        amounts[name] = amount
+    return amounts
+
+
+def fits(
+    amounts: Mapping[str, Quantity],
+    capacity: Mapping[str, devices.DeviceCapacity],
+    *,
+    already: Mapping[str, Fraction] | None,
+    in_call: Mapping[str, Fraction] | None,
+) -> bool:
+    for name, amount in amounts.items():
+        total = amount.value
+        if already:
+            total += already.get(name, 0)
+        if in_call:
+            total += in_call.get(name, 0)
+        if total > capacity[name].value.value:
+            return False
+    return True
+
+

@@ -1,0 +1,126 @@
+"""Claim constraints (matchAttribute, distinctAttribute) as add/remove pairs.
+
+The search calls `add` when it is about to take a device and `remove` when it
+backtracks; removes come in exactly the reverse order of successful adds, so
+each constraint keeps a stack and rollback leaves no trace.
+
+Attribute values are compared as sets of typed elements: a scalar is a set of
+one, a list attribute (DRAListTypeAttributes) is the set of its elements, and
+`int 1` never equals `string "1"`. Versions compare as exact strings (semver
+2.0.0 values are minimal, so string equality is semantic equality).
+
+- matchAttribute: the running intersection of all covered devices' values must
+  stay non-empty (for scalars: all equal).
+- distinctAttribute: every covered device's values must be disjoint from all
+  others'. Upstream only compares a request's device with the most recent one of
+  that request; dralloc enforces the API's stated meaning (SPEC.md, surprises).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from dralloc.allocation import errors
+from dralloc.allocation.pools import DeviceInfo
+
+Element = tuple[str, object]
+
+_SCALAR_KINDS = ("int", "bool", "string", "version")
+_LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+
+
+class UnsupportedValue(Exception):
+    """An attribute without a value of a type this allocator understands."""
+
+
+def elements(info: DeviceInfo, attribute: str, *, list_types: bool) -> frozenset[Element] | None:
+    """The typed elements of the attribute, None when the device lacks it."""
+    value = info.attributes.get(attribute)
+    if value is None:
+        return None
+    found = value.kind_and_value()
+    if found is None:
+        raise UnsupportedValue(attribute)
+    kind, raw = found
+    if kind in _SCALAR_KINDS:
+        return frozenset({(kind, raw)})
+    if list_types and kind in _LIST_KINDS:
+        return frozenset((_LIST_KINDS[kind], item) for item in raw)
+    raise UnsupportedValue(attribute)
+
+
+class Constraint:
+    """Common request scoping: which requests (or `req/sub`) a constraint covers."""
+
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
+        self.requests = frozenset(requests)
+        self.attribute = attribute
+        self.list_types = list_types
+        self.owner = owner
+
+    def covers(self, request: str, subrequest: str | None) -> bool:
+        if not self.requests:
+            return True
+        if request in self.requests:
+            return True
+        return subrequest is not None and f"{request}/{subrequest}" in self.requests
+
+    def _elements(self, info: DeviceInfo) -> frozenset[Element] | None:
+        try:
+            return elements(info, self.attribute, list_types=self.list_types)
+        except UnsupportedValue:
+            raise errors.ConstraintError(
+                f"{self.owner}: attribute {self.attribute} of device {info.id}: unsupported attribute value"
+            ) from None
+
+    def add(self, info: DeviceInfo) -> bool:
+        raise NotImplementedError
+
+    def remove(self) -> None:
+        raise NotImplementedError
+
+
+class MatchAttribute(Constraint):
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
+        super().__init__(requests, attribute, list_types=list_types, owner=owner)
+        self._stack: list[frozenset[Element]] = []
+
+    def add(self, info: DeviceInfo) -> bool:
+        values = self._elements(info)
+        if values is None:
+            return False
+        if self._stack:
+            values = self._stack[-1] & values
+            if not values:
+                return False
+        self._stack.append(values)
+        return True
+
+    def remove(self) -> None:
+        self._stack.pop()
+
+    @property
+    def current(self) -> frozenset[Element] | None:
+        """The values every covered device picked so far shares, None before the first."""
+        return self._stack[-1] if self._stack else None
+
+
+class DistinctAttribute(Constraint):
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
+        super().__init__(requests, attribute, list_types=list_types, owner=owner)
+        self._taken: Counter[Element] = Counter()
+        self._stack: list[frozenset[Element]] = []
+
+    def add(self, info: DeviceInfo) -> bool:
+        values = self._elements(info)
+        if values is None:
+            return False
+        if any(self._taken[v] for v in values):
+            return False
+        self._taken.update(values)
+        self._stack.append(values)
+        return True
+
+    def remove(self) -> None:
+        self._taken.subtract(self._stack.pop())

@@ -1,0 +1,87 @@
+"""Partitionable devices: shared counters of a pool, checked, consumed and given back.
+
+A pool's counter sets (from its `sharedCounters` slices) are used up by every
+device of the pool that is already allocated (exclusively or shared, wherever
+its slice is published) and by the devices picked earlier in this call. A device
+fits when, after adding its consumption, no counter of the pool is over.
+
+Unlike upstream, every reservation is undone when the device is rejected later
+or the search backtracks, and counters are keyed by (driver, pool), never by
+pool name alone (SPEC.md, surprises 6 and 10).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+from dralloc.allocation.pools import DeviceID, DeviceInfo, Pool, PoolID
+from dralloc.allocation.snapshots import AllocatedState
+
+CounterKey = tuple[str, str]  # (counter set, counter)
+
+
+class CounterLedger:
+    """Counter availability for one allocation call."""
+
+    def __init__(self, allocated: AllocatedState) -> None:
+        self._allocated = allocated
+        self._available: dict[PoolID, dict[CounterKey, Fraction]] = {}
+        self._used: dict[PoolID, defaultdict[CounterKey, Fraction]] = {}
+        # Shared devices charge counters once, for their first share (existing or in this call).
+        self._share_picks: defaultdict[DeviceID, int] = defaultdict(int)
+
+    def _pool_available(self, pool: Pool) -> dict[CounterKey, Fraction]:
+        available = self._available.get(pool.id)
+        if available is None:
+            available = {
+                (set_name, name): value
+                for set_name, counters in pool.counter_sets.items()
+                for name, value in counters.items()
+            }
+            allocated = self._allocated
+            for info in pool.counter_consumers:
+                if info.id in allocated.exclusive or info.id in allocated.shared:
+                    for set_name, counters in info.consumes:
+                        for name, value in counters:
+                            key = (set_name, name)
+                            if key in available:
+                                available[key] -= value
+            self._available[pool.id] = available
+            self._used[pool.id] = defaultdict(Fraction)
+        return available
+
+    def _charges(self, info: DeviceInfo, shared: bool) -> bool:
+        if not shared:
+            return True
+        return info.id not in self._allocated.shared and self._share_picks[info.id] == 0
+
+    def try_consume(self, pool: Pool, info: DeviceInfo, *, shared: bool) -> bool:
+        """Reserve the device's counters if they fit; on False nothing was reserved."""
+        available = self._pool_available(pool)
+        charge = self._charges(info, shared)
+        if charge:
+            used = self._used[pool.id]
+            for set_name, counters in info.consumes:
+                for name, value in counters:
+                    key = (set_name, name)
+                    if key not in available or used[key] + value > available[key]:
+                        return False
+            # A counter already over (negative) blocks the whole pool, as upstream checks every counter.
+            if any(v < 0 for v in available.values()):
+                return False
+            for set_name, counters in info.consumes:
+                for name, value in counters:
+                    used[(set_name, name)] += value
+        if shared:
+            self._share_picks[info.id] += 1
+        return True
+
+    def release(self, pool: Pool, info: DeviceInfo, *, shared: bool) -> None:
+        if shared:
+            self._share_picks[info.id] -= 1
+        if self._charges(info, shared):
+            used = self._used[pool.id]
+            for set_name, counters in info.consumes:
+                for name, value in counters:
+                    used[(set_name, name)] -= value

@@ -1,0 +1,94 @@
+"""DRA feature gates, as an explicit input to the allocator.
+
+Gates change what the allocator accepts and considers; they are never read from
+the environment. Defaults are those of Kubernetes 1.36.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from dralloc.allocation import errors
+
+# Gate name -> Kubernetes 1.36 default.
+DEFAULTS_1_36: Mapping[str, bool] = {
+    "DRAAdminAccess": True,
+    "DRAPrioritizedList": True,
+    "DRAPartitionableDevices": True,
+    "DRADeviceTaints": True,
+    "DRAConsumableCapacity": True,
+    "DRADeviceBindingConditions": True,
+    "DRAResourceClaimDeviceStatus": True,
+    "DRAListTypeAttributes": False,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = True
+    device_taints: bool = True
+    consumable_capacity: bool = True
+    device_binding_conditions: bool = True
+    resource_claim_device_status: bool = True
+    list_type_attributes: bool = False
+
+    @classmethod
+    def from_gates(cls, gates: Mapping[str, bool]) -> Features:
+        """Features from gate names; gates not named keep their 1.36 default."""
+        unknown = sorted(set(gates) - set(DEFAULTS_1_36))
+        if unknown:
+            raise errors.UnknownFeatureGateError(
+                f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
+            )
+        merged = {**DEFAULTS_1_36, **gates}
+        return cls(**{_FIELD_OF[name]: value for name, value in merged.items()})
+
+    @classmethod
+    def only(cls, enabled: Iterable[str]) -> Features:
+        """Exactly these gates on, every other gate off (how the conformance vectors state gates)."""
+        enabled = set(enabled)
+        return cls.from_gates({name: name in enabled for name in DEFAULTS_1_36})
+
+    @property
+    def binding_conditions(self) -> bool:
+        """Devices with binding conditions need both gates (upstream's DeviceBindingAndStatus)."""
+        return self.device_binding_conditions and self.resource_claim_device_status
+
+    @property
+    def beyond_stable_channel(self) -> bool:
+        """Whether upstream 1.36 would run its incubating allocator rather than the stable one.
+
+        The stable channel supports only AdminAccess, PrioritizedList, PartitionableDevices and
+        DeviceTaints; some behaviour (distinctAttribute without the capacity gate) differs.
+        """
+        return (self.consumable_capacity or self.device_binding_conditions
+                or self.resource_claim_device_status or self.list_type_attributes)
+
+    def gates(self) -> dict[str, bool]:
+        return {name: getattr(self, field) for name, field in _FIELD_OF.items()}
+
+
+_FIELD_OF: Mapping[str, str] = {
+    "DRAAdminAccess": "admin_access",
+    "DRAPrioritizedList": "prioritized_list",
+    "DRAPartitionableDevices": "partitionable_devices",
+    "DRADeviceTaints": "device_taints",
+    "DRAConsumableCapacity": "consumable_capacity",
+    "DRADeviceBindingConditions": "device_binding_conditions",
+    "DRAResourceClaimDeviceStatus": "resource_claim_device_status",
+    "DRAListTypeAttributes": "list_type_attributes",
+}
+
+
+def parse_gates(text: str) -> dict[str, bool]:
+    """Parse `Gate=true,Other=false` (the kube-scheduler --feature-gates syntax)."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.strip().lower() not in ("true", "false"):
+            raise errors.UnknownFeatureGateError(f"invalid feature gate {item!r}: expected Name=true or Name=false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates

@@ -1,0 +1,98 @@
+"""What an allocation call returns when the input is valid.
+
+- `Allocated`: one AllocationResult per claim, in claim order.
+- `Unsatisfiable`: nothing fits on this node right now, with reasons per claim
+  and request: how many candidate devices the node offers and how many each
+  cause removed. Reasons are data; the operator turns them into Events and
+  conditions, the CLI prints them.
+- `BudgetExhausted`: the search ran out of steps before deciding. Retryable,
+  and distinct from "does not fit": another attempt (or more budget) may succeed.
+
+Invalid input is not an outcome but an exception (see errors.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from dralloc.model import claims
+
+
+class Cause(enum.Enum):
+    """Why a device was not a candidate for a request, in the order the checks run."""
+
+    INCOMPLETE_POOL = "incomplete pool"
+    INVALID_POOL = "invalid pool"
+    NODE = "not usable from this node"
+    BINDING_CONDITIONS = "has binding conditions (feature off)"
+    CLASS_SELECTOR = "class selector"
+    REQUEST_SELECTOR = "request selector"
+    IN_USE = "in use"
+    CAPACITY = "capacity"
+    COUNTERS = "counters"
+    TAINT = "taint not tolerated"
+    CONSTRAINT = "constraint"
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestReason:
+    """Why one request (or subrequest) of one claim could not be satisfied."""
+
+    claim: str  # namespace/name
+    request: str  # request or request/subrequest
+    needed: int  # devices needed (0 for allocationMode All with nothing matching)
+    devices: int  # devices on the node in complete pools that the check looked at
+    candidates: int  # devices that passed every per-device check
+    removed: tuple[tuple[Cause, int], ...]  # cause -> how many devices it removed (first failing check)
+    note: str = ""
+
+    def message(self) -> str:
+        removed = ", ".join(f"{count} {cause.value}" for cause, count in self.removed if count)
+        text = (f"claim {self.claim}, request {self.request}: {self.candidates} of {self.devices} devices "
+                f"usable, {self.needed} needed")
+        if removed:
+            text += f" (removed: {removed})"
+        if self.note:
+            text += f"; {self.note}"
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocated:
+    results: tuple[claims.AllocationResult, ...]
+    steps: int
+
+    @property
+    def status(self) -> str:
+        return "allocated"
+
+
+@dataclasses.dataclass(frozen=True)
+class Unsatisfiable:
+    reasons: tuple[RequestReason, ...]
+    steps: int
+
+    @property
+    def status(self) -> str:
+        return "unschedulable"
+
+    def message(self) -> str:
+        if not self.reasons:
+            return "cannot allocate all claims together"
+        return "; ".join(r.message() for r in self.reasons)
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetExhausted:
+    steps: int
+
+    @property
+    def status(self) -> str:
+        return "budget-exhausted"
+
+    def message(self) -> str:
+        return f"search stopped after {self.steps} steps without a decision; retry later or raise the budget"
+
+
+Outcome = Allocated | Unsatisfiable | BudgetExhausted

@@ -1,0 +1,260 @@
+"""Gather ResourceSlices into the pools a node can allocate from.
+
+A pool is identified by (driver, pool name). For one node, the allocator sees
+only slices whose devices can be used from that node (`nodeName`, `allNodes`,
+`nodeSelector`, per-device node selection; slices with `sharedCounters` always
+count). Within a pool only the newest generation is kept. A pool is complete
+when it has `resourceSliceCount` slices of that generation; when the slices for
+this node do not add up, the whole cluster's slices of the pool are consulted,
+which is what multi-node pools need, and a newer generation anywhere makes the
+pool obsolete for this node. Incomplete pools are never allocated from. A
+complete pool is invalid when device names repeat or counter references do not
+resolve; invalid pools are skipped by the search (see search.py).
+
+`SliceIndex` does the expensive part once per set of slices: per-device
+precomputation (`DeviceInfo`) and the per-node gathering, cached per node. It is
+immutable from the outside and safe to share between allocation calls whose
+slices did not change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from dralloc.allocation import errors, nodeaffinity
+from dralloc.allocation.features import Features
+from dralloc.model import devices, nodes
+
+
+class DeviceID(NamedTuple):
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+class PoolID(NamedTuple):
+    driver: str
+    pool: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}"
+
+
+def qualify(name: str, driver: str) -> str:
+    """The fully qualified name of an attribute or capacity published by `driver`."""
+    return name if "/" in name else f"{driver}/{name}"
+
+
+class DeviceInfo:
+    """Everything the search needs about one published device, computed once.
+
+    Selector results are memoized here (`selector_results`): a device's attributes
+    cannot change without a new slice object, hence a new DeviceInfo.
+    """
+
+    __slots__ = (
+        "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
+        "binds_to_node", "capacity", "consumes", "device", "driver", "id", "per_device_node",
+        "selector_results", "slice", "taints",
+    )
+
+    def __init__(self, slice_: devices.ResourceSlice, device: devices.Device) -> None:
+        spec = slice_.spec
+        self.slice = slice_
+        self.device = device
+        self.driver = spec.driver
+        self.id = DeviceID(spec.driver, spec.pool.name, device.name)
+        attributes: dict[str, devices.DeviceAttribute] = {}
+        # Short names first so that an explicitly qualified name wins (exact match first).
+        for name, value in device.attributes.items():
+            if "/" not in name:
+                attributes[f"{spec.driver}/{name}"] = value
+        for name, value in device.attributes.items():
+            if "/" in name:
+                attributes[name] = value
+        self.attributes = attributes
+        self.capacity = device.capacity
+        self.consumes: tuple[tuple[str, tuple[tuple[str, Fraction], ...]], ...] = tuple(
+            (c.counter_set, tuple((name, counter.value.value) for name, counter in c.counters.items()))
+            for c in device.consumes_counters
+        )
+        self.taints = device.taints
+        self.allow_multiple = bool(device.allow_multiple_allocations)
+        self.binding_conditions = device.binding_conditions
+        self.binding_failure_conditions = device.binding_failure_conditions
+        self.binds_to_node = bool(device.binds_to_node)
+        self.per_device_node = bool(spec.per_device_node_selection)
+        self.selector_results: dict[str, Any] = {}
+
+    def node_fields(self) -> tuple[str | None, nodes.NodeSelector | None]:
+        """The nodeName / nodeSelector that restrict where this device can be used."""
+        if self.per_device_node:
+            return self.device.node_name, self.device.node_selector
+        return self.slice.spec.node_name, self.slice.spec.node_selector
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """One pool as seen from one node."""
+
+    id: PoolID
+    slices: tuple[devices.ResourceSlice, ...]
+    devices: tuple[DeviceInfo, ...]
+    incomplete: bool
+    invalid_reason: str | None
+    has_binding_conditions: bool
+    # counter set name -> counter name -> total value, from the pool's sharedCounters.
+    counter_sets: Mapping[str, Mapping[str, Fraction]]
+    # Every device of the pool's current generation cluster-wide that consumes counters:
+    # allocated ones among them use up the pool's counters wherever they are.
+    counter_consumers: tuple[DeviceInfo, ...]
+
+    @property
+    def invalid(self) -> bool:
+        return self.invalid_reason is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeView:
+    """What the allocator needs to know about the node it allocates for."""
+
+    name: str
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, node: nodes.Node) -> NodeView:
+        return cls(node.metadata.name, dict(node.metadata.labels))
+
+
+class SliceIndex:
+    """All ResourceSlices of a cluster, grouped by pool, with per-node pool lists cached."""
+
+    def __init__(self, slices: Sequence[devices.ResourceSlice]) -> None:
+        self.slices = tuple(slices)
+        self._by_pool: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
+        for s in self.slices:
+            self._by_pool[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
+        self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
+        self._pools_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], tuple[Pool, ...]] = {}
+
+    def device_infos(self, slice_: devices.ResourceSlice) -> tuple[DeviceInfo, ...]:
+        key = id(slice_)
+        infos = self._device_infos.get(key)
+        if infos is None:
+            infos = tuple(DeviceInfo(slice_, d) for d in slice_.spec.devices)
+            self._device_infos[key] = infos
+        return infos
+
+    def pool_ids(self) -> tuple[PoolID, ...]:
+        return tuple(self._by_pool)
+
+    def pools_for(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
+        """The pools usable from `node`, in search order (see search.py)."""
+        key = (node.name, tuple(sorted(node.labels.items())), features)
+        cached = self._pools_cache.get(key)
+        if cached is None:
+            cached = self._gather(node, features)
+            self._pools_cache[key] = cached
+        return cached
+
+    def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
+        spec = s.spec
+        if spec.shared_counters:
+            # Counter sets belong to the whole pool, whatever node fields the slice has.
+            return features.partitionable_devices
+        try:
+            if spec.per_device_node_selection:
+                if not features.partitionable_devices:
+                    return False
+                return any(
+                    nodeaffinity.node_matches(
+                        node_name=node.name, labels=node.labels, target_node_name=d.node_name,
+                        all_nodes=d.all_nodes, selector=d.node_selector,
+                    )
+                    for d in spec.devices
+                )
+            if spec.node_name or spec.all_nodes or spec.node_selector is not None:
+                return nodeaffinity.node_matches(
+                    node_name=node.name, labels=node.labels, target_node_name=spec.node_name,
+                    all_nodes=spec.all_nodes, selector=spec.node_selector,
+                )
+        except ValueError as exc:
+            raise errors.InvalidSliceError(f"ResourceSlice {s.metadata.name}: spec.nodeSelector: {exc}") from exc
+        # No known node-selection field: a future mode this allocator does not understand.
+        return False
+
+    def _gather(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
+        relevant: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
+        for s in self.slices:
+            if self._relevant(s, node, features):
+                relevant[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
+        pools: list[Pool] = []
+        for pool_id, candidates in relevant.items():
+            generation = max(s.spec.pool.generation for s in candidates)
+            kept = sorted((s for s in candidates if s.spec.pool.generation == generation),
+                          key=lambda s: s.metadata.name)
+            expected = kept[0].spec.pool.resource_slice_count
+            everywhere = self._by_pool[pool_id]
+            current = [s for s in everywhere if s.spec.pool.generation == generation]
+            incomplete = False
+            if len(kept) != expected:
+                # Not complete from this node's view alone: judge by the whole cluster's slices.
+                if max(s.spec.pool.generation for s in everywhere) > generation:
+                    continue  # being replaced: the old generation is ignored entirely
+                incomplete = len(current) != expected
+            pools.append(self._make_pool(pool_id, kept, current, incomplete, features))
+        pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))
+        return tuple(pools)
+
+    def _make_pool(
+        self,
+        pool_id: PoolID,
+        kept: list[devices.ResourceSlice],
+        current: list[devices.ResourceSlice],
+        incomplete: bool,
+        features: Features,
+    ) -> Pool:
+        infos = tuple(info for s in kept for info in self.device_infos(s))
+        counter_sets: dict[str, dict[str, Fraction]] = {}
+        reason: str | None = None
+        seen: set[str] = set()
+        for info in infos:
+            if info.id.device in seen and reason is None:
+                reason = f"duplicate device name {info.id.device}"
+            seen.add(info.id.device)
+        consumers: tuple[DeviceInfo, ...] = ()
+        if features.partitionable_devices:
+            for s in kept:
+                for counter_set in s.spec.shared_counters:
+                    if counter_set.name in counter_sets and reason is None:
+                        reason = f"duplicate counter set name {counter_set.name}"
+                    counter_sets[counter_set.name] = {n: c.value.value for n, c in counter_set.counters.items()}
+            consumers = tuple(info for s in current for info in self.device_infos(s) if info.consumes)
+            for info in consumers:
+                for set_name, counters in info.consumes:
+                    if set_name not in counter_sets:
+                        reason = reason or f"device {info.id.device} consumes counters of unknown counter set {set_name}"
+                        continue
+                    for counter_name, _ in counters:
+                        if counter_name not in counter_sets[set_name]:
+                            reason = reason or (
+                                f"device {info.id.device} consumes unknown counter {counter_name} "
+                                f"of counter set {set_name}"
+                            )
+        return Pool(
+            id=pool_id,
+            slices=tuple(kept),
+            devices=infos,
+            incomplete=incomplete,
+            invalid_reason=None if incomplete else reason,
+            has_binding_conditions=any(info.binding_conditions for info in infos),
+            counter_sets=counter_sets,
+            counter_consumers=consumers,
+        )

@@ -1,0 +1,139 @@
+"""Build the AllocationResult the API stores, from the search's picks.
+
+- `devices.results`: one entry per pick, in pick order, with `adminAccess`
+  only when true, the request's tolerations, binding conditions (when that
+  feature is on), and `shareID` + `consumedCapacity` for shared devices.
+- `devices.config`: class configs first (each class once, in request order,
+  later requests of the same class appended to its `requests`), then claim
+  configs in claim order; a claim config naming requests is copied once per
+  request it names (upstream behaviour, SPEC.md surprise 4).
+- `nodeSelector`: a device bound to one node pins the node by name; otherwise
+  the one-term selectors of the devices are merged; none when available everywhere.
+"""
+
+from __future__ import annotations
+
+from dralloc.allocation import errors
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.requests import ClaimPlan
+from dralloc.allocation.search import Pick, ShareIdFactory
+from dralloc.model import claims, nodes
+
+
+def _result_entry(
+    pick: Pick, features: Features, share_id: ShareIdFactory, claim_index: int
+) -> claims.DeviceRequestAllocationResult:
+    info, request = pick.info, pick.request
+    fields: dict[str, object] = {
+        "request": request.name,
+        "driver": info.id.driver,
+        "pool": info.id.pool,
+        "device": info.id.device,
+    }
+    if request.admin_access:
+        fields["admin_access"] = True
+    if request.tolerations:
+        fields["tolerations"] = request.tolerations
+    if features.binding_conditions:
+        fields["binding_conditions"] = info.binding_conditions
+        fields["binding_failure_conditions"] = info.binding_failure_conditions
+    if pick.shared:
+        fields["share_id"] = share_id(claim_index, request.name, info.id, pick.share_index)
+        fields["consumed_capacity"] = dict(pick.amounts or {})
+    return claims.DeviceRequestAllocationResult(**fields)  # type: ignore[arg-type]
+
+
+def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAllocationConfiguration]:
+    configs: list[claims.DeviceAllocationConfiguration] = []
+    class_ranges: dict[str, tuple[int, int]] = {}
+    class_requests: list[list[str]] = []
+    for request_index, alternatives in enumerate(plan.requests):
+        chosen = alternatives[selected.get(request_index, 0)]
+        device_class = chosen.device_class
+        name = device_class.metadata.name
+        if name in class_ranges:
+            start, end = class_ranges[name]
+            for i in range(start, end):
+                class_requests[i].append(chosen.name)
+            continue
+        start = len(configs)
+        for config in device_class.spec.config:
+            configs.append(claims.DeviceAllocationConfiguration(source="FromClass", opaque=config.opaque))
+            class_requests.append([chosen.name])
+        class_ranges[name] = (start, len(configs))
+    configs = [c.model_copy(update={"requests": tuple(class_requests[i])}) for i, c in enumerate(configs)]
+    spec_requests = plan.claim.spec.devices.requests
+    for config in plan.claim.spec.devices.config:
+        entry = claims.DeviceAllocationConfiguration(source="FromClaim", requests=config.requests, opaque=config.opaque)
+        if not config.requests:
+            configs.append(entry)
+            continue
+        for request_index, request in enumerate(spec_requests):
+            if request.name in config.requests:
+                configs.append(entry)
+                continue
+            if request.first_available:
+                sub = request.first_available[selected.get(request_index, 0)]
+                if f"{request.name}/{sub.name}" in config.requests:
+                    configs.append(entry)
+    return configs
+
+
+def _add_unique(into: list[nodes.NodeSelectorRequirement], more: tuple[nodes.NodeSelectorRequirement, ...]) -> None:
+    for requirement in more:
+        if not any(
+            r.key == requirement.key and r.operator == requirement.operator
+            and set(r.values) == set(requirement.values)
+            for r in into
+        ):
+            into.append(requirement)
+
+
+def node_selector(picks: list[Pick], node: NodeView, features: Features) -> nodes.NodeSelector | None:
+    fields: list[nodes.NodeSelectorRequirement] = []
+    expressions: list[nodes.NodeSelectorRequirement] = []
+    for pick in picks:
+        info = pick.info
+        node_name, selector = info.node_fields()
+        if node_name or (info.binds_to_node and features.binding_conditions):
+            return nodes.NodeSelector(node_selector_terms=(nodes.NodeSelectorTerm(match_fields=(
+                nodes.NodeSelectorRequirement(key="metadata.name", operator="In", values=(node.name,)),
+            )),))
+        if selector is None or not selector.node_selector_terms:
+            continue
+        if len(selector.node_selector_terms) > 1:
+            raise errors.InvalidSliceError(
+                f"ResourceSlice {info.slice.metadata.name}: unsupported nodeSelector with "
+                f"{len(selector.node_selector_terms)} terms"
+            )
+        term = selector.node_selector_terms[0]
+        _add_unique(fields, term.match_fields)
+        _add_unique(expressions, term.match_expressions)
+    if not fields and not expressions:
+        return None
+    return nodes.NodeSelector(node_selector_terms=(
+        nodes.NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
+    ))
+
+
+def build(
+    plans: list[ClaimPlan],
+    picks: list[list[Pick]],
+    selected: dict[tuple[int, int], int],
+    *,
+    node: NodeView,
+    features: Features,
+    share_id: ShareIdFactory,
+) -> tuple[claims.AllocationResult, ...]:
+    out: list[claims.AllocationResult] = []
+    for claim_index, plan in enumerate(plans):
+        chosen = {ri: si for (ci, ri), si in selected.items() if ci == claim_index}
+        out.append(claims.AllocationResult(
+            devices=claims.DeviceAllocationResult(
+                results=tuple(_result_entry(p, features, share_id, claim_index) for p in picks[claim_index]),
+                config=tuple(_configs(plan, chosen)),
+            ),
+            node_selector=node_selector(picks[claim_index], node, features),
+        ))
+    return tuple(out)

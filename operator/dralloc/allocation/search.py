@@ -1,0 +1,334 @@
+"""The backtracking search: first fit, in upstream's order, with exact upstream results.
+
+Search order (Kubernetes 1.36, incubating allocator). Claims are taken in the
+given order, requests in claim order, and the devices of one request one at a
+time until its count is reached. For each device needed, candidates are tried
+pool by pool (pools without binding-condition devices first, each group sorted
+by driver then pool name), slice by slice (by name), device by device (slice
+order). The k-th device of a request is only looked for after the position of
+the (k-1)-th, so the search walks combinations, not permutations. The first
+complete solution wins. When a later request cannot be satisfied the search
+goes back to the most recent choice and tries the next candidate.
+
+A candidate is accepted when, in this order: it is not in use; it passes the
+class and request selectors (and per-device node selection, and the
+binding-conditions gate); its capacity fits (consumable capacity); its counters
+fit (partitionable devices); its taints are tolerated; and every claim
+constraint accepts it. Every reservation made for a candidate that is then
+rejected, or that the search backtracks over, is undone.
+
+A firstAvailable request tries its subrequests in order, each with the whole
+rest of the search. A claim may hold at most 32 results; a branch that would go
+over is abandoned, and when every subrequest of a request goes over, so is
+every alternative device choice made earlier within the same claim (the count
+does not depend on which device was chosen), exactly as upstream prunes.
+
+dralloc adds a counting bound before the search (bounds.py): if the requests
+that need exclusive devices cannot be matched to distinct candidates at all, the
+answer is "does not fit" at once instead of after an exponential search.
+Pruning never changes which solution is found first, only how fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from fractions import Fraction
+
+from dralloc.allocation import capacity, selectors
+from dralloc.allocation import constraints as constraints_
+from dralloc.allocation import errors, nodeaffinity, taints
+from dralloc.allocation.counters import CounterLedger
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView, Pool
+from dralloc.allocation.requests import ClaimPlan, RequestPlan
+from dralloc.allocation.snapshots import AllocatedState
+from dralloc.model import taints as model_taints
+from dralloc.model.quantities import Quantity
+
+RESULTS_MAX = 32
+
+# allocate_one's three answers: a full solution below, none, or "every way down this
+# branch exceeds the result limit" (prune alternatives within the claim).
+FOUND, NOT_FOUND, EXCEEDED = 1, 0, 2
+
+
+class BudgetExceeded(Exception):
+    """Internal: the step budget ran out; unwinds the recursion."""
+
+
+@dataclasses.dataclass
+class Pick:
+    """One device taken for one request, with what it reserved."""
+
+    request: RequestPlan
+    pool: Pool
+    info: DeviceInfo
+    shared: bool
+    amounts: dict[str, Quantity] | None
+    share_index: int
+
+
+ShareIdFactory = Callable[[int, str, DeviceID, int], str]
+
+
+class Search:
+    """One allocation call's mutable state. Not reusable, not thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        claims: list[ClaimPlan],
+        pools: tuple[Pool, ...],
+        node: NodeView,
+        allocated: AllocatedState,
+        features: Features,
+        extra_taints: dict[DeviceID, tuple[model_taints.DeviceTaint, ...]],
+        budget: int | None,
+    ) -> None:
+        self.claims = claims
+        self.node = node
+        self.allocated = allocated
+        self.features = features
+        self.extra_taints = extra_taints
+        self.budget = budget
+        self.steps = 0
+        self.invalid_pool_seen = any(p.invalid for p in pools if not p.incomplete)
+        # The flattened candidate order for this node; incomplete and invalid pools are skipped.
+        self.order: list[tuple[Pool, DeviceInfo]] = [
+            (pool, info) for pool in pools if not pool.incomplete and not pool.invalid for info in pool.devices
+        ]
+        self.allocating: dict[DeviceID, list[int]] = {}
+        self.in_call_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.counters = CounterLedger(allocated)
+        self.results: list[list[Pick]] = [[] for _ in claims]
+        self.selected_sub: dict[tuple[int, int], int] = {}
+        self.share_count = 0
+
+    # ---- per-device checks -------------------------------------------------------------
+
+    def shareable(self, info: DeviceInfo) -> bool:
+        return self.features.consumable_capacity and info.allow_multiple
+
+    def in_use_before(self, info: DeviceInfo) -> bool:
+        """In use by allocations that already exist (not by picks of this call)."""
+        device_id = info.id
+        if device_id in self.allocated.exclusive:
+            return True
+        # A device that stopped allowing multiple allocations is still held by its shares.
+        return device_id in self.allocated.shared and not self.shareable(info)
+
+    def in_use(self, request: RequestPlan, info: DeviceInfo, claim_index: int) -> bool:
+        holders = self.allocating.get(info.id)
+        if request.admin_access:
+            return bool(holders) and claim_index in holders
+        if self.in_use_before(info):
+            return True
+        return bool(holders) and not self.shareable(info)
+
+    def selectable(self, request: RequestPlan, position: int) -> bool:
+        """Selectors, per-device node selection and the binding-conditions gate (memoized per request)."""
+        memo = request.selectable
+        known = memo.get(position)
+        if known is not None:
+            return known
+        info = self.order[position][1]
+        result = self.statically_selectable(request, info)
+        memo[position] = result
+        return result
+
+    def statically_selectable(self, request: RequestPlan, info: DeviceInfo) -> bool:
+        if info.binding_conditions and not self.features.binding_conditions:
+            return False
+        if request.device_class.spec.selectors and not selectors.all_match(
+            info, request.device_class.spec.selectors, owner=f"class {request.device_class.metadata.name}"
+        ):
+            return False
+        if request.selectors and not selectors.all_match(info, request.selectors, owner=f"claim {request.claim_ref}"):
+            return False
+        if info.per_device_node:
+            device = info.device
+            try:
+                usable = nodeaffinity.node_matches(
+                    node_name=self.node.name, labels=self.node.labels, target_node_name=device.node_name,
+                    all_nodes=device.all_nodes, selector=device.node_selector,
+                )
+            except ValueError as exc:
+                raise errors.InvalidSliceError(
+                    f"ResourceSlice {info.slice.metadata.name}: device {info.id.device}: nodeSelector: {exc}"
+                ) from exc
+            if not usable:
+                return False
+        return True
+
+    def capacity_amounts(self, request: RequestPlan, info: DeviceInfo, *, in_call: bool) -> tuple[bool, dict[str, Quantity] | None]:
+        """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed."""
+        if not self.features.consumable_capacity:
+            return True, None
+        amounts = capacity.consumption(request.capacity, info.capacity)
+        if amounts is None:
+            return False, None
+        ok = capacity.fits(
+            amounts, info.capacity,
+            already=self.allocated.consumed_capacity.get(info.id),
+            in_call=self.in_call_capacity.get(info.id) if in_call else None,
+        )
+        return ok, amounts
+
+    def taint_blocks(self, request: RequestPlan, info: DeviceInfo) -> bool:
+        if not self.features.device_taints:
+            return False
+        device_taints = info.taints
+        extra = self.extra_taints.get(info.id)
+        if extra:
+            device_taints = device_taints + extra
+        return taints.blocking_taint(device_taints, request.tolerations) is not None
+
+    def statically_usable(self, request: RequestPlan, position: int) -> bool | None:
+        """Checks that do not depend on other picks of this call; None when a CEL error hides the answer."""
+        info = self.order[position][1]
+        if not request.admin_access and self.in_use_before(info):
+            return False
+        if info.consumes and not self.features.partitionable_devices:
+            return False
+        try:
+            if not self.selectable(request, position):
+                return False
+        except errors.AllocationInputError:
+            return None
+        if not self.capacity_amounts(request, info, in_call=False)[0]:
+            return False
+        return not self.taint_blocks(request, info)
+
+    # ---- taking and giving back one device --------------------------------------------
+
+    def take(self, claim_index: int, request: RequestPlan, pool: Pool, info: DeviceInfo, *, must: bool) -> Pick | None:
+        """allocateDevice: the in-call checks; on success everything is reserved and recorded."""
+        if self.in_use(request, info, claim_index):
+            return None
+        if info.consumes and not self.features.partitionable_devices:
+            return None
+        fits, amounts = self.capacity_amounts(request, info, in_call=True)
+        if not fits:
+            return None
+        shared = self.shareable(info)
+        if info.consumes and not self.counters.try_consume(pool, info, shared=shared):
+            return None
+        if self.taint_blocks(request, info):
+            if info.consumes:
+                self.counters.release(pool, info, shared=shared)
+            return None
+        claim = self.claims[claim_index]
+        added: list[constraints_.Constraint] = []
+        for constraint in claim.constraints:
+            if not constraint.covers(request.base_name, request.sub_name):
+                continue
+            if constraint.add(info):
+                added.append(constraint)
+                continue
+            for done in reversed(added):
+                done.remove()
+            if info.consumes:
+                self.counters.release(pool, info, shared=shared)
+            if must:
+                raise errors.ConstraintError(
+                    f"claim {claim.ref}, request {request.name}: cannot add device {info.id} "
+                    f"because a claim constraint would not be satisfied"
+                )
+            return None
+        self.allocating.setdefault(info.id, []).append(claim_index)
+        if shared and amounts:
+            used = self.in_call_capacity.setdefault(info.id, {})
+            for name, amount in amounts.items():
+                used[name] = used.get(name, Fraction(0)) + amount.value
+        pick = Pick(request, pool, info, shared, amounts, self.share_count)
+        if shared:
+            self.share_count += 1
+        self.results[claim_index].append(pick)
+        return pick
+
+    def give_back(self, claim_index: int, pick: Pick) -> None:
+        info, request = pick.info, pick.request
+        claim = self.claims[claim_index]
+        for constraint in reversed(claim.constraints):
+            if constraint.covers(request.base_name, request.sub_name):
+                constraint.remove()
+        holders = self.allocating[info.id]
+        holders.remove(claim_index)
+        if not holders:
+            del self.allocating[info.id]
+        if pick.shared and pick.amounts:
+            used = self.in_call_capacity[info.id]
+            for name, amount in pick.amounts.items():
+                used[name] -= amount.value
+        if pick.shared:
+            self.share_count -= 1
+        if info.consumes:
+            self.counters.release(pick.pool, info, shared=pick.shared)
+        self.results[claim_index].pop()
+
+    # ---- the recursion ------------------------------------------------------------------
+
+    def run(self) -> bool:
+        return self.allocate_one(0, 0, 0, 0, False, 0) == FOUND
+
+    def allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> int:
+        self.steps += 1
+        if self.budget is not None and self.steps > self.budget:
+            raise BudgetExceeded
+        if ci >= len(self.claims):
+            return FOUND
+        claim = self.claims[ci]
+        if ri >= len(claim.requests):
+            outcome = self.allocate_one(ci + 1, 0, 0, 0, False, 0)
+            # Exceeding the limit in a later claim says nothing about choices in this one.
+            return NOT_FOUND if outcome == EXCEEDED else outcome
+        alternatives = claim.requests[ri]
+        if not in_sub and alternatives[0].sub_name is not None:
+            all_exceeded = True
+            for index in range(len(alternatives)):
+                outcome = self.allocate_one(ci, ri, index, 0, True, 0)
+                if outcome == EXCEEDED:
+                    continue
+                all_exceeded = False
+                if outcome == FOUND:
+                    self.selected_sub[(ci, ri)] = index
+                    return FOUND
+            return EXCEEDED if all_exceeded else NOT_FOUND
+        request = alternatives[si]
+        if request.all_mode and not request.all_devices:
+            return NOT_FOUND
+        if di >= request.count:
+            return self.allocate_one(ci, ri + 1, 0, 0, False, 0)
+        if len(self.results[ci]) + request.count - di > RESULTS_MAX:
+            return EXCEEDED
+        if request.all_mode:
+            pool, info = request.all_devices[di]
+            pick = self.take(ci, request, pool, info, must=True)
+            if pick is None:
+                return NOT_FOUND
+            outcome = self.allocate_one(ci, ri, si, di + 1, in_sub, 0)
+            if outcome != FOUND:
+                self.give_back(ci, pick)
+            return outcome
+        needed_after = request.count - di - 1
+        order = self.order
+        last = len(order) - needed_after
+        position = start
+        while position < last:
+            pool, info = order[position]
+            position += 1
+            if self.in_use(request, info, ci):
+                continue
+            if not self.selectable(request, position - 1):
+                continue
+            pick = self.take(ci, request, pool, info, must=False)
+            if pick is None:
+                continue
+            outcome = self.allocate_one(ci, ri, si, di + 1, in_sub, position)
+            if outcome == FOUND:
+                return FOUND
+            self.give_back(ci, pick)
+            if outcome == EXCEEDED:
+                return EXCEEDED
+        return NOT_FOUND

@@ -1,0 +1,82 @@
+"""CEL device selectors, evaluated once per (device, expression).
+
+Compilation is memoized by `dralloc.cel.selectors.compile_selector`; results are
+memoized on the `DeviceInfo` (which lives as long as its slice object), so a
+selector runs once per device, not once per allocation attempt or per node.
+Compile and runtime errors are cached too: they fail every call that reaches
+that device, as upstream's allocator does.
+
+Errors name the class or claim and the selector index like upstream:
+"class gpu: selector #0: CEL compile error: ...".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dralloc.allocation import errors
+from dralloc.allocation.pools import DeviceInfo
+from dralloc.cel import devices as cel_devices
+from dralloc.cel import selectors as cel_selectors
+from dralloc.model import classes
+
+_CEL_ENV = "__cel_env__"
+
+
+def check_present(selectors: Sequence[classes.DeviceSelector], owner: str) -> None:
+    """Every selector must carry a CEL expression; anything else is an unknown selector type."""
+    for index, selector in enumerate(selectors):
+        if selector.cel is None:
+            raise errors.UnsupportedFieldError(
+                f"{owner}, selector #{index}: CEL expression empty (unsupported selector type?)"
+            )
+
+
+def _env(info: DeviceInfo) -> cel_devices.DeviceEnv:
+    env = info.selector_results.get(_CEL_ENV)
+    if env is None:
+        env = cel_devices.device_env(
+            driver=info.driver,
+            attributes={name: attr.raw() for name, attr in info.device.attributes.items()},
+            capacity={name: cap.value for name, cap in info.device.capacity.items()},
+            allow_multiple_allocations=info.allow_multiple,
+        )
+        info.selector_results[_CEL_ENV] = env
+    return env  # type: ignore[no-any-return]
+
+
+def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bool:
+    """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors."""
+    cached = info.selector_results.get(expression)
+    if cached is None:
+        try:
+            program = cel_selectors.compile_selector(expression)
+        except cel_selectors.CELCompileError as exc:
+            cached = ("compile", str(exc))
+        else:
+            try:
+                cached = program.evaluate(_env(info)) is True
+            except cel_selectors.CELRuntimeError as exc:
+                cached = ("runtime", str(exc))
+        info.selector_results[expression] = cached
+    if cached is True or cached is False:
+        return cached
+    kind, message = cached
+    # The failure is cached per device; the message names whoever reached it this time.
+    raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
+
+
+def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, owner: str) -> bool:
+    for index, selector in enumerate(selectors):
+        assert selector.cel is not None  # checked by check_present before the search
+        if not evaluate(info, selector.cel.expression, owner=owner, index=index):
+            return False
+    return True
+
+
+def compile_check(expression: str, *, owner: str, index: int) -> None:
+    """Raise InvalidSelectorError now if the expression does not compile."""
+    try:
+        cel_selectors.compile_selector(expression)
+    except cel_selectors.CELCompileError as exc:
+        raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL compile error: {exc}") from exc

@@ -1,0 +1,100 @@
+"""The allocator's view of the cluster: classes, slices, and what is already in use.
+
+`AllocatedState` is built from claims that have `status.allocation`, with the
+rule kube-scheduler uses: admin-access results never make a device busy; with
+consumable capacity, a result with a `shareID` is a share (its
+`consumedCapacity` adds up per device) and leaves the device usable by other
+shares; every other result makes the device exclusively in use.
+
+A `Snapshot` is immutable. `with_allocations` derives the snapshot after some
+claims got allocated, reusing the expensive slice index, which is how
+placement loops (scheduler, simulator, benchmarks) stay cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import DeviceID, SliceIndex
+from dralloc.model import claims, classes, devices, taints
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocatedState:
+    """Devices held by allocations that already exist."""
+
+    exclusive: frozenset[DeviceID] = frozenset()
+    # Devices with at least one share (consumable capacity), and the capacity those shares consume.
+    shared: frozenset[DeviceID] = frozenset()
+    consumed_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_claims(cls, allocated: Iterable[claims.ResourceClaim], features: Features) -> AllocatedState:
+        return cls.from_results(
+            (r for c in allocated if c.status.allocation is not None for r in c.status.allocation.devices.results),
+            features,
+        )
+
+    @classmethod
+    def from_results(
+        cls, results: Iterable[claims.DeviceRequestAllocationResult], features: Features
+    ) -> AllocatedState:
+        exclusive: set[DeviceID] = set()
+        shared: set[DeviceID] = set()
+        consumed: dict[DeviceID, dict[str, Fraction]] = {}
+        for result in results:
+            if result.admin_access:
+                continue
+            device_id = DeviceID(result.driver, result.pool, result.device)
+            if features.consumable_capacity and result.share_id:
+                shared.add(device_id)
+                totals = consumed.setdefault(device_id, {})
+                for name, quantity in result.consumed_capacity.items():
+                    totals[name] = totals.get(name, Fraction(0)) + quantity.value
+            else:
+                exclusive.add(device_id)
+        return cls(frozenset(exclusive), frozenset(shared), consumed)
+
+    def plus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
+        """This state with more allocation results added."""
+        extra = AllocatedState.from_results(results, features)
+        consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
+        for device_id, totals in extra.consumed_capacity.items():
+            mine = consumed.setdefault(device_id, {})
+            for name, value in totals.items():
+                mine[name] = mine.get(name, Fraction(0)) + value
+        return AllocatedState(self.exclusive | extra.exclusive, self.shared | extra.shared, consumed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """Everything one allocation call reads, frozen."""
+
+    classes: Mapping[str, classes.DeviceClass]
+    slices: SliceIndex
+    allocated: AllocatedState = dataclasses.field(default_factory=AllocatedState)
+    # Taints from DeviceTaintRules, merged into the devices they select (the scheduler's job upstream).
+    extra_taints: Mapping[DeviceID, tuple[taints.DeviceTaint, ...]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        device_classes: Sequence[classes.DeviceClass],
+        resource_slices: Sequence[devices.ResourceSlice],
+        allocated_claims: Iterable[claims.ResourceClaim] = (),
+        features: Features,
+    ) -> Snapshot:
+        return cls(
+            classes={c.metadata.name: c for c in device_classes},
+            slices=SliceIndex(resource_slices),
+            allocated=AllocatedState.from_claims(allocated_claims, features),
+        )
+
+    def with_allocations(self, results: Iterable[claims.AllocationResult], features: Features) -> Snapshot:
+        """The snapshot after these allocations were written (same classes and slices)."""
+        state = self.allocated.plus((r for a in results for r in a.devices.results), features)
+        return dataclasses.replace(self, allocated=state)

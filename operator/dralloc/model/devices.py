@@ -1,0 +1,109 @@
+"""ResourceSlice: pools, devices, attributes, capacity, shared counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from dralloc.model.base import ApiModel, Object
+from dralloc.model.nodes import NodeSelector
+from dralloc.model.quantities import Quantity
+from dralloc.model.taints import DeviceTaint
+
+
+class DeviceAttribute(ApiModel):
+    """Exactly one of the value fields is set (the API validates that)."""
+
+    int_: int | None = Field(default=None, alias="int")
+    bool_: bool | None = Field(default=None, alias="bool")
+    string: str | None = None
+    version: str | None = None
+    ints: tuple[int, ...] | None = None
+    bools: tuple[bool, ...] | None = None
+    strings: tuple[str, ...] | None = None
+    versions: tuple[str, ...] | None = None
+
+    def kind_and_value(self) -> tuple[str, Any] | None:
+        """(`int`|`bool`|`string`|`version`|`ints`|..., value), or None for an unknown type."""
+        for kind, value in (
+            ("int", self.int_), ("bool", self.bool_), ("string", self.string), ("version", self.version),
+            ("ints", self.ints), ("bools", self.bools), ("strings", self.strings), ("versions", self.versions),
+        ):
+            if value is not None:
+                return kind, value
+        return None
+
+    def raw(self) -> dict[str, Any]:
+        found = self.kind_and_value()
+        if found is None:
+            return {}
+        kind, value = found
+        return {kind: list(value) if isinstance(value, tuple) else value}
+
+
+class CapacityRequestPolicyRange(ApiModel):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(ApiModel):
+    default: Quantity | None = None
+    valid_values: tuple[Quantity, ...] = ()
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+class DeviceCapacity(ApiModel):
+    value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
+
+
+class Counter(ApiModel):
+    value: Quantity
+
+
+class CounterSet(ApiModel):
+    name: str
+    counters: dict[str, Counter] = Field(default_factory=dict)
+
+
+class DeviceCounterConsumption(ApiModel):
+    counter_set: str
+    counters: dict[str, Counter] = Field(default_factory=dict)
+
+
+class Device(ApiModel):
+    name: str
+    attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
+    consumes_counters: tuple[DeviceCounterConsumption, ...] = ()
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: tuple[DeviceTaint, ...] = ()
+    binds_to_node: bool | None = None
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    allow_multiple_allocations: bool | None = None
+
+
+class ResourcePool(ApiModel):
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+class ResourceSliceSpec(ApiModel):
+    driver: str
+    pool: ResourcePool
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: tuple[Device, ...] = ()
+    shared_counters: tuple[CounterSet, ...] = ()
+
+
+class ResourceSlice(Object):
+    spec: ResourceSliceSpec
