@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
-from dralloc.cel import devices, selectors  # noqa: E402
-from dralloc.model.quantities import Quantity  # noqa: E402
+from dralloc.cel import devices, selectors
+from dralloc.model.quantities import Quantity
 
 DEVICES = 10_000
 SELECTORS = {

@@ -11,6 +11,7 @@ Not provided: `format`, `strings.quote` and `reverse` (see the package report).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -117,11 +118,33 @@ def join(items: Any, separator: Any = None) -> _S:
     return _S(sep.join(items))
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    # RE2 otherwise writes every bad pattern to stderr; we report it as a CEL error.
+    options.log_errors = False
+    return options
+
+
+_OPTIONS = _re2_options()
+
+
 def _regex(pattern: Any, function: str) -> Any:
+    return _compiled(_str(pattern, function))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
     try:
-        return re2.compile(_str(pattern, function))
+        return re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
-        raise ValueError(f"error parsing regexp: {exc}") from None
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(f"error parsing regexp: {reason}") from None
+
+
+@operators.propagates_errors
+def matches(text: Any, pattern: Any) -> celtypes.BoolType:
+    """CEL's `matches` (RE2, unanchored), replacing celpy's to keep errors quiet and typed."""
+    return operators.cel_bool(_regex(pattern, "matches").search(_str(text, "matches")) is not None)
 
 
 @operators.propagates_errors
@@ -150,5 +173,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "trim": trim,
     "join": join,
     "find": find,
+    "matches": matches,
     "findAll": findAll,
 }

@@ -1,0 +1,72 @@
+"""What fails at compile time, and how the message reads."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dralloc.cel import selectors
+
+
+@pytest.mark.parametrize(("expression", "reason"), [
+    pytest.param("device.foo", "undefined field 'foo'", id="unknown-device-field"),
+    pytest.param("foo == 1", "undeclared reference to 'foo'", id="unknown-variable"),
+    pytest.param("nosuch(1)", "undeclared reference to 'nosuch'", id="unknown-function"),
+    pytest.param('"a".nosuch()', "undeclared reference to 'nosuch'", id="unknown-method"),
+    pytest.param('device.driver.compareTo(1) == 0 || device.foo', "undefined field 'foo'",
+                 id="error-in-unevaluated-branch"),
+    pytest.param("[1].all(x, y > 0)", "undeclared reference to 'y'", id="unknown-in-macro"),
+    pytest.param('has(device.attributes["d"])', "invalid argument to has() macro", id="has-of-index"),
+    pytest.param("[1].reduce(a, b, a)", "undeclared reference to 'reduce'", id="reduce-not-a-cel-macro"),
+    pytest.param("device.driver", "must evaluate to bool or the unknown type, not string", id="string-result"),
+    pytest.param("1", "not int", id="int-literal-result"),
+    pytest.param("1 +", "Syntax error", id="syntax"),
+    pytest.param("", "Syntax error", id="empty"),
+    pytest.param("Foo{a: 1}", "message construction", id="message-construction"),
+])
+def test_compile_error(expression: str, reason: str) -> None:
+    """The error names the reason, in upstream's 'compilation failed: ERROR: <input>:L:C:' form."""
+    with pytest.raises(selectors.CELCompileError) as excinfo:
+        selectors.compile_selector(expression)
+    message = str(excinfo.value)
+    assert message.startswith("compilation failed: ")
+    assert reason in message
+
+
+def test_message_points_at_the_problem() -> None:
+    """Line and column locate the offending token, with a caret under it."""
+    with pytest.raises(selectors.CELCompileError) as excinfo:
+        selectors.compile_selector("device.driver == x")
+    assert str(excinfo.value) == (
+        "compilation failed: ERROR: <input>:1:18: undeclared reference to 'x' (in container '')\n"
+        " | device.driver == x\n"
+        " | .................^"
+    )
+
+
+def test_all_problems_are_reported() -> None:
+    """Several undeclared references are all listed."""
+    with pytest.raises(selectors.CELCompileError) as excinfo:
+        selectors.compile_selector("a == b")
+    assert "'a'" in str(excinfo.value) and "'b'" in str(excinfo.value)
+
+
+def test_overlong_expression_is_rejected() -> None:
+    """Upstream's 10 KiB CELSelectorExpressionMaxLength."""
+    with pytest.raises(selectors.CELCompileError, match="longer than"):
+        selectors.compile_selector("true && " * 2000 + "true")
+
+
+def test_failed_compilation_is_not_cached_as_success() -> None:
+    """Compiling a bad expression again raises again."""
+    for _ in range(2):
+        with pytest.raises(selectors.CELCompileError):
+            selectors.compile_selector("device.bad")
+
+
+@given(st.sampled_from(["a100", "h100", "t4"]), st.integers(0, 7))
+def test_compile_selector_is_memoized(model: str, numa: int) -> None:
+    """The same text always yields the same compiled object."""
+    text = f'device.attributes["gpu.example.com"].model == "{model}" && device.attributes["gpu.example.com"].numa == {numa}'
+    assert selectors.compile_selector(text) is selectors.compile_selector(str(text))
