@@ -31,6 +31,8 @@ from dralloc.cel.library_semver import Semver
 from dralloc.model.quantities import Quantity
 
 _EMPTY_DOMAIN = celtypes.MapType()
+# celpy's MapType.get raises on a missing key; the plain dict lookup is what we need.
+_dict_get: Any = dict.get
 
 
 
@@ -53,10 +55,7 @@ class DomainMap(celtypes.MapType):
     def __getitem__(self, key: Any) -> Any:
         if not isinstance(key, str):
             raise TypeError(f"no such overload: map(string, map)[{type(key).__name__}]")
-        try:
-            return dict.__getitem__(self, key)
-        except KeyError:
-            return _EMPTY_DOMAIN
+        return _dict_get(self, key, _EMPTY_DOMAIN)
 
     def get(self, key: Any, default: Any = None) -> Any:
         # Transpiled `device.attributes.foo` reads through get().
