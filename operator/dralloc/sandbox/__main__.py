@@ -1,0 +1,7 @@
+"""`python -m dralloc.sandbox` runs the sandbox API server (see `dralloc.sandbox.cli`)."""
+
+import sys
+
+from dralloc.sandbox import cli
+
+sys.exit(cli.main())

@@ -1,0 +1,178 @@
+"""Admission: the defaults and the refusals a client would meet on a real API server.
+
+Defaulting (mutating) runs first: Namespaces get the `kubernetes` finalizer and phase
+Active, Pods get a scheduler name and phase Pending, device requests get
+`allocationMode: ExactCount` and `count: 1`, tolerations `operator: Equal`, CRDs an
+Established status. Validation follows, and what it rejects is a 422 Invalid whose
+causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.expression`):
+
+- every object: metadata.name syntax, label keys and values;
+- resource.k8s.io: the real 1.37 OpenAPI schema (kubernetes-validate's copy, strict
+  when the request says `fieldValidation=Strict`), then the DRA rules in `dra.py`;
+- Pods: the spec is immutable except for the fields upstream lets change (images,
+  activeDeadlineSeconds, added tolerations, removed scheduling gates, and nodeSelector
+  and affinity while the pod is still gated).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import re
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import referencing
+
+from dralloc.sandbox import dra, errors, resources, schemas
+
+Obj = dict[str, Any]
+Causes = list[tuple[str, str]]
+
+strict_fields: contextvars.ContextVar[bool] = contextvars.ContextVar("strict_fields", default=False)
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_LABEL_NAMES = {"namespaces"}
+_FREE_NAMES = {"events", "nodes"}  # upstream is lenient for these (node names may have dots)
+
+
+def field_path(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+@functools.cache
+def _validator(name: str, strict: bool) -> jsonschema.Draft202012Validator:
+    resource = referencing.Resource.from_contents(
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": schemas.definitions(strict)})
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource("urn:k8s", resource)
+    return jsonschema.Draft202012Validator({"$ref": f"urn:k8s#/$defs/{name}"}, registry=registry)
+
+
+def schema_causes(obj: Obj, strict: bool) -> Causes:
+    name = schemas.definition_name(obj.get("apiVersion", ""), obj.get("kind", ""))
+    if name is None:
+        return []
+    causes = []
+    for error in _validator(name, strict).iter_errors(obj):
+        path = field_path(error.absolute_path)
+        if path.startswith("metadata.") and path not in ("metadata.name", "metadata.labels"):
+            continue  # the server owns metadata fields such as generation
+        causes.append((path, error.message))
+    return causes
+
+
+def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name", "")
+    causes: Causes = []
+    if rt.plural in _DNS_LABEL_NAMES:
+        if not _DNS_LABEL.match(name) or len(name) > 63:
+            causes.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 label must '
+                                            "consist of lower case alphanumeric characters or '-'"))
+    elif rt.plural not in _FREE_NAMES and (not _DNS_SUBDOMAIN.match(name) or len(name) > 253):
+        causes.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
+                                        "consist of lower case alphanumeric characters, '-' or '.'"))
+    for key, value in (meta.get("labels") or {}).items():
+        prefix, _, label = key.rpartition("/")
+        if not _LABEL_NAME.match(label) or len(label) > 63 or (prefix and not _DNS_SUBDOMAIN.match(prefix)):
+            causes.append(("metadata.labels", f'Invalid value: "{key}": name part must consist of '
+                                               "alphanumeric characters, '-', '_' or '.'"))
+        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
+            causes.append(("metadata.labels", f'Invalid value: "{value}": a valid label value must be '
+                                               "63 characters or less and alphanumeric, '-', '_' or '.'"))
+    return causes
+
+
+class Admission:
+    """The `store.Admission` the server uses; `validate_schemas=False` skips the OpenAPI check."""
+
+    def __init__(self, *, validate_schemas: bool = True) -> None:
+        self.validate_schemas = validate_schemas
+
+    def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
+        self.default(rt, new, old)
+        causes = metadata_causes(rt, new) if old is None else []
+        if rt.group == "resource.k8s.io":
+            if self.validate_schemas:
+                causes += schema_causes(new, strict_fields.get())
+            if not causes:
+                causes += dra.validate(new, old, subresource)
+        elif rt.plural == "pods" and old is not None and subresource == "":
+            causes += pod_update_causes(new, old)
+        if causes:
+            raise errors.invalid(rt.kind, rt.group, (new.get("metadata") or {}).get("name", ""), causes)
+
+    def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None) -> None:
+        if rt.storage == "/namespaces" and old is None:
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj.setdefault("status", {}).setdefault("phase", "Active")
+        elif rt.storage == "/pods" and old is None:
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+            spec.setdefault("priority", 0)
+            obj.setdefault("status", {}).setdefault("phase", "Pending")
+        elif rt.storage == "apiextensions.k8s.io/customresourcedefinitions":
+            names = (obj.get("spec") or {}).get("names") or {}
+            names.setdefault("singular", str(names.get("kind", "")).lower())
+            names.setdefault("listKind", f"{names.get('kind', '')}List")
+            obj["status"] = {
+                "acceptedNames": names,
+                "storedVersions": [v["name"] for v in (obj.get("spec") or {}).get("versions") or []
+                                   if v.get("storage")],
+                "conditions": [
+                    {"type": t, "status": "True", "reason": r, "message": m,
+                     "lastTransitionTime": obj["metadata"].get("creationTimestamp")}
+                    for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"))
+                ],
+            }
+        elif rt.group == "resource.k8s.io":
+            dra.default(obj)
+
+
+_POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeSelector", "affinity",
+                     "containers", "initContainers", "terminationGracePeriodSeconds")
+
+
+def pod_update_causes(new: Obj, old: Obj) -> Causes:
+    """Which spec changes an update (not /status, not /binding) may make to a Pod."""
+    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
+    causes: Causes = []
+    fixed = {k: v for k, v in ns.items() if k not in _POD_MUTABLE_SPEC}
+    if fixed != {k: v for k, v in os_.items() if k not in _POD_MUTABLE_SPEC}:
+        causes.append(("spec", "Forbidden: pod updates may not change fields other than "
+                               "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                               "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing "
+                               "tolerations), `spec.terminationGracePeriodSeconds` and scheduling gates"))
+    for field in ("containers", "initContainers"):
+        strip = [{k: v for k, v in c.items() if k != "image"} for c in ns.get(field) or []]
+        if strip != [{k: v for k, v in c.items() if k != "image"} for c in os_.get(field) or []]:
+            causes.append((f"spec.{field}", "Forbidden: only the image of a container may change"))
+    old_tol = os_.get("tolerations") or []
+    if (ns.get("tolerations") or [])[:len(old_tol)] != old_tol:
+        causes.append(("spec.tolerations", "Forbidden: existing toleration can not be modified except "
+                                           "its tolerationSeconds"))
+    old_gates = [g.get("name") for g in os_.get("schedulingGates") or []]
+    new_gates = [g.get("name") for g in ns.get("schedulingGates") or []]
+    if not set(new_gates) <= set(old_gates):
+        causes.append(("spec.schedulingGates", "Forbidden: only deletion is allowed, but found new scheduling "
+                                               "gates"))
+    if not old_gates:
+        for field in ("nodeSelector", "affinity"):
+            if ns.get(field) != os_.get(field):
+                causes.append((f"spec.{field}", "Forbidden: may only be changed while the pod has "
+                                                "scheduling gates"))
+    elif ns.get("nodeSelector") != os_.get("nodeSelector"):
+        old_sel, new_sel = os_.get("nodeSelector") or {}, ns.get("nodeSelector") or {}
+        if any(new_sel.get(k) != v for k, v in old_sel.items()):
+            causes.append(("spec.nodeSelector", "Invalid value: only additions to the node selector are "
+                                                "allowed while the pod is gated"))
+    return causes

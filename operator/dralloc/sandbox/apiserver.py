@@ -1,0 +1,302 @@
+"""`ApiServer`: the aiohttp application around the store, and its lifecycle.
+
+The server owns one event loop's worth of state (store, watch hub, collector,
+optional pod simulator) and serves it on 127.0.0.1 by default. Use it as
+`async with ApiServer(...) as srv:` in the loop of your choice; a kopf operator must
+not share that loop (kopf cancels every task of its loop on exit), which is what
+`threads.run_in_thread()` is for.
+
+Requests pass three layers before the REST verbs: the optional bearer token (401), the
+fault rules (`faults.py`: injected statuses and latency), and error rendering (every
+`ApiError` becomes its Status body; anything else is a logged 500).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import pathlib
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from aiohttp import web
+
+from dralloc.sandbox import (
+    admission,
+    collecting,
+    discovery,
+    endpoints,
+    errors,
+    kubeconfig,
+    resources,
+    simulator,
+    watches,
+)
+from dralloc.sandbox import (
+    faults as faults_,
+)
+from dralloc.sandbox import (
+    store as store_,
+)
+
+logger = logging.getLogger(__name__)
+Obj = dict[str, Any]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiServer:
+    """A Kubernetes-compatible API server; `url` is known once started."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,  # 0 = a free port, chosen at start
+        token: str | None = None,  # None = no authentication
+        seed: Iterable[Obj] = (),
+        state_file: str | os.PathLike[str] | None = None,  # load at start, save at stop
+        simulate_pods: bool = False,
+        sim_start_delay: float = 0.5,
+        faults: str | None = None,  # a --faults spec
+        history: int = 20_000,  # watch events kept for resuming
+        bookmark_interval: float = 30.0,
+        validate_schemas: bool = True,
+    ) -> None:
+        self.host, self.port, self.token = host, port, token
+        self.state_file = pathlib.Path(state_file) if state_file else None
+        self.registry = resources.Registry()
+        self.hub = watches.Hub(history)
+        self.store = store_.Store(self.registry, self.hub, admission.Admission(validate_schemas=validate_schemas))
+        self.collector = collecting.Collector(self.store)
+        self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
+        self.endpoints = endpoints.Endpoints(self.store, self.hub, bookmark_interval=bookmark_interval)
+        self.faults = faults_.Faults()
+        if faults:
+            self.faults.load(faults)
+        self._initial_seed = list(seed)
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def __aenter__(self) -> ApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.faults.bind("close-watches", self._in_loop(self.hub.close_all))
+        self.faults.bind("compact", self._in_loop(lambda: self.hub.compact(self.store.rv)))
+        if self.state_file and self.state_file.exists():
+            self.store.load(json.loads(self.state_file.read_text()))
+        elif self._initial_seed:
+            self.seed(self._initial_seed)
+        app = web.Application(middlewares=[self._errors, self._auth, self._faults], client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._route)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if self.port == 0 and server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        self._tasks.append(asyncio.create_task(self.collector.run(), name="sandbox-collector"))
+        for periodic in self.faults.periodic:
+            self._tasks.append(asyncio.create_task(self._periodic(periodic), name="sandbox-faults"))
+        logger.info("sandbox API server listening on %s", self.url)
+
+    async def stop(self) -> None:
+        self.hub.close_all()
+        if self.simulator is not None:
+            self.simulator.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.state_file:
+            self.save_state(self.state_file)
+
+    def save_state(self, path: str | os.PathLike[str]) -> None:
+        target = pathlib.Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(self.store.dump()))
+        tmp.replace(target)
+
+    def _in_loop(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """`fn` runs on the server's loop, also when called from another thread (and waits)."""
+        def call() -> None:
+            loop = self._loop
+            if loop is None or _running_loop() is loop:
+                fn()
+                return
+            done = threading.Event()
+
+            def run() -> None:
+                try:
+                    fn()
+                finally:
+                    done.set()
+            loop.call_soon_threadsafe(run)
+            done.wait(10)
+        return call
+
+    async def _periodic(self, periodic: faults_.Periodic) -> None:
+        while True:
+            await asyncio.sleep(periodic.every)
+            if periodic.action == "compact":
+                self.hub.compact(self.store.rv)
+            else:
+                self.hub.close_all()
+
+    # ---- helpers for tests and the CLI ------------------------------------------------------
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
+        return kubeconfig.write(path, self.url, self.token)
+
+    def seed(self, objects: Iterable[Obj]) -> list[Obj]:
+        """Store objects as given (status included); namespaces they name are created."""
+        stored = []
+        for obj in _flatten(objects):
+            rt = self.registry.by_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+            if rt is None:
+                raise errors.ApiError(404, f"no resource serves {obj.get('apiVersion')}/{obj.get('kind')}")
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace") or "default" if rt.namespaced else ""
+            if rt.namespaced and ("", ns) not in self.store.objects["/namespaces"]:
+                self.store.create(self.registry.get("", "v1", "namespaces"),  # type: ignore[arg-type]
+                                  "", {"metadata": {"name": ns}})
+            clean = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+            stored.append(self.store.create(rt, ns, clean, keep_status=True))
+        return stored
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """A stored object as its apiVersion shows it, or None."""
+        rt = self.registry.by_kind(api_version, kind)
+        if rt is None:
+            return None
+        entry = self.store.objects[rt.storage].get((namespace if rt.namespaced else "", name))
+        return json.loads(json.dumps(rt.outward(entry.obj))) if entry else None
+
+    def list_objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        rt = self.registry.by_kind(api_version, kind)
+        if rt is None:
+            return []
+        return [json.loads(json.dumps(rt.outward(e.obj))) for _, e in self.store.scan(rt.storage, namespace)]
+
+    def compact(self) -> None:
+        self.faults.compact()
+
+    def close_watches(self) -> None:
+        self.faults.close_watches()
+
+    # ---- HTTP -------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except errors.ApiError as exc:
+            return endpoints.respond(exc.status_body(), exc.code)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            logger.exception("sandbox request failed: %s %s", request.method, request.path_qs)
+            return endpoints.respond(errors.status_body(500, f"internal error: {exc}"), 500)
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            raise errors.ApiError(401, "Unauthorized")
+        return await handler(request)
+
+    @web.middleware
+    async def _faults(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        decision = self.faults.decide(request.method, request.path)
+        if decision is not None:
+            if decision.delay:
+                await asyncio.sleep(decision.delay)
+            if decision.status is not None:
+                raise errors.ApiError(decision.status, decision.message)
+        return await handler(request)
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        if request.method == "GET":
+            doc = self._discovery(path, parts, request)
+            if doc is not None:
+                return doc
+        if (len(parts) >= 3 and parts[0] == "api") or (len(parts) >= 4 and parts[0] == "apis"):
+            return await self.endpoints.handle(request)
+        raise errors.ApiError(404, "the server could not find the requested resource")
+
+    def _discovery(self, path: str, parts: list[str], request: web.Request) -> web.Response | None:
+        respond = endpoints.respond
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return respond(discovery.VERSION_INFO)
+        if path == "/api":
+            return respond(discovery.api_versions(f"{self.host}:{self.port}"))
+        if path == "/apis":
+            return respond(discovery.api_group_list(self.registry))
+        if path == "/openapi/v2":
+            if "protobuf" in request.headers.get("Accept", "") and "json" not in request.headers.get("Accept", ""):
+                raise errors.ApiError(406, "only application/json is served")
+            return respond(discovery.openapi_v2())
+        if path == "/openapi/v3":
+            return respond(discovery.openapi_v3_index(self.registry))
+        if parts[:2] == ["openapi", "v3"] and len(parts) in (4, 5):
+            group, version = ("", parts[3]) if parts[2] == "api" else (parts[3], parts[4] if len(parts) > 4 else "")
+            doc = discovery.openapi_v3_gv(self.registry, group, version)
+            if doc is None:
+                raise errors.ApiError(404, "the server could not find the requested resource")
+            return respond(doc)
+        found: Obj | None = None
+        if len(parts) == 2 and parts[0] == "api":
+            found = discovery.resource_list(self.registry, "", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            found = discovery.api_group(self.registry, parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = discovery.resource_list(self.registry, parts[1], parts[2])
+        else:
+            return None
+        if found is None:
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        return respond(found)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _flatten(objects: Iterable[Obj]) -> Iterable[Obj]:
+    for obj in objects:
+        if not obj:
+            continue
+        if obj.get("kind", "").endswith("List") and isinstance(obj.get("items"), list):
+            yield from _flatten(obj["items"])
+        else:
+            yield obj

@@ -1,0 +1,163 @@
+"""The controllers of the control plane that the sandbox must imitate: garbage collection,
+namespace cleanup and CRD registration.
+
+Upstream these run in kube-controller-manager and the apiextensions server, apart
+from the write that triggers them, and so here: a deletion commits first (its watch
+event goes out), and the `Collector` task then deletes dependents, one write per
+object, each with its own resourceVersion and event. Rules kept from upstream:
+
+- an object whose owners (by uid) are all gone is deleted in the background; one with
+  some owners left only loses the dangling ownerReferences; an object created with no
+  existing owner is collected too;
+- Foreground deletion: the owner carries the `foregroundDeletion` finalizer until its
+  dependents are gone;
+- a deleted Namespace turns `Terminating`, refuses new objects, has its objects deleted
+  (their finalizers are honoured) and disappears when it is empty;
+- a CRD serves its resources as soon as it is created (its status says Established)
+  and takes its objects with it when it is deleted (finalizers on those objects are
+  not waited for; documented).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from dralloc.sandbox import store as store_
+from dralloc.sandbox import watches
+
+logger = logging.getLogger(__name__)
+
+
+class Collector:
+    def __init__(self, store: store_.Store) -> None:
+        self.store = store
+        self.pending: list[str] = []  # owner uids whose dependents need a look
+        self.foreground: set[str] = set()  # uids of owners waiting for their dependents
+        self.terminating: set[str] = set()  # namespaces being emptied
+        self.wake: asyncio.Event | None = None
+        store.listeners.append(self._on_event)
+
+    def _poke(self) -> None:
+        if self.wake is not None:
+            self.wake.set()
+
+    def _on_event(self, event: watches.Event) -> None:
+        meta = event.obj["metadata"]
+        if event.storage == "apiextensions.k8s.io/customresourcedefinitions":
+            self._on_crd(event)
+        if event.type == "DELETED":
+            self.pending.append(meta["uid"])
+            self.foreground.discard(meta["uid"])
+            self._poke()
+            return
+        if meta.get("deletionTimestamp"):
+            if "foregroundDeletion" in (meta.get("finalizers") or ()):
+                self.foreground.add(meta["uid"])
+            if event.storage == "/namespaces":
+                self.terminating.add(meta["name"])
+            self._poke()
+        if event.type == "ADDED" and meta.get("ownerReferences"):
+            refs = meta["ownerReferences"]
+            if all(self.store.by_uid(r.get("uid", "")) is None for r in refs):
+                self.pending.extend(r.get("uid", "") for r in refs)
+                self._poke()
+
+    def _on_crd(self, event: watches.Event) -> None:
+        registry = self.store.registry
+        if event.type == "DELETED":
+            spec = event.obj.get("spec") or {}
+            storage = f"{spec.get('group', '')}/{(spec.get('names') or {}).get('plural', '')}"
+            for key, entry in list(self.store.scan(storage)):
+                gone = json.loads(entry.raw)
+                self.store._commit((storage, *key), gone, entry.obj, "DELETED")
+            registry.remove_crd(event.obj)
+        else:
+            registry.add_crd(event.obj)
+
+    async def run(self) -> None:
+        self.wake = asyncio.Event()
+        self.wake.set()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            try:
+                self.collect()
+            except Exception:  # a bug here must not stop collection for the whole session
+                logger.exception("garbage collection failed")
+            await asyncio.sleep(0)
+
+    def collect(self) -> None:
+        for _ in range(100):  # each round may free more; the bound only guards against bugs
+            if not self._round():
+                return
+
+    def _round(self) -> bool:
+        worked = False
+        pending, self.pending = self.pending, []
+        for uid in dict.fromkeys(pending):
+            if self.store.by_uid(uid) is None:
+                worked |= self._release_dependents(uid)
+        for uid in list(self.foreground):
+            worked |= self._foreground(uid)
+        for ns in list(self.terminating):
+            worked |= self._empty_namespace(ns)
+        return worked or bool(self.pending)
+
+    def _release_dependents(self, owner_uid: str) -> bool:
+        worked = False
+        for key in list(self.store.dependents.get(owner_uid, ())):
+            entry = self.store.objects[key[0]].get(key[1:])
+            if entry is None:
+                continue
+            refs = entry.obj["metadata"].get("ownerReferences") or []
+            alive = [r for r in refs if self.store.by_uid(r.get("uid", "")) is not None]
+            if alive:
+                new = json.loads(entry.raw)
+                new["metadata"]["ownerReferences"] = alive
+                self.store.put_internal(key, new, entry.obj)
+            elif not entry.obj["metadata"].get("deletionTimestamp"):
+                self.store.remove(key, "Background")
+            worked = True
+        return worked
+
+    def _foreground(self, uid: str) -> bool:
+        key = self.store.uids.get(uid)
+        if key is None:
+            self.foreground.discard(uid)
+            return False
+        deps = [d for d in self.store.dependents.get(uid, ()) if d[1:] in self.store.objects[d[0]]]
+        for dep in deps:
+            if not self.store.objects[dep[0]][dep[1:]].obj["metadata"].get("deletionTimestamp"):
+                self.store.remove(dep, "Background")
+        if deps:
+            return False
+        entry = self.store.objects[key[0]][key[1:]]
+        new = json.loads(entry.raw)
+        new["metadata"]["finalizers"] = [
+            f for f in new["metadata"].get("finalizers") or () if f != "foregroundDeletion"]
+        self.foreground.discard(uid)
+        self.store.put_internal(key, new, entry.obj)
+        return True
+
+    def _empty_namespace(self, ns: str) -> bool:
+        left = 0
+        for storage, bucket in list(self.store.objects.items()):
+            for key in [k for k in bucket if k[0] == ns]:
+                left += 1
+                if not bucket[key].obj["metadata"].get("deletionTimestamp"):
+                    self.store.remove((storage, *key), "Background")
+        if left:
+            return False
+        self.terminating.discard(ns)
+        entry = self.store.objects["/namespaces"].get(("", ns))
+        if entry is None:
+            return False
+        new = json.loads(entry.raw)
+        spec = new.setdefault("spec", {})
+        spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != "kubernetes"]
+        if not spec["finalizers"]:
+            del spec["finalizers"]
+        self.store.put_internal(("/namespaces", "", ns), new, entry.obj)
+        return True

@@ -1,0 +1,364 @@
+"""The REST verbs: URL -> resource type -> store call -> JSON response.
+
+One handler parses every resource URL (`/api/v1/...`, `/apis/{g}/{v}/...`, the legacy
+`/watch/` prefix), so the rules for namespaces, names and subresources live in one
+place. Lists and GETs reuse the stored JSON bytes; a watch is a chunked stream fed by
+its `watches.Watcher` queue, with bookmarks when asked for and a server-side timeout
+when `timeoutSeconds` is given. kubectl's `as=Table` requests get a Table with the
+NAME and AGE columns (and the full objects in the rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import datetime
+import json
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from dralloc.sandbox import admission, errors, patching, resources, selectors, watches
+from dralloc.sandbox import store as store_
+
+Obj = dict[str, Any]
+JSON = "application/json"
+_TRUE = ("true", "1")
+
+
+def respond(obj: Obj | bytes, status: int = 200) -> web.Response:
+    body = obj if isinstance(obj, bytes) else json.dumps(obj, separators=(",", ":")).encode()
+    return web.Response(body=body, status=status, content_type=JSON)
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in _TRUE
+
+
+class Endpoints:
+    def __init__(self, store: store_.Store, hub: watches.Hub, *, bookmark_interval: float = 30.0) -> None:
+        self.store = store
+        self.registry = store.registry
+        self.hub = hub
+        self.bookmark_interval = bookmark_interval
+
+    # ---- routing ----------------------------------------------------------------------------
+
+    def locate(self, path: str) -> tuple[resources.ResourceType, str | None, str | None, str, bool]:
+        """(type, namespace, name, subresource, legacy-watch) for a resource URL."""
+        parts = [p for p in path.split("/") if p]
+        if parts[0] == "api":
+            group, rest = "", parts[1:]
+        else:
+            group, rest = parts[1], parts[2:]
+        version, rest = rest[0], rest[1:]
+        legacy_watch = bool(rest) and rest[0] == "watch"
+        if legacy_watch:
+            rest = rest[1:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        rt = self.registry.get(group, version, rest[0])
+        if rt is None or (namespace is not None and not rt.namespaced):
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and sub != "status" and sub not in rt.subresources:
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        if sub == "status" and not rt.status:
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        if rt.namespaced and name is not None and namespace is None:
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        return rt, namespace, name, sub, legacy_watch
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        rt, ns, name, sub, legacy_watch = self.locate(request.path)
+        method = request.method
+        token = admission.strict_fields.set(request.query.get("fieldValidation") == "Strict")
+        try:
+            if method == "GET":
+                if name is None:
+                    if legacy_watch or _flag(request, "watch"):
+                        return await self.watch(request, rt, ns)
+                    return self.list(request, rt, ns)
+                return self.get(request, rt, ns or "", name)
+            dry_run = request.query.get("dryRun") == "All"
+            if method == "POST" and name is None:
+                if ns is None and rt.namespaced:
+                    raise errors.ApiError(405, "a namespace is required to create this resource")
+                obj = self.store.create(rt, ns or "", await _json(request), dry_run=dry_run)
+                return respond(obj, 201)
+            if method == "POST" and sub in ("binding", "eviction"):
+                return respond(self.pod_action(rt, ns or "", name or "", sub, await _json(request)), 201)
+            if method == "PUT" and name is not None:
+                if sub == "finalize":
+                    return respond(self.finalize(rt, name, await _json(request)))
+                return respond(self.store.update(rt, ns or "", name, await _json(request), subresource=sub,
+                                                 dry_run=dry_run))
+            if method == "PATCH" and name is not None:
+                return await self.patch(request, rt, ns or "", name, sub, dry_run)
+            if method == "DELETE":
+                options = await _json(request, optional=True) or {}
+                if "propagationPolicy" in request.query:
+                    options["propagationPolicy"] = request.query["propagationPolicy"]
+                if name is None:
+                    return respond(self.delete_collection(request, rt, ns, options))
+                return respond(self.store.delete(rt, ns or "", name, options, dry_run=dry_run))
+            raise errors.ApiError(405, f"{method} is not supported here")
+        finally:
+            admission.strict_fields.reset(token)
+
+    # ---- reads ------------------------------------------------------------------------------
+
+    def get(self, request: web.Request, rt: resources.ResourceType, ns: str, name: str) -> web.Response:
+        entry = self.store.entry(rt, ns, name)
+        if _wants_table(request):
+            return respond(_table(rt, [rt.outward(entry.obj)], self.store.rv))
+        if rt.from_storage is None and entry.obj.get("apiVersion") == rt.api_version:
+            return respond(entry.raw)
+        return respond(rt.outward(entry.obj))
+
+    def _matcher(self, request: web.Request, rt: resources.ResourceType) -> selectors.Matcher | None:
+        return selectors.combine(
+            selectors.label_matcher(request.query.get("labelSelector")),
+            selectors.field_matcher(request.query.get("fieldSelector"), rt.field_paths()))
+
+    def list(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.Response:
+        matcher = self._matcher(request, rt)
+        limit = int(request.query.get("limit") or 0)
+        start, list_rv = _decode_continue(request.query.get("continue"))
+        list_rv = list_rv or self.store.rv
+        same_shape = rt.from_storage is None
+        chunks: list[bytes] = []
+        objs: list[Obj] = []
+        table = _wants_table(request)
+        last: tuple[str, str] | None = None
+        more = False
+        for key, entry in self.store.scan(rt.storage, ns):
+            if start is not None and key <= start:
+                continue
+            obj = entry.obj if same_shape else rt.outward(entry.obj)
+            if matcher is not None and not matcher(obj):
+                continue
+            if limit and len(chunks) + len(objs) >= limit:
+                more = True
+                break
+            last = key
+            if table:
+                objs.append(rt.outward(obj))
+            elif same_shape and obj.get("apiVersion") == rt.api_version:
+                chunks.append(entry.raw)
+            else:
+                chunks.append(json.dumps(rt.outward(obj), separators=(",", ":")).encode())
+        meta: Obj = {"resourceVersion": str(list_rv)}
+        if more and last is not None:
+            meta["continue"] = _encode_continue(last, list_rv)
+        if table:
+            tbl = _table(rt, objs, list_rv)
+            tbl["metadata"] = meta
+            return respond(tbl)
+        head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta},
+                          separators=(",", ":")).encode()
+        return respond(head[:-1] + b',"items":[' + b",".join(chunks) + b"]}")
+
+    async def watch(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.StreamResponse:
+        watcher = watches.Watcher(rt, ns, self._matcher(request, rt))
+        rv_text = request.query.get("resourceVersion", "")
+        initial = _flag(request, "sendInitialEvents")
+        since: int | None = None
+        if rv_text not in ("", "0") and not initial:
+            try:
+                since = int(rv_text)
+            except ValueError as exc:
+                raise errors.ApiError(400, f"invalid resource version {rv_text!r}") from exc
+        bookmarks = _flag(request, "allowWatchBookmarks")
+        timeout = float(request.query.get("timeoutSeconds") or 0)
+        response = web.StreamResponse(headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout > 0 else None
+        self.hub.subscribe(watcher, since, self.store.current_events(rt.storage))
+        if initial and bookmarks:
+            self.hub.bookmark(watcher, self.store.rv, initial_end=True)
+        next_bookmark = loop.time() + self.bookmark_interval
+        try:
+            while True:
+                wait = next_bookmark - loop.time() if bookmarks else None
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    wait = left if wait is None else min(wait, left)
+                    if left <= 0:
+                        break
+                try:
+                    line = await asyncio.wait_for(watcher.queue.get(), wait) if wait is not None \
+                        else await watcher.queue.get()
+                except TimeoutError:
+                    if bookmarks and loop.time() >= next_bookmark:
+                        self.hub.bookmark(watcher, self.store.rv)
+                        next_bookmark = loop.time() + self.bookmark_interval
+                    continue
+                lines = [line]
+                while not watcher.queue.empty() and len(lines) < 512:
+                    lines.append(watcher.queue.get_nowait())
+                closing = watches.CLOSE in lines
+                payload = b"".join(lines)
+                if payload:
+                    await response.write(payload)
+                if closing:
+                    break
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.hub.unsubscribe(watcher)
+            raise
+        finally:
+            self.hub.unsubscribe(watcher)
+        await response.write_eof()
+        return response
+
+    # ---- writes -----------------------------------------------------------------------------
+
+    async def patch(self, request: web.Request, rt: resources.ResourceType, ns: str, name: str, sub: str,
+                    dry_run: bool) -> web.Response:
+        ctype = request.content_type
+        raw = await request.read()
+        try:
+            body = yaml.safe_load(raw) if ctype == "application/apply-patch+yaml" else json.loads(raw or b"null")
+        except (ValueError, yaml.YAMLError) as exc:
+            raise errors.ApiError(400, f"the patch is not valid: {exc}") from exc
+        try:
+            entry = self.store.entry(rt, ns, name)
+        except errors.ApiError:
+            if ctype.startswith("application/apply-patch"):
+                return respond(self.store.create(rt, ns, body, dry_run=dry_run), 201)
+            raise
+        current = rt.outward(json.loads(entry.raw))
+        if ctype == "application/merge-patch+json":
+            new = patching.merge_patch(current, body)
+        elif ctype == "application/json-patch+json":
+            new = patching.json_patch(current, body)
+        elif ctype == "application/strategic-merge-patch+json" or ctype.startswith("application/apply-patch"):
+            if not rt.strategic and ctype == "application/strategic-merge-patch+json":
+                raise errors.ApiError(415, "strategic merge patch is not supported for custom resources, "
+                                           "use merge-patch or JSON patch")
+            new = (patching.strategic_merge_patch(current, body, rt.api_version, rt.kind) if rt.strategic
+                   else patching.merge_patch(current, body))
+        else:
+            raise errors.ApiError(415, f"the media type {ctype!r} is not a supported patch type")
+        if not isinstance(new, dict):
+            raise errors.ApiError(422, "the patch did not produce an object")
+        return respond(self.store.update(rt, ns, name, new, subresource=sub, dry_run=dry_run))
+
+    def delete_collection(self, request: web.Request, rt: resources.ResourceType, ns: str | None,
+                          options: Obj) -> Obj:
+        matcher = self._matcher(request, rt)
+        items = []
+        for (obj_ns, obj_name), entry in list(self.store.scan(rt.storage, ns)):
+            if matcher is None or matcher(rt.outward(entry.obj)):
+                items.append(self.store.delete(rt, obj_ns, obj_name, options))
+        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(self.store.rv)}, "items": items}
+
+    def pod_action(self, rt: resources.ResourceType, ns: str, name: str, sub: str, body: Obj) -> Obj:
+        """pods/binding sets the node (once); pods/eviction is a deletion, with no disruption budgets."""
+        entry = self.store.entry(rt, ns, name)
+        if sub == "eviction":
+            self.store.delete(rt, ns, name, body.get("deleteOptions") or {})
+            return errors.status_body(201)
+        target = (body.get("target") or {}).get("name")
+        if not target:
+            raise errors.invalid("Binding", "", name, [("target.name", "Required value")])
+        pod = json.loads(entry.raw)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise errors.conflict(rt.plural, name, why="pod is being deleted, cannot be assigned to a host")
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise errors.conflict(rt.plural, name, why=f"pod {name} is already assigned to node "
+                                                       f"\"{pod['spec']['nodeName']}\"")
+        if (pod.get("spec") or {}).get("schedulingGates"):
+            raise errors.conflict(rt.plural, name, why=f"pod {name} has non-empty .spec.schedulingGates")
+        wanted_uid = (body.get("metadata") or {}).get("uid")
+        if wanted_uid and wanted_uid != pod["metadata"]["uid"]:
+            raise errors.conflict(rt.plural, name, why="the UID in the binding does not match the pod")
+        pod.setdefault("spec", {})["nodeName"] = target
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": store_.now()})
+        status["conditions"] = conditions
+        self.store.put_internal((rt.storage, ns, name), pod, entry.obj)
+        return errors.status_body(201)
+
+    def finalize(self, rt: resources.ResourceType, name: str, body: Obj) -> Obj:
+        entry = self.store.entry(rt, "", name)
+        new = json.loads(entry.raw)
+        new.setdefault("spec", {})["finalizers"] = (body.get("spec") or {}).get("finalizers") or []
+        return rt.outward(self.store.put_internal((rt.storage, "", name), new, entry.obj))
+
+
+async def _json(request: web.Request, *, optional: bool = False) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        if optional:
+            return None
+        raise errors.ApiError(400, "the request has no body")
+    try:
+        if request.content_type in ("application/yaml", "application/apply-patch+yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise errors.ApiError(400, f"the body is not valid JSON: {exc}") from exc
+
+
+def _encode_continue(key: tuple[str, str], rv: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": list(key)}).encode()).decode()
+
+
+def _decode_continue(token: str | None) -> tuple[tuple[str, str] | None, int]:
+    if not token:
+        return None, 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return (str(data["start"][0]), str(data["start"][1])), int(data["rv"])
+    except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
+        raise errors.ApiError(400, "the continue token is not valid") from exc
+
+
+def _wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _age(created: str | None) -> str:
+    if not created:
+        return "<unknown>"
+    then = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    seconds = int((datetime.datetime.now(datetime.UTC) - then).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size * 2:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def _table(rt: resources.ResourceType, objs: list[Obj], rv: int) -> Obj:
+    columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
+    extra = {"pods": ("Status", "status.phase"), "namespaces": ("Status", "status.phase"),
+             "resourceslices": ("Node", "spec.nodeName"), "resourceclaims": ("State", "")}.get(rt.plural)
+    if extra:
+        columns.append({"name": extra[0], "type": "string", "format": "", "description": extra[0], "priority": 0})
+    columns.append({"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0})
+    rows = []
+    for obj in objs:
+        cells: list[Any] = [obj["metadata"]["name"]]
+        if extra:
+            if rt.plural == "resourceclaims":
+                status = obj.get("status") or {}
+                state = "allocated" if status.get("allocation") else "pending"
+                cells.append(state + (",reserved" if status.get("reservedFor") else ""))
+            else:
+                cells.append(selectors.field_value(obj, extra[1]) or "<none>")
+        cells.append(_age(obj["metadata"].get("creationTimestamp")))
+        rows.append({"cells": cells, "object": obj})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)},
+            "columnDefinitions": columns, "rows": rows}

@@ -1,0 +1,113 @@
+"""API errors as the Kubernetes API server reports them: an HTTP code plus a `Status` body.
+
+Clients do not look at the message text, but at `code`, `reason` and, for 422, at
+`details.causes[].field`. kopf and the generated clients turn these into typed
+exceptions, so every refusal of the sandbox must be an `ApiError` with the reason the
+real server would give. Handlers raise; the HTTP layer renders `status_body()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+REASONS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class ApiError(Exception):
+    """A refusal with the HTTP code, the Status reason, and optional details."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.reason = reason or REASONS.get(code, "Unknown")
+        self.details = details
+
+    def status_body(self) -> dict[str, Any]:
+        return status_body(self.code, self.message, reason=self.reason, details=self.details)
+
+
+def status_body(
+    code: int,
+    message: str = "",
+    *,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `meta.k8s.io/v1 Status`; `Success` for 2xx codes."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success" if code < 300 else "Failure",
+        "code": code,
+    }
+    if message:
+        body["message"] = message
+    if code >= 300:
+        body["reason"] = reason or REASONS.get(code, "Unknown")
+    if details:
+        body["details"] = details
+    return body
+
+
+def not_found(resource: str, name: str, group: str = "") -> ApiError:
+    qualified = f"{resource}.{group}" if group else resource
+    return ApiError(404, f'{qualified} "{name}" not found',
+                    details={"name": name, "group": group, "kind": resource})
+
+
+def already_exists(resource: str, name: str, group: str = "") -> ApiError:
+    qualified = f"{resource}.{group}" if group else resource
+    return ApiError(409, f'{qualified} "{name}" already exists', reason="AlreadyExists",
+                    details={"name": name, "group": group, "kind": resource})
+
+
+def conflict(resource: str, name: str, group: str = "", why: str = "") -> ApiError:
+    qualified = f"{resource}.{group}" if group else resource
+    why = why or "the object has been modified; please apply your changes to the latest version and try again"
+    return ApiError(409, f'Operation cannot be fulfilled on {qualified} "{name}": {why}',
+                    details={"name": name, "group": group, "kind": resource})
+
+
+def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
+    """422 Invalid; `causes` are (field path, message) pairs, as `kubectl` prints them."""
+    qualified = f"{kind}.{group}" if group else kind
+    summary = "; ".join(f"{field}: {msg}" if field else msg for field, msg in causes)
+    return ApiError(
+        422,
+        f'{qualified} "{name}" is invalid: {summary}',
+        details={
+            "name": name,
+            "group": group,
+            "kind": kind,
+            "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field}
+                       for field, msg in causes],
+        },
+    )
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, message, reason="Expired")

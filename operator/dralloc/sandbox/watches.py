@@ -1,0 +1,155 @@
+"""Watch fan-out with a bounded history, the way etcd and the watch cache behave.
+
+Every committed write becomes exactly one `Event` carrying the resourceVersion the write
+returned (kopf waits for exactly that). The `Hub` keeps the last `history` events so a
+watch can resume from an older resourceVersion and replay what it missed, in order;
+anything older was "compacted" and the watch gets a single ERROR event with a 410
+Expired Status, after which a client must relist. A forced `compact()` drops the
+history, which is how tests provoke 410.
+
+Events are encoded once (JSON bytes shared by every watcher of the same version), and
+each watcher has an unbounded queue of ready-to-send lines, so a write never waits for
+a slow reader. Selectors are applied per watcher; an object that starts or stops
+matching a selector is sent as ADDED or DELETED, as the real watch cache does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from dralloc.sandbox import errors, resources, selectors
+
+Obj = dict[str, Any]
+CLOSE = b""  # sentinel line: the watcher is closed
+MAX_BACKLOG = 200_000  # lines a reader may lag behind before we drop it like a slow watcher
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    rv: int
+    type: str  # ADDED, MODIFIED, DELETED
+    storage: str
+    namespace: str
+    obj: Obj  # stored shape, never mutated
+    raw: bytes  # JSON of obj
+    prev: Obj | None  # the object before this write, to follow selector transitions
+
+
+def encode(etype: str, raw: bytes) -> bytes:
+    return b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
+
+
+class Watcher:
+    """One open watch: what it wants to see, and the lines waiting to be sent."""
+
+    def __init__(
+        self,
+        view: resources.ResourceType,
+        namespace: str | None,
+        matcher: selectors.Matcher | None,
+    ) -> None:
+        self.view = view
+        self.storage = view.storage
+        self.namespace = namespace
+        self.matcher = matcher
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.last_rv = 0
+        self.closed = False
+
+    def _shape(self, obj: Obj) -> Obj:
+        return self.view.outward(obj)
+
+    def offer(self, event: Event) -> None:
+        if self.closed or event.storage != self.storage:
+            return
+        if self.namespace is not None and event.namespace != self.namespace:
+            return
+        etype = event.type
+        converted = self.view.from_storage is not None or event.obj.get("apiVersion") != self.view.api_version
+        shaped = self._shape(event.obj) if converted or self.matcher else event.obj
+        if self.matcher is not None:
+            now = self.matcher(shaped)
+            before = event.prev is not None and self.matcher(self._shape(event.prev))
+            if etype == "MODIFIED":
+                if now and not before:
+                    etype = "ADDED"
+                elif before and not now:
+                    etype = "DELETED"
+                elif not now:
+                    return
+            elif not now:
+                return
+        raw = json.dumps(shaped, separators=(",", ":")).encode() if converted else event.raw
+        self.push(encode(etype, raw), event.rv)
+
+    def push(self, line: bytes, rv: int) -> None:
+        if self.closed:
+            return
+        if self.queue.qsize() > MAX_BACKLOG:
+            self.close()
+            return
+        self.last_rv = max(self.last_rv, rv)
+        self.queue.put_nowait(line)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.queue.put_nowait(CLOSE)
+
+
+class Hub:
+    """The event history and the set of open watchers."""
+
+    def __init__(self, history: int = 20_000) -> None:
+        self.history: collections.deque[Event] = collections.deque(maxlen=history)
+        self.compacted_rv = 0  # events at or below this RV are gone
+        self.watchers: set[Watcher] = set()
+
+    def publish(self, event: Event) -> None:
+        if len(self.history) == self.history.maxlen and self.history:
+            self.compacted_rv = self.history[0].rv
+        self.history.append(event)
+        for w in list(self.watchers):
+            w.offer(event)
+
+    def compact(self, current_rv: int) -> None:
+        """Forget every event so far: any resume from an older version gets 410."""
+        self.history.clear()
+        self.compacted_rv = current_rv
+
+    def subscribe(self, watcher: Watcher, since: int | None, current: Iterable[Event]) -> None:
+        """Start `watcher` after `since` (replaying history), or with `current` as ADDED."""
+        if since is None:
+            for event in current:
+                watcher.offer(event)
+        elif since < self.compacted_rv:
+            status = errors.status_body(
+                410, f"too old resource version: {since} ({self.compacted_rv + 1})", reason="Expired")
+            watcher.push(encode("ERROR", json.dumps(status).encode()), 0)
+            watcher.close()
+            return
+        else:
+            for event in self.history:
+                if event.rv > since:
+                    watcher.offer(event)
+        self.watchers.add(watcher)
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)
+
+    def bookmark(self, watcher: Watcher, rv: int, *, initial_end: bool = False) -> None:
+        meta: Obj = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": watcher.view.kind, "apiVersion": watcher.view.api_version, "metadata": meta}
+        watcher.push(encode("BOOKMARK", json.dumps(obj).encode()), rv)
+
+    def close_all(self) -> None:
+        for w in list(self.watchers):
+            w.close()
+        self.watchers.clear()
