@@ -1,0 +1,189 @@
+"""Admission over HTTP: resource.k8s.io validation (422 with field paths) and pod rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.sandbox.conftest import STRATEGIC, Http
+
+RES = "/apis/resource.k8s.io/v1"
+CLAIMS = f"{RES}/namespaces/default/resourceclaims"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def claim(name: str = "c", **request: Any) -> dict[str, Any]:
+    exactly = {"deviceClassName": "gpu", **request}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+
+
+def fields(body: dict[str, Any]) -> list[str]:
+    return [c["field"] for c in body["details"]["causes"]]
+
+
+async def test_defaults_are_applied(http: Http) -> None:
+    code, obj = await http.post(CLAIMS, claim())
+    assert code == 201
+    assert obj["spec"]["devices"]["requests"][0]["exactly"] == {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (claim(selectors=[{"cel": {"expression": "device.driver =="}}]),
+     "spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+    (claim(count=0), "spec.devices.requests[0].exactly.count"),
+    (claim(count="two"), "spec.devices.requests[0].exactly.count"),
+    (claim(allocationMode="Some"), "spec.devices.requests[0].exactly.allocationMode"),
+    (claim(tolerations=[{"key": "k", "operator": "Exists"}] * 17), "spec.devices.requests[0].exactly.tolerations"),
+    (claim(selectors=[{"cel": {"expression": "true"}}] * 33), "spec.devices.requests[0].exactly.selectors"),
+    (claim(selectors=[{"cel": {"expression": "x" * 10241}}]),
+     "spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+])
+async def test_invalid_claims_are_rejected_with_field_paths(http: Http, body: dict[str, Any], field: str) -> None:
+    code, status = await http.post(CLAIMS, body)
+    assert code == 422, status
+    assert status["reason"] == "Invalid" and field in fields(status)
+
+
+async def test_too_many_requests(http: Http) -> None:
+    body = claim()
+    body["spec"]["devices"]["requests"] = [{"name": f"r{i}", "exactly": {"deviceClassName": "gpu"}}
+                                           for i in range(33)]
+    code, status = await http.post(CLAIMS, body)
+    assert code == 422 and "spec.devices.requests" in fields(status)
+
+
+async def test_unknown_field_rejected_only_when_strict(http: Http) -> None:
+    body = claim()
+    body["spec"]["devices"]["requests"][0]["exactly"]["colour"] = "red"
+    code, status = await http.post(CLAIMS, body, fieldValidation="Strict")
+    assert code == 422 and "colour" in status["message"]
+
+
+async def test_claim_spec_is_immutable(http: Http) -> None:
+    await http.post(CLAIMS, claim())
+    code, status = await http.patch(f"{CLAIMS}/c", {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "nic"}}]}}})
+    assert code == 422 and fields(status) == ["spec"]
+
+
+async def test_reserved_for_limits(http: Http) -> None:
+    await http.post(CLAIMS, claim())
+    alloc = {"devices": {"results": [{"request": "gpu", "driver": "gpu.dralloc.dev", "pool": "p",
+                                      "device": "gpu-0"}]}}
+    refs = [{"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(257)]
+    code, status = await http.patch(f"{CLAIMS}/c/status", {"status": {"allocation": alloc, "reservedFor": refs}})
+    assert code == 422 and "status.reservedFor" in fields(status)
+    code, _ = await http.patch(f"{CLAIMS}/c/status", {"status": {"allocation": alloc,
+                                                                  "reservedFor": refs[:256]}})
+    assert code == 200
+
+
+async def test_reserved_for_needs_an_allocation(http: Http) -> None:
+    await http.post(CLAIMS, claim())
+    code, status = await http.patch(f"{CLAIMS}/c/status", {"status": {"reservedFor": [
+        {"resource": "pods", "name": "p", "uid": "u"}]}})
+    assert code == 422 and fields(status) == ["status.reservedFor"]
+
+
+async def test_allocation_is_immutable_once_set(http: Http) -> None:
+    await http.post(CLAIMS, claim())
+    result = {"request": "gpu", "driver": "gpu.dralloc.dev", "pool": "p", "device": "gpu-0"}
+    await http.patch(f"{CLAIMS}/c/status", {"status": {"allocation": {"devices": {"results": [result]}}}})
+    other = {**result, "device": "gpu-1"}
+    code, status = await http.patch(f"{CLAIMS}/c/status",
+                                    {"status": {"allocation": {"devices": {"results": [other]}}}})
+    assert code == 422 and fields(status) == ["status.allocation"]
+    code, _ = await http.patch(f"{CLAIMS}/c/status", {"status": {"allocation": None}})
+    assert code == 200, "clearing an allocation is allowed"
+
+
+async def test_allocation_result_must_name_a_request(http: Http) -> None:
+    await http.post(CLAIMS, claim())
+    bad = {"request": "nope", "driver": "gpu.dralloc.dev", "pool": "p", "device": "gpu-0"}
+    code, status = await http.patch(f"{CLAIMS}/c/status",
+                                    {"status": {"allocation": {"devices": {"results": [bad]}}}})
+    assert code == 422 and fields(status) == ["status.allocation.devices.results[0].request"]
+
+
+def slice_(**spec: Any) -> dict[str, Any]:
+    base = {"driver": "gpu.example.com", "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}}
+    return {"metadata": {"name": "s"}, "spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"devices": [{"name": f"d{i}"} for i in range(129)]}, "spec.devices"),
+    ({"devices": [{"name": "Bad_Name"}]}, "spec.devices[0].name"),
+    ({"devices": [{"name": "d", "attributes": {"v": {"version": "not-semver"}}}]},
+     "spec.devices[0].attributes[v].version"),
+    ({"devices": [{"name": "d", "attributes": {"s": {"string": "x" * 65}}}]},
+     "spec.devices[0].attributes[s].string"),
+    ({"devices": [{"name": "d", "attributes": {f"a{i}": {"int": i} for i in range(33)}}]},
+     "spec.devices[0].attributes"),
+    ({"allNodes": True}, "spec"),
+    ({"devices": [{"name": "d"}], "sharedCounters": [{"name": "c", "counters": {}}]}, "spec"),
+    ({"pool": {"name": "n1", "generation": 1, "resourceSliceCount": 0}}, "spec.pool.resourceSliceCount"),
+])
+async def test_invalid_slices(http: Http, spec: dict[str, Any], field: str) -> None:
+    code, status = await http.post(f"{RES}/resourceslices", slice_(**spec))
+    assert code == 422, status
+    assert field in fields(status)
+
+
+async def test_device_class_selector_must_compile(http: Http) -> None:
+    body = {"metadata": {"name": "bad"}, "spec": {"selectors": [{"cel": {"expression": "device.(("}}]}}
+    code, status = await http.post(f"{RES}/deviceclasses", body)
+    assert code == 422 and fields(status) == ["spec.selectors[0].cel.expression"]
+
+
+async def test_demo_seed_is_valid(http: Http) -> None:
+    from dralloc.sandbox import demo_objects
+    for obj in demo_objects():
+        plural = {"Node": "/api/v1/nodes", "DeviceClass": f"{RES}/deviceclasses",
+                  "ResourceSlice": f"{RES}/resourceslices"}[obj["kind"]]
+        code, status = await http.post(plural, obj)
+        assert code == 201, status
+
+
+class TestPods:
+    async def _pod(self, http: Http, name: str = "p", **spec: Any) -> dict[str, Any]:
+        code, obj = await http.post(PODS, {"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "c", "image": "img"}], **spec}})
+        assert code == 201
+        return obj  # type: ignore[no-any-return]
+
+    async def test_binding_sets_node_and_condition(self, http: Http) -> None:
+        await self._pod(http)
+        code, status = await http.post(f"{PODS}/p/binding", {"apiVersion": "v1", "kind": "Binding",
+                                                            "metadata": {"name": "p"},
+                                                            "target": {"kind": "Node", "name": "n1"}})
+        assert code == 201 and status["kind"] == "Status" and status["status"] == "Success"
+        _, pod = await http.get(f"{PODS}/p")
+        assert pod["spec"]["nodeName"] == "n1"
+        assert {"type": "PodScheduled", "status": "True"}.items() <= pod["status"]["conditions"][0].items()
+        code, status = await http.post(f"{PODS}/p/binding", {"target": {"kind": "Node", "name": "n2"}})
+        assert code == 409 and "already assigned" in status["message"]
+
+    async def test_eviction_deletes(self, http: Http) -> None:
+        await self._pod(http)
+        code, _status = await http.post(f"{PODS}/p/eviction", {"apiVersion": "policy/v1", "kind": "Eviction",
+                                                             "metadata": {"name": "p"}})
+        assert code == 201
+        code, _ = await http.get(f"{PODS}/p")
+        assert code == 404
+
+    async def test_spec_is_immutable_except_allowed_fields(self, http: Http) -> None:
+        await self._pod(http, schedulingGates=[{"name": "dralloc.io/allocate"}])
+        code, _ = await http.patch(f"{PODS}/p", {"spec": {"nodeSelector": {"kubernetes.io/hostname": "n1"}}})
+        assert code == 200, "gated pods may get a node selector"
+        code, _ = await http.patch(f"{PODS}/p", {"spec": {"schedulingGates": [{"name": "other"}]}})
+        assert code == 422
+        code, _ = await http.patch(f"{PODS}/p", {"spec": {"schedulingGates": None}})
+        assert code == 200, "gates may be removed"
+        code, status = await http.patch(f"{PODS}/p", {"spec": {"nodeSelector": {"a": "b"}}})
+        assert code == 422 and status["reason"] == "Invalid"
+        code, _ = await http.patch(f"{PODS}/p", {"spec": {"containers": [{"name": "c", "image": "img2"}]}},
+                                   STRATEGIC)
+        assert code == 200

@@ -1,0 +1,117 @@
+"""Deletion over HTTP: finalizers, garbage collection (background, foreground, orphan), namespaces."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.sandbox.conftest import Http, configmap
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+async def eventually_gone(http: Http, path: str, tries: int = 200) -> bool:
+    for _ in range(tries):
+        code, _ = await http.get(path)
+        if code == 404:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+def owned_by(owner: dict[str, Any], **extra: Any) -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
+             "uid": owner["metadata"]["uid"], **extra}]
+
+
+async def test_finalizers_hold_deletion(http: Http) -> None:
+    await http.post(CM, {"metadata": {"name": "f", "finalizers": ["a/b"]}})
+    code, obj = await http.delete(f"{CM}/f")
+    assert code == 200 and obj["metadata"]["deletionTimestamp"]
+    code, obj = await http.get(f"{CM}/f")
+    assert code == 200 and obj["metadata"]["finalizers"] == ["a/b"]
+    code, _body = await http.patch(f"{CM}/f", {"metadata": {"finalizers": ["a/b", "c/d"]}})
+    assert code == 422, "no new finalizers on an object being deleted"
+    await http.patch(f"{CM}/f", {"metadata": {"finalizers": None}})
+    code, _ = await http.get(f"{CM}/f")
+    assert code == 404
+
+
+async def test_delete_precondition_conflicts(http: Http) -> None:
+    await http.post(CM, configmap("p"))
+    code, _body = await http.delete(f"{CM}/p", {"preconditions": {"resourceVersion": "1"}})
+    assert code == 409
+
+
+async def test_background_gc_deletes_dependents(http: Http) -> None:
+    _, owner = await http.post(CM, configmap("owner"))
+    for i in range(3):
+        await http.post(CM, {"metadata": {"name": f"dep-{i}", "ownerReferences": owned_by(owner)}})
+    await http.delete(f"{CM}/owner")
+    for i in range(3):
+        assert await eventually_gone(http, f"{CM}/dep-{i}")
+
+
+async def test_dependent_with_another_live_owner_survives(http: Http) -> None:
+    _, a = await http.post(CM, configmap("a"))
+    _, b = await http.post(CM, configmap("b"))
+    await http.post(CM, {"metadata": {"name": "shared", "ownerReferences": owned_by(a) + owned_by(b)}})
+    await http.delete(f"{CM}/a")
+    for _ in range(100):
+        _, obj = await http.get(f"{CM}/shared")
+        if len(obj["metadata"]["ownerReferences"]) == 1:
+            break
+        await asyncio.sleep(0.02)
+    assert [r["name"] for r in obj["metadata"]["ownerReferences"]] == ["b"]
+
+
+async def test_foreground_deletion_waits_for_dependents(http: Http) -> None:
+    _, owner = await http.post(CM, configmap("fg"))
+    await http.post(CM, {"metadata": {"name": "fg-dep", "finalizers": ["hold/on"],
+                                      "ownerReferences": owned_by(owner, blockOwnerDeletion=True)}})
+    code, obj = await http.delete(f"{CM}/fg", {"propagationPolicy": "Foreground"})
+    assert "foregroundDeletion" in obj["metadata"]["finalizers"]
+    for _ in range(50):
+        _, dep = await http.get(f"{CM}/fg-dep")
+        if dep["metadata"].get("deletionTimestamp"):
+            break
+        await asyncio.sleep(0.02)
+    assert dep["metadata"]["deletionTimestamp"]
+    code, _ = await http.get(f"{CM}/fg")
+    assert code == 200, "the owner stays while its dependent exists"
+    await http.patch(f"{CM}/fg-dep", {"metadata": {"finalizers": None}})
+    assert await eventually_gone(http, f"{CM}/fg")
+
+
+async def test_orphan_keeps_dependents(http: Http) -> None:
+    _, owner = await http.post(CM, configmap("o"))
+    await http.post(CM, {"metadata": {"name": "o-dep", "ownerReferences": owned_by(owner)}})
+    await http.delete(f"{CM}/o", propagationPolicy="Orphan")
+    await asyncio.sleep(0.1)
+    code, dep = await http.get(f"{CM}/o-dep")
+    assert code == 200 and "ownerReferences" not in dep["metadata"]
+
+
+async def test_namespace_deletion_removes_its_objects(http: Http) -> None:
+    await http.post("/api/v1/namespaces", {"metadata": {"name": "doomed"}})
+    base = "/api/v1/namespaces/doomed/configmaps"
+    await http.post(base, configmap("one"))
+    await http.post(base, {"metadata": {"name": "held", "finalizers": ["x/y"]}})
+    code, ns = await http.delete("/api/v1/namespaces/doomed")
+    assert code == 200 and ns["status"]["phase"] == "Terminating"
+    code, _body = await http.post(base, configmap("late"))
+    assert code == 403
+    assert await eventually_gone(http, f"{base}/one")
+    code, _ = await http.get("/api/v1/namespaces/doomed")
+    assert code == 200, "held by an object with a finalizer"
+    await http.patch(f"{base}/held", {"metadata": {"finalizers": None}})
+    assert await eventually_gone(http, "/api/v1/namespaces/doomed")
+
+
+async def test_delete_collection_with_selector(http: Http) -> None:
+    await http.post(CM, configmap("k1", labels={"kill": "yes"}))
+    await http.post(CM, configmap("k2", labels={"kill": "no"}))
+    code, body = await http.delete(CM, labelSelector="kill=yes")
+    assert code == 200 and [i["metadata"]["name"] for i in body["items"]] == ["k1"]
+    _, listed = await http.get(CM)
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["k2"]
