@@ -92,7 +92,7 @@ class Quantity:
         suffix = match["suffix"] or ""
         if suffix in _BINARY_SUFFIXES:
             return cls(number * (2 ** _BINARY_SUFFIXES[suffix]), QuantityFormat.BINARY_SI)
-        if suffix[:1] in ("e", "E"):
+        if len(suffix) > 1 and suffix[0] in ("e", "E"):
             return cls(number * Fraction(10) ** int(suffix[1:]), QuantityFormat.DECIMAL_EXPONENT)
         return cls(number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix], QuantityFormat.DECIMAL_SI)
 

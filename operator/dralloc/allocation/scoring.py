@@ -1,0 +1,63 @@
+"""Choosing among nodes where the claims fit: FirstFit, BinPack, Spread.
+
+Upstream has no scoring: the scheduler takes the first node that fits (in our
+offline tools: node-name order). dralloc scores nodes where the allocation
+succeeded by how much of the node's devices would then be in use:
+
+- `first-fit`: the first node, by name, that fits (upstream behaviour);
+- `binpack`: the node that ends up the most used, so whole nodes (and whole
+  GPUs behind partitions) stay free for large requests;
+- `spread`: the node that ends up the least used.
+
+Ties break by node name, so the choice is deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from fractions import Fraction
+
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims
+
+POLICIES = ("first-fit", "binpack", "spread")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeUse:
+    devices: int
+    in_use: int
+
+    @property
+    def fraction(self) -> Fraction:
+        return Fraction(self.in_use, self.devices) if self.devices else Fraction(0)
+
+
+def node_use(
+    snapshot: Snapshot, node: NodeView, features: Features, adding: Iterable[claims.AllocationResult] = ()
+) -> NodeUse:
+    """Devices local to the node's pools, and how many would be in use after `adding`."""
+    busy = set(snapshot.allocated.exclusive | snapshot.allocated.shared)
+    busy.update(
+        (r.driver, r.pool, r.device)  # type: ignore[misc]
+        for a in adding for r in a.devices.results if not r.admin_access
+    )
+    total = used = 0
+    for pool in snapshot.slices.pools_for(node, features):
+        for info in pool.devices:
+            total += 1
+            if tuple(info.id) in busy:
+                used += 1
+    return NodeUse(total, used)
+
+
+def sort_key(policy: str, node_name: str, use: NodeUse) -> tuple[object, ...]:
+    """Smaller is better."""
+    if policy == "binpack":
+        return (-use.fraction, node_name)
+    if policy == "spread":
+        return (use.fraction, node_name)
+    return (node_name,)

@@ -1,0 +1,204 @@
+"""`dralloc allocate`: where would these claims go, and if nowhere, why?
+
+Reads saved objects (DeviceClass, ResourceSlice, ResourceClaim, Node), treats
+claims that have `status.allocation` as in use, and allocates the chosen
+claims together: on `--node`, or on every known node, reporting the best one per
+`--policy`. Output is JSON, YAML or a table; the exit code is 0 (allocated),
+1 (unschedulable) or 2 (input error, message on stderr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import yaml
+
+from dralloc import allocation
+from dralloc.allocation import errors, outcomes, scoring
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import DeviceID, NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims, conversion, taints
+from dralloc.offline import inputs
+
+EXIT_ALLOCATED, EXIT_UNSCHEDULABLE, EXIT_INPUT_ERROR = 0, 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What the user asked `dralloc allocate` for."""
+
+    files: Sequence[str]
+    node: str | None = None
+    claims: Sequence[str] = ()
+    features: Features = dataclasses.field(default_factory=Features)
+    policy: str = "first-fit"
+    explain: bool = False
+    budget: int | None = allocation.DEFAULT_BUDGET
+
+
+def _pick_claims(cluster: inputs.Cluster, wanted: Sequence[str]) -> list[claims.ResourceClaim]:
+    if not wanted:
+        return [c for c in cluster.resource_claims if c.status.allocation is None]
+    by_ref = {c.ref(): c for c in cluster.resource_claims}
+    chosen = []
+    for ref in wanted:
+        key = ref if "/" in ref else f"default/{ref}"
+        claim = by_ref.get(key)
+        if claim is None:
+            raise inputs.InputError(f"--claim {ref}: no ResourceClaim {key} in the input")
+        if claim.status.allocation is not None:
+            raise inputs.InputError(f"ResourceClaim {key}: status.allocation: already allocated")
+        chosen.append(claim)
+    return chosen
+
+
+def _candidate_nodes(cluster: inputs.Cluster, node: str | None) -> list[NodeView]:
+    known = {n.metadata.name: NodeView.of(n) for n in cluster.nodes}
+    if node is not None:
+        if known and node not in known:
+            raise inputs.InputError(f"--node {node}: no Node {node} in the input")
+        return [known.get(node, NodeView(node, {}))]
+    if known:
+        return [known[name] for name in sorted(known)]
+    # No Node objects: the nodes that slices name are the best guess (their labels are unknown).
+    names = {s.spec.node_name for s in cluster.resource_slices if s.spec.node_name}
+    names |= {d.node_name for s in cluster.resource_slices for d in s.spec.devices if d.node_name}
+    if not names:
+        raise inputs.InputError("no Node objects in the input and no slice names a node: pass --node NAME")
+    return [NodeView(name, {}) for name in sorted(names)]
+
+
+def rule_taints(
+    rules: Sequence[taints.DeviceTaintRule], snapshot: Snapshot, features: Features
+) -> dict[DeviceID, tuple[taints.DeviceTaint, ...]]:
+    """Taints of DeviceTaintRules, per device they select by driver/pool/device name."""
+    found: dict[DeviceID, list[taints.DeviceTaint]] = {}
+    for rule in rules:
+        selector = rule.spec.device_selector
+        for s in snapshot.slices.slices:
+            for info in snapshot.slices.device_infos(s):
+                if selector is not None and (
+                    (selector.driver and selector.driver != info.id.driver)
+                    or (selector.pool and selector.pool != info.id.pool)
+                    or (selector.device and selector.device != info.id.device)
+                ):
+                    continue
+                found.setdefault(info.id, []).append(rule.spec.taint)
+    return {k: tuple(v) for k, v in found.items()}
+
+
+@dataclasses.dataclass
+class Answer:
+    status: str
+    node: str | None
+    claims: list[claims.ResourceClaim]
+    results: tuple[claims.AllocationResult, ...] = ()
+    reasons: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "node": self.node, "claims": []}
+        for claim, result in zip(self.claims, self.results, strict=False):
+            out["claims"].append({
+                "namespace": claim.metadata.namespace or "default",
+                "name": claim.metadata.name,
+                "allocation": conversion.to_raw(result),
+            })
+        out["reasons"] = self.reasons
+        out["message"] = self.message
+        return out
+
+
+def _reason_dicts(node: str, outcome: outcomes.Outcome) -> list[dict[str, Any]]:
+    if isinstance(outcome, outcomes.BudgetExhausted):
+        return [{"node": node, "message": outcome.message()}]
+    if not isinstance(outcome, outcomes.Unsatisfiable):
+        return []
+    if not outcome.reasons:
+        return [{"node": node, "message": outcome.message()}]
+    return [
+        {
+            "node": node,
+            "claim": r.claim,
+            "request": r.request,
+            "needed": r.needed,
+            "devices": r.devices,
+            "candidates": r.candidates,
+            "removed": {cause.value: count for cause, count in r.removed},
+            "message": r.message(),
+        }
+        for r in outcome.reasons
+    ]
+
+
+def decide(request: Request) -> Answer:
+    """Run the allocation the request describes. Raises InputError / AllocationInputError."""
+    cluster = inputs.load(request.files)
+    features = request.features
+    chosen = _pick_claims(cluster, request.claims)
+    snapshot = Snapshot.build(
+        device_classes=cluster.device_classes,
+        resource_slices=cluster.resource_slices,
+        allocated_claims=[c for c in cluster.resource_claims if c.status.allocation is not None],
+        features=features,
+    )
+    if cluster.taint_rules:
+        snapshot = dataclasses.replace(snapshot, extra_taints=rule_taints(cluster.taint_rules, snapshot, features))
+    if not chosen:
+        return Answer("allocated", request.node, [], (), [], "no unallocated claims to allocate")
+    best: tuple[tuple[object, ...], NodeView, outcomes.Allocated] | None = None
+    reasons: list[dict[str, Any]] = []
+    for node in _candidate_nodes(cluster, request.node):
+        outcome = allocation.allocate(snapshot, chosen, node, features=features, budget=request.budget)
+        if isinstance(outcome, outcomes.Allocated):
+            use = scoring.node_use(snapshot, node, features, outcome.results)
+            key = scoring.sort_key(request.policy, node.name, use)
+            if best is None or key < best[0]:
+                best = (key, node, outcome)
+            if request.policy == "first-fit":
+                break
+        else:
+            reasons.extend(_reason_dicts(node.name, outcome))
+    if best is None:
+        summary = "; ".join(r["message"] if "claim" not in r else f"node {r['node']}: {r['message']}"
+                            for r in reasons[:20])
+        return Answer("unschedulable", request.node, chosen, (), reasons,
+                      f"cannot allocate {len(chosen)} claim(s) on any node: {summary}")
+    _, node, outcome = best
+    return Answer("allocated", node.name, chosen, outcome.results,
+                  reasons if request.explain else [], f"allocated on node {node.name}")
+
+
+def _print_table(answer: Answer, out: TextIO) -> None:
+    out.write(f"STATUS: {answer.status}" + (f"  NODE: {answer.node}" if answer.node else "") + "\n")
+    for claim, result in zip(answer.claims, answer.results, strict=False):
+        for entry in result.devices.results:
+            extra = " (admin)" if entry.admin_access else (f" share={entry.share_id}" if entry.share_id else "")
+            out.write(f"  {claim.ref():40} {entry.request:20} {entry.driver}/{entry.pool}/{entry.device}{extra}\n")
+    for reason in answer.reasons:
+        out.write(f"  - {('node ' + reason['node'] + ': ') if 'claim' in reason else ''}{reason['message']}\n")
+    if not answer.reasons and (answer.status != "allocated" or not answer.results):
+        out.write(f"{answer.message}\n")
+
+
+def run(request: Request, output: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    try:
+        answer = decide(request)
+    except (inputs.InputError, errors.AllocationInputError) as exc:
+        if output == "json":
+            out.write(json.dumps({"status": "error", "node": request.node, "claims": [], "reasons": [],
+                                  "message": str(exc)}, indent=2) + "\n")
+        err.write(f"error: {exc}\n")
+        return EXIT_INPUT_ERROR
+    if output == "json":
+        out.write(json.dumps(answer.as_dict(), indent=2) + "\n")
+    elif output == "yaml":
+        out.write(yaml.safe_dump(answer.as_dict(), sort_keys=False))
+    else:
+        _print_table(answer, out)
+    return EXIT_ALLOCATED if answer.status == "allocated" else EXIT_UNSCHEDULABLE

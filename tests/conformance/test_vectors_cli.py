@@ -1,0 +1,86 @@
+"""Every conformance vector, run through `dralloc allocate` as a subprocess.
+
+The vector becomes one multi-document YAML file (classes, slices, allocated
+claims, the claims to allocate, and the Node); gates are passed explicitly
+(every gate not listed off) and `--node` names the vector's node. The JSON
+output is compared with the same rules as the library test; errors must exit 2
+with the distinctive phrase on stderr, unschedulable must exit 1.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+from dralloc.allocation.features import DEFAULTS_1_36
+from tests.conformance import vectors
+
+CASES = vectors.load_all()
+
+
+def _write_input(case: dict[str, Any], directory: pathlib.Path) -> pathlib.Path:
+    objects = case["objects"]
+    docs = [obj for kind in ("deviceClasses", "resourceSlices", "allocatedClaims", "claims")
+            for obj in objects.get(kind) or []]
+    docs.append({"apiVersion": "v1", "kind": "Node",
+                 "metadata": {"name": case["node"]["name"], "labels": case["node"].get("labels") or {}}})
+    path = directory / f"{case['name']}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _run(case: dict[str, Any], directory: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    enabled = set(case.get("features") or [])
+    gates = ",".join(f"{g}={'true' if g in enabled else 'false'}" for g in DEFAULTS_1_36)
+    path = _write_input(case, directory)
+    return subprocess.run(
+        [sys.executable, "-m", "dralloc", "allocate", "-f", str(path), "--node", case["node"]["name"],
+         "--features", gates, "-o", "json"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2] / "operator")},
+    )
+
+
+@pytest.fixture(scope="module")
+def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """All vectors at once, two at a time: one subprocess each is most of this file's cost."""
+    directory = tmp_path_factory.mktemp("vectors")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {c["name"]: pool.submit(_run, c, directory) for c in CASES}
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_vector_through_cli(case: dict[str, Any], cli_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    done = cli_runs[case["name"]]
+    expect = case["expect"]
+    if "error" in expect:
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert expect["error"] in done.stderr
+        assert json.loads(done.stdout)["status"] == "error"
+        return
+    output = json.loads(done.stdout)
+    if expect.get("unschedulable"):
+        assert done.returncode == 1, done.stderr
+        assert output["status"] == "unschedulable"
+        assert output["reasons"], "an unschedulable answer must say why"
+        return
+    assert done.returncode == 0, done.stderr
+    assert output["status"] == "allocated"
+    assert [(c["namespace"], c["name"]) for c in output["claims"]] == [
+        (c["metadata"].get("namespace", "default"), c["metadata"]["name"]) for c in case["objects"]["claims"]
+    ]
+    for actual, wanted in zip(output["claims"], expect["results"], strict=True):
+        if expect.get("exact", True):
+            problem = vectors.same_allocation(actual["allocation"], wanted["allocation"])
+        else:
+            problem = vectors.same_shape(actual["allocation"], wanted["allocation"])
+        assert problem is None, problem
