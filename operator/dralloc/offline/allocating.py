@@ -44,13 +44,18 @@ class Request:
 def _pick_claims(cluster: inputs.Cluster, wanted: Sequence[str]) -> list[claims.ResourceClaim]:
     if not wanted:
         return [c for c in cluster.resource_claims if c.status.allocation is None]
-    by_ref = {c.ref(): c for c in cluster.resource_claims}
+    by_ref: dict[str, list[claims.ResourceClaim]] = {}
+    for c in cluster.resource_claims:
+        by_ref.setdefault(c.ref() if c.metadata.namespace else f"default/{c.metadata.name}", []).append(c)
     chosen = []
     for ref in wanted:
         key = ref if "/" in ref else f"default/{ref}"
-        claim = by_ref.get(key)
-        if claim is None:
+        found = by_ref.get(key, [])
+        if not found:
             raise inputs.InputError(f"--claim {ref}: no ResourceClaim {key} in the input")
+        if len(found) > 1:
+            raise inputs.InputError(f"--claim {ref}: ResourceClaim {key} appears {len(found)} times in the input")
+        claim = found[0]
         if claim.status.allocation is not None:
             raise inputs.InputError(f"ResourceClaim {key}: status.allocation: already allocated")
         chosen.append(claim)

@@ -54,12 +54,11 @@ class Cluster:
     def check_unique(self) -> None:
         """Two objects of one kind with one name would make the answer depend on file order.
 
-        ResourceSlices are exempt: the allocator handles any set of slices (names only order
-        slices within a pool), and upstream's own test inputs reuse slice names.
+        ResourceSlices and ResourceClaims are exempt: the allocator handles any set of slices
+        (names only order slices within a pool) and allocates the claims it is given in order;
+        upstream's own test inputs reuse such names. `--claim` refuses an ambiguous name.
         """
-        for kind, items in (
-            ("DeviceClass", self.device_classes), ("ResourceClaim", self.resource_claims), ("Node", self.nodes),
-        ):
+        for kind, items in (("DeviceClass", self.device_classes), ("Node", self.nodes)):
             seen: set[str] = set()
             for item in items:
                 key = item.ref()
