@@ -211,12 +211,11 @@ class Endpoints:
                     await response.write(payload)
                 if closing:
                     break
-        except (ConnectionResetError, asyncio.CancelledError):
-            self.hub.unsubscribe(watcher)
-            raise
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client went away: nothing left to tell it
         finally:
             self.hub.unsubscribe(watcher)
-        await response.write_eof()
         return response
 
     # ---- writes -----------------------------------------------------------------------------
