@@ -279,13 +279,15 @@ class Store:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            if spec_of(new) != spec_of(old):
-                meta["generation"] = old_meta.get("generation", 1) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == old:
             return rt.outward(old)  # a no-op write: no new resourceVersion, no event
         self._check_finalizers(rt, new, old)
         self._admit(rt, new, old, subresource)
+        if subresource != "status" and spec_of(new) != spec_of(old):  # after defaulting
+            new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        if new == old:
+            return rt.outward(old)
         if dry_run:
             return rt.outward(new)
         key = (rt.storage, old_meta.get("namespace", ""), name)

@@ -1,0 +1,92 @@
+"""kubectl (1.32 on our machines), unchanged, against a threaded sandbox.
+
+kubectl reads discovery and OpenAPI v3 (to learn that the server validates fields and
+to build strategic merge patches for resource.k8s.io/v1, which it has no types for),
+asks for Tables, and watches for `wait`. Skipped where kubectl is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from dralloc.sandbox import demo_objects
+from dralloc.sandbox.pytest_plugin import _Threaded
+
+KUBECTL = shutil.which("kubectl")
+MANIFEST = pathlib.Path(__file__).with_name("manifests") / "claim-and-pod.yaml"
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: pathlib.Path) -> None:
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        self.env.pop("HTTPS_PROXY", None)
+        self.env.pop("HTTP_PROXY", None)
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert KUBECTL is not None
+        done = subprocess.run([KUBECTL, *args], env=self.env, capture_output=True, text=True, timeout=60)
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr}")
+        return done
+
+    def json(self, *args: str) -> dict[str, object]:
+        return json.loads(self(*args, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def kubectl(apiserver: _Threaded, tmp_path: pathlib.Path) -> Kubectl:
+    apiserver.seed(demo_objects())
+    return Kubectl(apiserver.kubeconfig)
+
+
+def test_get_resource_slices_and_classes(kubectl: Kubectl) -> None:
+    out = kubectl("get", "resourceslices").stdout
+    assert "node-0-gpus" in out and "NAME" in out
+    listed = kubectl.json("get", "deviceclasses")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["gpu", "gpu-partition", "nic"]  # type: ignore[index]
+
+
+def test_apply_twice_then_get_json(kubectl: Kubectl, apiserver: _Threaded) -> None:
+    first = kubectl("apply", "-f", str(MANIFEST)).stdout
+    assert "resourceclaimtemplate.resource.k8s.io/one-gpu created" in first
+    kubectl("apply", "-f", str(MANIFEST))
+    claim = kubectl.json("get", "resourceclaim", "shared-gpu")
+    assert claim["metadata"]["generation"] == 1  # type: ignore[index]
+    pod = apiserver.get("v1", "Pod", "trainer", "default")
+    assert pod is not None and pod["spec"]["schedulerName"] == "dralloc"
+
+
+def test_patch_status_subresource_and_wait(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", str(MANIFEST))
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": "gpu.dralloc.dev", "pool": "node-0",
+                                           "device": "gpu-0"}]}}
+    kubectl("patch", "resourceclaim", "shared-gpu", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"allocation": allocation}}))
+    claim = kubectl.json("get", "resourceclaim", "shared-gpu")
+    assert claim["status"]["allocation"] == allocation  # type: ignore[index]
+    kubectl("patch", "pod", "trainer", "--subresource=status",
+            "-p", json.dumps({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+    done = kubectl("wait", "--for=condition=Ready", "pod/trainer", "--timeout=20s")
+    assert "condition met" in done.stdout
+
+
+def test_invalid_object_is_reported(kubectl: Kubectl, tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: broken}\n"
+                   "spec:\n  selectors:\n  - cel: {expression: 'device.driver =='}\n")
+    done = kubectl("apply", "-f", str(bad), check=False)
+    assert done.returncode != 0 and "spec.selectors[0].cel.expression" in done.stderr
+
+
+def test_delete_and_wait_for_deletion(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", str(MANIFEST))
+    kubectl("delete", "-f", str(MANIFEST), "--wait=true", "--timeout=20s")
+    done = kubectl("get", "resourceclaims,pods", "-o", "name")
+    assert done.stdout.strip() == ""
