@@ -105,7 +105,9 @@ def allocate(
         reasons = explaining.explain(search, plans, pools) if explain else ()
         return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
 
-    if bounds.impossible(
+    # The bound pays off only when the search could branch: more than one device to find.
+    demand = sum(min(p.count for p in alternatives) for plan in plans for alternatives in plan.requests)
+    if demand > 1 and bounds.impossible(
         plans,
         order_len=len(search.order),
         usable=search.statically_usable,

@@ -139,8 +139,16 @@ class SliceIndex:
     def __init__(self, slices: Sequence[devices.ResourceSlice]) -> None:
         self.slices = tuple(slices)
         self._by_pool: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
+        # Slices pinned to one node by name are only ever relevant to that node; indexing
+        # them keeps gathering for one node proportional to what the node can see.
+        self._by_node: dict[str, list[devices.ResourceSlice]] = defaultdict(list)
+        self._unpinned: list[devices.ResourceSlice] = []
         for s in self.slices:
             self._by_pool[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
+            if s.spec.node_name and not s.spec.shared_counters:
+                self._by_node[s.spec.node_name].append(s)
+            else:
+                self._unpinned.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
         self._pools_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], tuple[Pool, ...]] = {}
 
@@ -192,7 +200,7 @@ class SliceIndex:
 
     def _gather(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
         relevant: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
-        for s in self.slices:
+        for s in (*self._by_node.get(node.name, ()), *self._unpinned):
             if self._relevant(s, node, features):
                 relevant[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
         pools: list[Pool] = []

@@ -12,6 +12,8 @@ Errors name the class or claim and the selector index like upstream:
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 
 from dralloc.allocation import errors
@@ -45,10 +47,28 @@ def _env(info: DeviceInfo) -> cel_devices.DeviceEnv:
     return env  # type: ignore[no-any-return]
 
 
+# `device.driver == "name"` is by far the most common class selector; it needs neither the
+# CEL engine nor the device's CEL value, and its meaning is plain string equality.
+_DRIVER_EQUALS = re.compile(r"""^\s*device\.driver\s*==\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*$""")
+
+
+@functools.lru_cache(maxsize=4096)
+def _driver_literal(expression: str) -> str | None:
+    match = _DRIVER_EQUALS.match(expression)
+    if match is None:
+        return None
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
 def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bool:
     """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors."""
     cached = info.selector_results.get(expression)
     if cached is None:
+        literal = _driver_literal(expression)
+        if literal is not None:
+            cached = info.driver == literal
+            info.selector_results[expression] = cached
+            return cached
         try:
             program = cel_selectors.compile_selector(expression)
         except cel_selectors.CELCompileError as exc:
