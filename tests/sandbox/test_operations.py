@@ -1,0 +1,142 @@
+"""Running the sandbox: faults, tokens, persistence, the pod simulator, the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import socket
+import subprocess
+import sys
+
+import aiohttp
+import pytest
+import yaml
+from tests.sandbox.conftest import Http, configmap
+
+from dralloc.sandbox import ApiServer, Faults, demo_objects, load_files
+from dralloc.sandbox.pytest_plugin import _Threaded
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+class TestFaults:
+    async def test_next_n_requests_fail(self, async_apiserver: ApiServer, http: Http) -> None:
+        await http.post(CM, configmap("f"))
+        async_apiserver.faults.next("PATCH", "/api/v1/namespaces/*/configmaps/*", status=409, times=2)
+        codes = [(await http.patch(f"{CM}/f", {"data": {"a": str(i)}}))[0] for i in range(3)]
+        assert codes == [409, 409, 200]
+        code, _ = await http.get(f"{CM}/f")
+        assert code == 200, "other verbs are untouched"
+
+    async def test_latency_rule_still_serves(self, async_apiserver: ApiServer, http: Http) -> None:
+        async_apiserver.faults.latency("GET", "/api/v1/*", 0.05, times=1)
+        code, _ = await http.get(CM)
+        assert code == 200 and async_apiserver.faults.rules == []
+
+    def test_spec_language(self) -> None:
+        faults = Faults()
+        faults.load("PATCH /apis/* 409 x3; GET /api/v1/pods* delay=0.2; compact every=60; * * 500")
+        assert [(r.method, r.path, r.status, r.delay, r.times) for r in faults.rules] == [
+            ("PATCH", "/apis/*", 409, 0.0, 3), ("GET", "/api/v1/pods*", None, 0.2, None),
+            ("*", "*", 500, 0.0, None)]
+        assert [(p.action, p.every) for p in faults.periodic] == [("compact", 60.0)]
+        with pytest.raises(ValueError):
+            faults.load("PATCH /apis/* teapot")
+
+    def test_threaded_faults_from_another_thread(self, apiserver: _Threaded) -> None:
+        import kubernetes
+        apiserver.faults.next("GET", "/api/v1/namespaces", status=503)
+        with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:
+            core = kubernetes.client.CoreV1Api(api)
+            with pytest.raises(kubernetes.client.ApiException) as err:
+                core.list_namespace(_request_timeout=5)
+            assert err.value.status == 503
+            assert len(core.list_namespace().items) == 4
+        apiserver.compact()
+        apiserver.close_watches()
+
+
+@pytest.mark.sandbox(token="s3cret")
+async def test_token_is_required(async_apiserver: ApiServer, tmp_path: pathlib.Path) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(async_apiserver.url + "/api/v1/namespaces") as resp:
+            assert resp.status == 401
+        headers = {"Authorization": "Bearer s3cret"}
+        async with session.get(async_apiserver.url + "/api/v1/namespaces", headers=headers) as resp:
+            assert resp.status == 200
+    kubeconfig = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+    assert kubeconfig["users"][0]["user"] == {"token": "s3cret"}
+
+
+async def test_state_survives_a_restart(tmp_path: pathlib.Path) -> None:
+    state = tmp_path / "state.json"
+    async with ApiServer(state_file=state, seed=[configmap("kept")]) as first:
+        async with aiohttp.ClientSession() as session:
+            http = Http(session, first.url)
+            await http.patch(f"{CM}/kept", {"data": {"v": "1"}})
+            _, before = await http.get(f"{CM}/kept")
+    assert json.loads(state.read_text())["items"]
+    async with ApiServer(state_file=state) as second:
+        async with aiohttp.ClientSession() as session:
+            http = Http(session, second.url)
+            _, after = await http.get(f"{CM}/kept")
+            assert after == before
+            _, created = await http.post(CM, configmap("new"))
+            assert int(created["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
+
+
+@pytest.mark.sandbox(simulate_pods=True, sim_start_delay=0.05)
+async def test_simulated_kubelet_runs_and_finishes_pods(http: Http) -> None:
+    pod = {"metadata": {"name": "sim", "annotations": {"dralloc.io/sim-duration": "100ms"}},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    await http.post("/api/v1/namespaces/default/pods", pod)
+    await http.post("/api/v1/namespaces/default/pods/sim/binding", {"target": {"kind": "Node", "name": "n"}})
+    phases = []
+    for _ in range(200):
+        _, obj = await http.get("/api/v1/namespaces/default/pods/sim")
+        if not phases or phases[-1] != obj["status"]["phase"]:
+            phases.append(obj["status"]["phase"])
+        if phases[-1] == "Succeeded":
+            break
+        await asyncio.sleep(0.01)
+    assert phases[-1] == "Succeeded" and "Pending" in phases
+
+
+def test_seed_files_and_demo(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "objs.yaml"
+    path.write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "List", "items": [configmap("a"), configmap("b")]}, configmap("c")]))
+    assert [o["metadata"]["name"] for o in load_files([path])] == ["a", "b", "c"]
+    kinds = [o["kind"] for o in demo_objects()]
+    assert kinds.count("Node") == 4 and kinds.count("DeviceClass") == 3 and kinds.count("ResourceSlice") == 20
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_command_line_serves_the_demo(tmp_path: pathlib.Path) -> None:
+    port, kubeconfig, state = _free_port(), tmp_path / "kc", tmp_path / "state.json"
+    proc = subprocess.Popen([sys.executable, "-m", "dralloc.sandbox", "--port", str(port), "--seed", "demo",
+                             "--kubeconfig", str(kubeconfig), "--state", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}" in line
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        assert server == f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    names = {o["metadata"]["name"] for o in json.loads(state.read_text())["items"]}
+    assert {"node-0", "gpu", "node-3-nics"} <= names
+
+
+def test_command_line_rejects_bad_faults() -> None:
+    from dralloc.sandbox import cli
+    assert cli.main(["--port", "0", "--seed", "empty", "--faults", "GET / nonsense"]) == 2
