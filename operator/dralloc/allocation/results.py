@@ -41,8 +41,7 @@ def _result_entry(
     if pick.shared:
         fields["share_id"] = share_id(claim_index, request.name, info.id, pick.share_index)
         fields["consumed_capacity"] = dict(pick.amounts or {})
-    # Built from validated inputs: skip re-validation (the hot path of every placement).
-    return claims.DeviceRequestAllocationResult.model_construct(**fields)  # type: ignore[arg-type]
+    return claims.DeviceRequestAllocationResult(**fields)  # type: ignore[arg-type]
 
 
 def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAllocationConfiguration]:

@@ -49,9 +49,15 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+_BINARY_FACTORS = {suffix: 2**exp for suffix, exp in _BINARY_SUFFIXES.items()}
+_DECIMAL_FACTORS = {suffix: Fraction(10) ** exp for suffix, exp in _DECIMAL_SUFFIXES.items()}
+
+
 def _ceil_to_nano(value: Fraction) -> Fraction:
     # The API server keeps at most nine fractional digits and rounds up (away from
     # zero for positive values, towards zero for negative ones, as inf.Dec RoundUp does).
+    if value.denominator == 1:
+        return value
     scaled = value / _NANO
     if scaled.denominator == 1:
         return value
@@ -86,15 +92,16 @@ class Quantity:
                 f"quantities must match the regular expression "
                 f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
             )
-        number = Fraction(match["number"] if not match["number"].endswith(".") else match["number"][:-1])
+        digits = match["number"]
+        number: Fraction | int = int(digits) if digits.isdigit() else Fraction(digits.rstrip(".") or "0")
         if match["sign"] == "-":
             number = -number
         suffix = match["suffix"] or ""
-        if suffix in _BINARY_SUFFIXES:
-            return cls(number * (2 ** _BINARY_SUFFIXES[suffix]), QuantityFormat.BINARY_SI)
+        if suffix in _BINARY_FACTORS:
+            return cls(number * _BINARY_FACTORS[suffix], QuantityFormat.BINARY_SI)
         if len(suffix) > 1 and suffix[0] in ("e", "E"):
             return cls(number * Fraction(10) ** int(suffix[1:]), QuantityFormat.DECIMAL_EXPONENT)
-        return cls(number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix], QuantityFormat.DECIMAL_SI)
+        return cls(number * _DECIMAL_FACTORS[suffix], QuantityFormat.DECIMAL_SI)
 
     @property
     def value(self) -> Fraction:
