@@ -77,10 +77,11 @@ def allocate(
 ) -> outcomes.Outcome:
     """Allocate all `claims` together on `node`, first fit in upstream's order."""
     claim_list = list(claims)
-    pools = snapshot.slices.pools_for(node, features)
+    scope = snapshot.slices.scope_for(node, features)
+    pools = scope.pools
     search = Search(
         claims=[],
-        pools=pools,
+        scope=scope,
         node=node,
         allocated=snapshot.allocated,
         features=features,

@@ -13,7 +13,6 @@ pool name alone (SPEC.md, surprises 6 and 10).
 from __future__ import annotations
 
 from collections import defaultdict
-from fractions import Fraction
 
 from dralloc.allocation.pools import DeviceID, DeviceInfo, Pool, PoolID
 from dralloc.allocation.snapshots import AllocatedState
@@ -26,12 +25,12 @@ class CounterLedger:
 
     def __init__(self, allocated: AllocatedState) -> None:
         self._allocated = allocated
-        self._available: dict[PoolID, dict[CounterKey, Fraction]] = {}
-        self._used: dict[PoolID, defaultdict[CounterKey, Fraction]] = {}
+        self._available: dict[PoolID, dict[CounterKey, int]] = {}
+        self._used: dict[PoolID, defaultdict[CounterKey, int]] = {}
         # Shared devices charge counters once, for their first share (existing or in this call).
         self._share_picks: defaultdict[DeviceID, int] = defaultdict(int)
 
-    def _pool_available(self, pool: Pool) -> dict[CounterKey, Fraction]:
+    def _pool_available(self, pool: Pool) -> dict[CounterKey, int]:
         available = self._available.get(pool.id)
         if available is None:
             available = {
@@ -48,7 +47,7 @@ class CounterLedger:
                             if key in available:
                                 available[key] -= value
             self._available[pool.id] = available
-            self._used[pool.id] = defaultdict(Fraction)
+            self._used[pool.id] = defaultdict(int)
         return available
 
     def _charges(self, info: DeviceInfo, shared: bool) -> bool:

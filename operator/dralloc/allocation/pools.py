@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dralloc.allocation import errors, nodeaffinity
@@ -81,8 +80,9 @@ class DeviceInfo:
                 attributes[name] = value
         self.attributes = attributes
         self.capacity = device.capacity
-        self.consumes: tuple[tuple[str, tuple[tuple[str, Fraction], ...]], ...] = tuple(
-            (c.counter_set, tuple((name, counter.value.value) for name, counter in c.counters.items()))
+        # Counter amounts in exact integer nano-units: counter arithmetic is on the hot path.
+        self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
+            (c.counter_set, tuple((name, counter.value.nanos) for name, counter in c.counters.items()))
             for c in device.consumes_counters
         )
         self.taints = device.taints
@@ -111,7 +111,7 @@ class Pool:
     invalid_reason: str | None
     has_binding_conditions: bool
     # counter set name -> counter name -> total value, from the pool's sharedCounters.
-    counter_sets: Mapping[str, Mapping[str, Fraction]]
+    counter_sets: Mapping[str, Mapping[str, int]]  # nano-units
     # Every device of the pool's current generation cluster-wide that consumes counters:
     # allocated ones among them use up the pool's counters wherever they are.
     counter_consumers: tuple[DeviceInfo, ...]
@@ -133,6 +133,16 @@ class NodeView:
         return cls(node.metadata.name, dict(node.metadata.labels))
 
 
+@dataclasses.dataclass(frozen=True)
+class NodeScope:
+    """The pools of one node and the flattened candidate order the search walks."""
+
+    pools: tuple[Pool, ...]
+    # Devices of complete, valid pools in search order; incomplete and invalid pools are skipped.
+    order: tuple[tuple[Pool, DeviceInfo], ...]
+    invalid_pool_seen: bool
+
+
 class SliceIndex:
     """All ResourceSlices of a cluster, grouped by pool, with per-node pool lists cached."""
 
@@ -150,7 +160,9 @@ class SliceIndex:
             else:
                 self._unpinned.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
-        self._pools_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], tuple[Pool, ...]] = {}
+        self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
+        # Many nodes see the same pool the same way (e.g. counter-set slices, network pools).
+        self._pool_cache: dict[tuple[PoolID, tuple[int, ...], bool, Features], Pool] = {}
 
     def device_infos(self, slice_: devices.ResourceSlice) -> tuple[DeviceInfo, ...]:
         key = id(slice_)
@@ -165,11 +177,20 @@ class SliceIndex:
 
     def pools_for(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
         """The pools usable from `node`, in search order (see search.py)."""
+        return self.scope_for(node, features).pools
+
+    def scope_for(self, node: NodeView, features: Features) -> NodeScope:
         key = (node.name, tuple(sorted(node.labels.items())), features)
-        cached = self._pools_cache.get(key)
+        cached = self._scope_cache.get(key)
         if cached is None:
-            cached = self._gather(node, features)
-            self._pools_cache[key] = cached
+            pools = self._gather(node, features)
+            cached = NodeScope(
+                pools=pools,
+                order=tuple((pool, info) for pool in pools if not pool.incomplete and not pool.invalid
+                            for info in pool.devices),
+                invalid_pool_seen=any(p.invalid for p in pools),
+            )
+            self._scope_cache[key] = cached
         return cached
 
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
@@ -217,7 +238,12 @@ class SliceIndex:
                 if max(s.spec.pool.generation for s in everywhere) > generation:
                     continue  # being replaced: the old generation is ignored entirely
                 incomplete = len(current) != expected
-            pools.append(self._make_pool(pool_id, kept, current, incomplete, features))
+            pool_key = (pool_id, tuple(id(s) for s in kept), incomplete, features)
+            pool = self._pool_cache.get(pool_key)
+            if pool is None:
+                pool = self._make_pool(pool_id, kept, current, incomplete, features)
+                self._pool_cache[pool_key] = pool
+            pools.append(pool)
         pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))
         return tuple(pools)
 
@@ -230,7 +256,7 @@ class SliceIndex:
         features: Features,
     ) -> Pool:
         infos = tuple(info for s in kept for info in self.device_infos(s))
-        counter_sets: dict[str, dict[str, Fraction]] = {}
+        counter_sets: dict[str, dict[str, int]] = {}
         reason: str | None = None
         seen: set[str] = set()
         for info in infos:
@@ -243,7 +269,7 @@ class SliceIndex:
                 for counter_set in s.spec.shared_counters:
                     if counter_set.name in counter_sets and reason is None:
                         reason = f"duplicate counter set name {counter_set.name}"
-                    counter_sets[counter_set.name] = {n: c.value.value for n, c in counter_set.counters.items()}
+                    counter_sets[counter_set.name] = {n: c.value.nanos for n, c in counter_set.counters.items()}
             consumers = tuple(info for s in current for info in self.device_infos(s) if info.consumes)
             for info in consumers:
                 for set_name, counters in info.consumes:

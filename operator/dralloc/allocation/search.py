@@ -40,7 +40,7 @@ from dralloc.allocation import constraints as constraints_
 from dralloc.allocation import errors, nodeaffinity, taints
 from dralloc.allocation.counters import CounterLedger
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView, Pool
+from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeScope, NodeView, Pool
 from dralloc.allocation.requests import ClaimPlan, RequestPlan
 from dralloc.allocation.snapshots import AllocatedState
 from dralloc.model import taints as model_taints
@@ -79,7 +79,7 @@ class Search:
         self,
         *,
         claims: list[ClaimPlan],
-        pools: tuple[Pool, ...],
+        scope: NodeScope,
         node: NodeView,
         allocated: AllocatedState,
         features: Features,
@@ -93,11 +93,8 @@ class Search:
         self.extra_taints = extra_taints
         self.budget = budget
         self.steps = 0
-        self.invalid_pool_seen = any(p.invalid for p in pools if not p.incomplete)
-        # The flattened candidate order for this node; incomplete and invalid pools are skipped.
-        self.order: list[tuple[Pool, DeviceInfo]] = [
-            (pool, info) for pool in pools if not pool.incomplete and not pool.invalid for info in pool.devices
-        ]
+        self.invalid_pool_seen = scope.invalid_pool_seen
+        self.order = scope.order
         self.allocating: dict[DeviceID, list[int]] = {}
         self.in_call_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.counters = CounterLedger(allocated)

@@ -111,6 +111,12 @@ class Quantity:
     def format(self) -> QuantityFormat:
         return self._format
 
+    @property
+    def nanos(self) -> int:
+        """The value in units of 10^-9, exactly (every parsed value is a multiple of that)."""
+        value = self._value
+        return value.numerator * (10**9 // value.denominator)
+
     def is_zero(self) -> bool:
         return self._value == 0
 
