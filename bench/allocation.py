@@ -27,16 +27,16 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "operator"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import clusters  # noqa: E402
+import clusters
 
-from dralloc import allocation  # noqa: E402
-from dralloc.allocation import outcomes  # noqa: E402
-from dralloc.allocation.features import Features  # noqa: E402
-from dralloc.allocation.pools import NodeView  # noqa: E402
-from dralloc.allocation.snapshots import Snapshot  # noqa: E402
-from dralloc.cel import devices as cel_devices  # noqa: E402
-from dralloc.cel import selectors as cel_selectors  # noqa: E402
-from dralloc.model import claims, classes, conversion, devices, nodes  # noqa: E402
+from dralloc import allocation
+from dralloc.allocation import outcomes
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.cel import devices as cel_devices
+from dralloc.cel import selectors as cel_selectors
+from dralloc.model import claims, classes, conversion, devices, nodes
 
 FEATURES = Features()
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from dralloc import cli
+from dralloc.cli import main
 
-sys.exit(cli.main())
+sys.exit(main())

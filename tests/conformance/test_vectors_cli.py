@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.conformance import vectors
 
 from dralloc.allocation.features import DEFAULTS_1_36
-from tests.conformance import vectors
 
 CASES = vectors.load_all()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.conformance import validity, vectors
 
 from dralloc import allocation
 from dralloc.allocation import errors, outcomes
@@ -18,7 +19,6 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices
-from tests.conformance import validity, vectors
 
 CASES = vectors.load_all()
 

@@ -41,7 +41,7 @@ def _result_entry(
     if pick.shared:
         fields["share_id"] = share_id(claim_index, request.name, info.id, pick.share_index)
         fields["consumed_capacity"] = dict(pick.amounts or {})
-    return claims.DeviceRequestAllocationResult(**fields)  # type: ignore[arg-type]
+    return claims.DeviceRequestAllocationResult(**fields)
 
 
 def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAllocationConfiguration]:
@@ -58,8 +58,8 @@ def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAll
                 class_requests[i].append(chosen.name)
             continue
         start = len(configs)
-        for config in device_class.spec.config:
-            configs.append(claims.DeviceAllocationConfiguration(source="FromClass", opaque=config.opaque))
+        for class_config in device_class.spec.config:
+            configs.append(claims.DeviceAllocationConfiguration(source="FromClass", opaque=class_config.opaque))
             class_requests.append([chosen.name])
         class_ranges[name] = (start, len(configs))
     configs = [c.model_copy(update={"requests": tuple(class_requests[i])}) for i, c in enumerate(configs)]

@@ -35,9 +35,8 @@ import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 
-from dralloc.allocation import capacity, selectors
+from dralloc.allocation import capacity, errors, nodeaffinity, selectors, taints
 from dralloc.allocation import constraints as constraints_
-from dralloc.allocation import errors, nodeaffinity, taints
 from dralloc.allocation.counters import CounterLedger
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeScope, NodeView, Pool
@@ -118,7 +117,7 @@ class Search:
     def in_use(self, request: RequestPlan, info: DeviceInfo, claim_index: int) -> bool:
         holders = self.allocating.get(info.id)
         if request.admin_access:
-            return bool(holders) and claim_index in holders
+            return holders is not None and claim_index in holders
         if self.in_use_before(info):
             return True
         return bool(holders) and not self.shareable(info)

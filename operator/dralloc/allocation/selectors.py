@@ -44,7 +44,7 @@ def _env(info: DeviceInfo) -> cel_devices.DeviceEnv:
             allow_multiple_allocations=info.allow_multiple,
         )
         info.selector_results[_CEL_ENV] = env
-    return env  # type: ignore[no-any-return]
+    return env
 
 
 # `device.driver == "name"` is by far the most common class selector; it needs neither the

@@ -19,7 +19,8 @@ from fractions import Fraction
 
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
-from dralloc.model import claims, classes, devices, taints
+from dralloc.model import claims, devices, taints
+from dralloc.model import classes as model_classes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +74,7 @@ class AllocatedState:
 class Snapshot:
     """Everything one allocation call reads, frozen."""
 
-    classes: Mapping[str, classes.DeviceClass]
+    classes: Mapping[str, model_classes.DeviceClass]
     slices: SliceIndex
     allocated: AllocatedState = dataclasses.field(default_factory=AllocatedState)
     # Taints from DeviceTaintRules, merged into the devices they select (the scheduler's job upstream).
@@ -83,7 +84,7 @@ class Snapshot:
     def build(
         cls,
         *,
-        device_classes: Sequence[classes.DeviceClass],
+        device_classes: Sequence[model_classes.DeviceClass],
         resource_slices: Sequence[devices.ResourceSlice],
         allocated_claims: Iterable[claims.ResourceClaim] = (),
         features: Features,

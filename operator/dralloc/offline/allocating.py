@@ -22,7 +22,8 @@ from dralloc.allocation import errors, outcomes, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
-from dralloc.model import claims, conversion, taints
+from dralloc.model import claims as model_claims
+from dralloc.model import conversion, taints
 from dralloc.offline import inputs
 
 EXIT_ALLOCATED, EXIT_UNSCHEDULABLE, EXIT_INPUT_ERROR = 0, 1, 2
@@ -41,10 +42,10 @@ class Request:
     budget: int | None = allocation.DEFAULT_BUDGET
 
 
-def _pick_claims(cluster: inputs.Cluster, wanted: Sequence[str]) -> list[claims.ResourceClaim]:
+def _pick_claims(cluster: inputs.Cluster, wanted: Sequence[str]) -> list[model_claims.ResourceClaim]:
     if not wanted:
         return [c for c in cluster.resource_claims if c.status.allocation is None]
-    by_ref: dict[str, list[claims.ResourceClaim]] = {}
+    by_ref: dict[str, list[model_claims.ResourceClaim]] = {}
     for c in cluster.resource_claims:
         by_ref.setdefault(c.ref() if c.metadata.namespace else f"default/{c.metadata.name}", []).append(c)
     chosen = []
@@ -101,8 +102,8 @@ def rule_taints(
 class Answer:
     status: str
     node: str | None
-    claims: list[claims.ResourceClaim]
-    results: tuple[claims.AllocationResult, ...] = ()
+    claims: list[model_claims.ResourceClaim]
+    results: tuple[model_claims.AllocationResult, ...] = ()
     reasons: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     message: str = ""
 

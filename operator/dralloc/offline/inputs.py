@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 import yaml
 
-from dralloc.model import claims, classes, conversion, devices, nodes, taints
+from dralloc.model import claims, classes, conversion, devices, taints
+from dralloc.model import nodes as model_nodes
 from dralloc.model.base import Object
 
 
@@ -30,8 +31,8 @@ class Cluster:
     resource_slices: list[devices.ResourceSlice] = dataclasses.field(default_factory=list)
     resource_claims: list[claims.ResourceClaim] = dataclasses.field(default_factory=list)
     claim_templates: list[claims.ResourceClaimTemplate] = dataclasses.field(default_factory=list)
-    nodes: list[nodes.Node] = dataclasses.field(default_factory=list)
-    namespaces: list[nodes.Namespace] = dataclasses.field(default_factory=list)
+    nodes: list[model_nodes.Node] = dataclasses.field(default_factory=list)
+    namespaces: list[model_nodes.Namespace] = dataclasses.field(default_factory=list)
     taint_rules: list[taints.DeviceTaintRule] = dataclasses.field(default_factory=list)
     skipped: int = 0
 
@@ -44,9 +45,9 @@ class Cluster:
             self.resource_claims.append(obj)
         elif isinstance(obj, claims.ResourceClaimTemplate):
             self.claim_templates.append(obj)
-        elif isinstance(obj, nodes.Node):
+        elif isinstance(obj, model_nodes.Node):
             self.nodes.append(obj)
-        elif isinstance(obj, nodes.Namespace):
+        elif isinstance(obj, model_nodes.Namespace):
             self.namespaces.append(obj)
         elif isinstance(obj, taints.DeviceTaintRule):
             self.taint_rules.append(obj)
