@@ -86,4 +86,7 @@ def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...]) -> 
                     removed=tuple(sorted(removed.items(), key=lambda kv: list(Cause).index(kv[0]))),
                     note=note,
                 ))
-    return tuple(reasons)
+    # Requests that lack candidates on their own are the culprits; the others only failed
+    # with them. Report every request only when none is short on its own.
+    short = [r for r in reasons if r.candidates < r.needed or (r.needed == 0 and r.note)]
+    return tuple(short or reasons)

@@ -109,11 +109,12 @@ class Answer:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "node": self.node, "claims": []}
-        for claim, result in zip(self.claims, self.results, strict=False):
+        results: list[model_claims.AllocationResult | None] = list(self.results) or [None] * len(self.claims)
+        for claim, result in zip(self.claims, results, strict=True):
             out["claims"].append({
                 "namespace": claim.metadata.namespace or "default",
                 "name": claim.metadata.name,
-                "allocation": conversion.to_raw(result),
+                "allocation": conversion.to_raw(result) if result is not None else None,
             })
         out["reasons"] = self.reasons
         out["message"] = self.message
