@@ -80,6 +80,9 @@ class _Builder:
     def raw(self) -> dict[str, Any]:
         return copy.deepcopy(self._data)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._data!r})"
+
 
 # ---- devices and slices -----------------------------------------------------------------
 
