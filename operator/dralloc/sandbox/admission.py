@@ -17,14 +17,10 @@ causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.exp
 from __future__ import annotations
 
 import contextvars
-import functools
 import re
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
-import referencing
-
-from dralloc.sandbox import dra, errors, resources, schemas
+from dralloc.sandbox import dra, errors, resources, structural
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -39,32 +35,8 @@ _DNS_LABEL_NAMES = {"namespaces"}
 _FREE_NAMES = {"events", "nodes"}  # upstream is lenient for these (node names may have dots)
 
 
-def field_path(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-@functools.cache
-def _validator(name: str, strict: bool) -> jsonschema.Draft202012Validator:
-    resource = referencing.Resource.from_contents(
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": schemas.definitions(strict)})
-    registry: referencing.Registry[Any] = referencing.Registry().with_resource("urn:k8s", resource)
-    return jsonschema.Draft202012Validator({"$ref": f"urn:k8s#/$defs/{name}"}, registry=registry)
-
-
-def schema_causes(obj: Obj, strict: bool) -> Causes:
-    name = schemas.definition_name(obj.get("apiVersion", ""), obj.get("kind", ""))
-    if name is None:
-        return []
-    causes = []
-    for error in _validator(name, strict).iter_errors(obj):
-        path = field_path(error.absolute_path)
-        if path.startswith("metadata.") and path not in ("metadata.name", "metadata.labels"):
-            continue  # the server owns metadata fields such as generation
-        causes.append((path, error.message))
-    return causes
+def schema_causes(obj: Obj, strict: bool, old: Obj | None = None) -> Causes:
+    return structural.validate(obj, strict=strict, old=old)
 
 
 def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
@@ -100,7 +72,7 @@ class Admission:
         causes = metadata_causes(rt, new) if old is None else []
         if rt.group == "resource.k8s.io":
             if self.validate_schemas:
-                causes += schema_causes(new, strict_fields.get())
+                causes += schema_causes(new, strict_fields.get(), old)
             if not causes:
                 causes += dra.validate(new, old, subresource)
         elif rt.plural == "pods" and old is not None and subresource == "":

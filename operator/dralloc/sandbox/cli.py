@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -48,6 +49,9 @@ async def serve(args: argparse.Namespace) -> None:
                                  state_file=args.state, simulate_pods=args.simulate_pods, faults=args.faults,
                                  bookmark_interval=args.bookmark_interval)
     await server.start()
+    # A long-lived server holds many small dicts: fewer full collections keep writes steady.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
     try:
         if args.kubeconfig:
             server.write_kubeconfig(args.kubeconfig)

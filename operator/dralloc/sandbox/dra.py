@@ -274,7 +274,8 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
     if kind == "ResourceClaim":
         if old is not None and spec != (old.get("spec") or {}):
             return [("spec", "Invalid value: field is immutable")]
-        return claim_spec(spec, "spec") + _claim_status(obj, old)
+        checked = claim_spec(spec, "spec") if old is None else []  # an unchanged spec was checked before
+        return checked + _claim_status(obj, old)
     if kind == "ResourceClaimTemplate":
         if old is not None and spec != (old.get("spec") or {}):
             return [("spec", "Invalid value: field is immutable")]

@@ -1,0 +1,111 @@
+"""Structural validation of an object against the real OpenAPI definitions, fast.
+
+The generic `jsonschema` validator costs several milliseconds per ResourceClaim (it
+re-resolves every `$ref` and builds a validator per level), which alone would cap the
+sandbox below the write rate the operator needs. The definitions only use a handful of
+keywords (`type`, `enum`, `properties`, `required`, `additionalProperties`, `items`,
+`oneOf`, `$ref`, and `x-kubernetes-list-type: map` keys), so this walker checks exactly
+those, resolving references through a plain dict lookup. Findings are (field path,
+message) pairs in the API server's style: `spec.devices.requests[0].exactly.count`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dralloc.sandbox import schemas
+
+Causes = list[tuple[str, str]]
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "integer": (int,),
+    "number": (int, float), "boolean": (bool,),
+}
+
+
+def _types(schema: schemas.Schema) -> list[str]:
+    kind = schema.get("type")
+    if kind is None:
+        return []
+    return [t for t in (kind if isinstance(kind, list) else [kind]) if t != "null"]
+
+
+def _type_ok(value: Any, types: list[str]) -> bool:
+    for t in types:
+        expected = _PY_TYPES.get(t)
+        if expected is None:
+            return True
+        if isinstance(value, bool) and t != "boolean":
+            continue
+        if isinstance(value, expected):
+            return True
+    return False
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, *, strict: bool,
+          defs: dict[str, schemas.Schema]) -> None:
+    while schema is not None and "$ref" in schema:
+        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1])
+    if schema is None or value is None:
+        return
+    if "oneOf" in schema:
+        if not any(_type_ok(value, _types(option)) for option in schema["oneOf"]):
+            kinds = sorted({t for option in schema["oneOf"] for t in _types(option)})
+            causes.append((path, f"Invalid value: {value!r}: must be one of the types {', '.join(kinds)}"))
+        return
+    types = _types(schema)
+    if types and not _type_ok(value, types):
+        causes.append((path, f"Invalid value: {value!r}: must be of type {types[0]}"))
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(f'"{v}"' for v in schema["enum"] if v is not None)
+        causes.append((path, f"Unsupported value: {value!r}: supported values: {allowed}"))
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for key in schema.get("required") or ():
+            if key not in value:
+                causes.append((_join(path, key), "Required value"))
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if key in props:
+                check(item, props[key], _join(path, key), causes, strict=strict, defs=defs)
+            elif isinstance(extra, dict):
+                check(item, extra, f"{path}[{key}]", causes, strict=strict, defs=defs)
+            elif strict and (extra is False or props) and key not in ("apiVersion", "kind"):
+                causes.append((_join(path, key), f'Invalid value: unknown field "{_join(path, key)}"'))
+    elif isinstance(value, list):
+        item_schema = schema.get("items")
+        keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
+        seen: set[tuple[Any, ...]] = set()
+        for i, item in enumerate(value):
+            if isinstance(item_schema, dict):
+                check(item, item_schema, f"{path}[{i}]", causes, strict=strict, defs=defs)
+            if keys and isinstance(item, dict):
+                ident = tuple(str(item.get(k)) for k in keys)
+                if ident in seen:
+                    causes.append((f"{path}[{i}]", f"Duplicate value: {dict(zip(keys, ident, strict=True))}"))
+                seen.add(ident)
+
+
+def validate(obj: dict[str, Any], *, strict: bool = False, old: dict[str, Any] | None = None) -> Causes:
+    """Causes for `obj` against the definition of its apiVersion and kind (none if unknown).
+
+    With `old` (an update), top-level fields equal to the old ones were checked when they
+    were written and are skipped: a status write does not pay for its spec again.
+    """
+    defs = schemas.definitions(strict)
+    name = schemas.definition_name(obj.get("apiVersion", ""), obj.get("kind", ""))
+    if name is None:
+        return []
+    causes: Causes = []
+    if old is not None:
+        props = defs[name].get("properties") or {}
+        for key, value in obj.items():
+            if key in props and (key == "metadata" or old.get(key) != value):
+                check(value, props[key], key, causes, strict=strict, defs=defs)
+    else:
+        check(obj, defs[name], "", causes, strict=strict, defs=defs)
+    return [(p, m) for p, m in causes if not p.startswith("metadata.") or p in ("metadata.name",)]
