@@ -18,7 +18,7 @@ import pytest
 from kopf.testing import KopfRunner
 from tests.sandbox.test_object_semantics import crd
 
-from dralloc.sandbox.pytest_plugin import _Threaded
+from dralloc.sandbox import ThreadedApiServer
 
 OPERATOR = str(pathlib.Path(__file__).with_name("kopf_widgets.py"))
 WIDGET = ("example.dralloc.dev", "v1", "default", "widgets")
@@ -34,7 +34,7 @@ def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
         time.sleep(0.05)
 
 
-def test_kopf_operator_lifecycle(apiserver: _Threaded, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kopf_operator_lifecycle(apiserver: ThreadedApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(apiserver.kubeconfig))
     apiserver.seed([crd()])
     with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:

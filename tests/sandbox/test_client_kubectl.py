@@ -15,8 +15,7 @@ import subprocess
 
 import pytest
 
-from dralloc.sandbox import demo_objects
-from dralloc.sandbox.pytest_plugin import _Threaded
+from dralloc.sandbox import ThreadedApiServer, demo_objects
 
 KUBECTL = shutil.which("kubectl")
 MANIFEST = pathlib.Path(__file__).with_name("manifests") / "claim-and-pod.yaml"
@@ -41,7 +40,7 @@ class Kubectl:
 
 
 @pytest.fixture
-def kubectl(apiserver: _Threaded, tmp_path: pathlib.Path) -> Kubectl:
+def kubectl(apiserver: ThreadedApiServer, tmp_path: pathlib.Path) -> Kubectl:
     apiserver.seed(demo_objects())
     return Kubectl(apiserver.kubeconfig)
 
@@ -53,7 +52,7 @@ def test_get_resource_slices_and_classes(kubectl: Kubectl) -> None:
     assert [i["metadata"]["name"] for i in listed["items"]] == ["gpu", "gpu-partition", "nic"]  # type: ignore[index]
 
 
-def test_apply_twice_then_get_json(kubectl: Kubectl, apiserver: _Threaded) -> None:
+def test_apply_twice_then_get_json(kubectl: Kubectl, apiserver: ThreadedApiServer) -> None:
     first = kubectl("apply", "-f", str(MANIFEST)).stdout
     assert "resourceclaimtemplate.resource.k8s.io/one-gpu created" in first
     kubectl("apply", "-f", str(MANIFEST))

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import kubernetes
 import pytest
 
-from dralloc.sandbox.pytest_plugin import _Threaded
+from dralloc.sandbox import ThreadedApiServer
 
 
 @pytest.fixture
-def api(apiserver: _Threaded) -> Iterator[kubernetes.client.ApiClient]:
+def api(apiserver: ThreadedApiServer) -> Iterator[kubernetes.client.ApiClient]:
     with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api_client:
         yield api_client
 
@@ -30,7 +30,7 @@ def test_crud_and_conflict(api: kubernetes.client.ApiClient) -> None:
     assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == []
 
 
-def test_resource_claims_and_watch(api: kubernetes.client.ApiClient, apiserver: _Threaded) -> None:
+def test_resource_claims_and_watch(api: kubernetes.client.ApiClient, apiserver: ThreadedApiServer) -> None:
     res = kubernetes.client.ResourceV1Api(api)
     listed = res.list_namespaced_resource_claim("default")
     res.create_namespaced_resource_claim("default", {

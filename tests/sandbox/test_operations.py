@@ -14,8 +14,7 @@ import pytest
 import yaml
 from tests.sandbox.conftest import Http, configmap
 
-from dralloc.sandbox import ApiServer, Faults, demo_objects, load_files
-from dralloc.sandbox.pytest_plugin import _Threaded
+from dralloc.sandbox import ApiServer, Faults, ThreadedApiServer, demo_objects, load_files
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -44,7 +43,7 @@ class TestFaults:
         with pytest.raises(ValueError):
             faults.load("PATCH /apis/* teapot")
 
-    def test_threaded_faults_from_another_thread(self, apiserver: _Threaded) -> None:
+    def test_threaded_faults_from_another_thread(self, apiserver: ThreadedApiServer) -> None:
         import kubernetes
         apiserver.faults.next("GET", "/api/v1/namespaces", status=503)
         with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:

@@ -81,6 +81,7 @@ class ApiServer:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.kubeconfig: pathlib.Path | None = None  # set by write_kubeconfig()
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -168,7 +169,8 @@ class ApiServer:
     # ---- helpers for tests and the CLI ------------------------------------------------------
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        return kubeconfig.write(path, self.url, self.token)
+        self.kubeconfig = kubeconfig.write(path, self.url, self.token)
+        return self.kubeconfig
 
     def seed(self, objects: Iterable[Obj]) -> list[Obj]:
         """Store objects as given (status included); namespaces they name are created."""

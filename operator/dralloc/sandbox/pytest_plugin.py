@@ -36,13 +36,9 @@ def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
     return options
 
 
-class _Threaded(threads.ThreadedApiServer):
-    kubeconfig: pathlib.Path
-
-
 @pytest.fixture
-def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[_Threaded]:
-    server = _Threaded(**_options(request)).start()
+def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[threads.ThreadedApiServer]:
+    server = threads.ThreadedApiServer(**_options(request)).start()
     try:
         server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         yield server
@@ -54,5 +50,5 @@ def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterato
 async def async_apiserver(request: pytest.FixtureRequest,
                           tmp_path: pathlib.Path) -> AsyncIterator[apiserver_.ApiServer]:
     async with apiserver_.ApiServer(**_options(request)) as server:
-        server.write_kubeconfig(tmp_path / "kubeconfig")
+        server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         yield server

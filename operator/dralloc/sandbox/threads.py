@@ -30,6 +30,7 @@ class ThreadedApiServer:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="dralloc-sandbox", daemon=True)
         self.server: apiserver.ApiServer | None = None
+        self.kubeconfig: pathlib.Path | None = None  # set by write_kubeconfig()
 
     def start(self) -> Self:
         self._thread.start()
@@ -90,7 +91,8 @@ class ThreadedApiServer:
         return self._srv.faults
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        return self._srv.write_kubeconfig(path)
+        self.kubeconfig = self._srv.write_kubeconfig(path)
+        return self.kubeconfig
 
     def seed(self, objects: Iterable[Obj]) -> list[Obj]:
         objs = list(objects)
