@@ -358,7 +358,7 @@ def test_claims_allocated_together_all_or_none(cluster: Cluster) -> None:
 @SETTINGS
 @given(clusters())
 def test_unsatisfiable_reasons_account_for_every_device(cluster: Cluster) -> None:
-    """Reasons name every request (each subrequest), and candidates plus removed add up to the devices looked at."""
+    """Reasons name the requests short of candidates (else every request); each accounts for every device."""
     try:
         outcome = run(cluster)
     except errors.AllocationInputError:
@@ -369,7 +369,10 @@ def test_unsatisfiable_reasons_account_for_every_device(cluster: Cluster) -> Non
         (f"default/{c.raw()['metadata']['name']}", o.name)
         for c in cluster.claims for r in c.raw()["spec"]["devices"]["requests"] for o in _options(r)
     }
-    assert {(r.claim, r.request) for r in outcome.reasons} == wanted
+    named = {(r.claim, r.request) for r in outcome.reasons}
+    assert named <= wanted
+    short = all(r.candidates < r.needed or (r.needed == 0 and r.note != "") for r in outcome.reasons)
+    assert named == wanted or short is True
     for reason in outcome.reasons:
         assert reason.candidates + sum(n for _, n in reason.removed) == reason.devices
 
