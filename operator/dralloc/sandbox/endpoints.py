@@ -203,6 +203,8 @@ class Endpoints:
                         next_bookmark = loop.time() + self.bookmark_interval
                     continue
                 lines = [line]
+                if watcher.queue.empty():
+                    await asyncio.sleep(0)  # let concurrent writes queue up: one send for several events
                 while not watcher.queue.empty() and len(lines) < 512:
                     lines.append(watcher.queue.get_nowait())
                 closing = watches.CLOSE in lines
