@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import NodeView
+from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims
 
@@ -40,16 +40,16 @@ def node_use(
     snapshot: Snapshot, node: NodeView, features: Features, adding: Iterable[claims.AllocationResult] = ()
 ) -> NodeUse:
     """Devices local to the node's pools, and how many would be in use after `adding`."""
-    busy = set(snapshot.allocated.exclusive | snapshot.allocated.shared)
-    busy.update(
-        (r.driver, r.pool, r.device)  # type: ignore[misc]
-        for a in adding for r in a.devices.results if not r.admin_access
-    )
+    exclusive, shared = snapshot.allocated.exclusive, snapshot.allocated.shared
+    adding_ids = {
+        DeviceID(r.driver, r.pool, r.device) for a in adding for r in a.devices.results if not r.admin_access
+    }
     total = used = 0
     for pool in snapshot.slices.pools_for(node, features):
         for info in pool.devices:
             total += 1
-            if tuple(info.id) in busy:
+            device_id = info.id
+            if device_id in exclusive or device_id in shared or device_id in adding_ids:
                 used += 1
     return NodeUse(total, used)
 

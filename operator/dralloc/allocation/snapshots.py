@@ -31,6 +31,7 @@ class AllocatedState:
     # Devices with at least one share (consumable capacity), and the capacity those shares consume.
     shared: frozenset[DeviceID] = frozenset()
     consumed_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = dataclasses.field(default_factory=dict)
+    share_counts: Mapping[DeviceID, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_claims(cls, allocated: Iterable[claims.ResourceClaim], features: Features) -> AllocatedState:
@@ -44,30 +45,52 @@ class AllocatedState:
         cls, results: Iterable[claims.DeviceRequestAllocationResult], features: Features
     ) -> AllocatedState:
         exclusive: set[DeviceID] = set()
-        shared: set[DeviceID] = set()
+        counts: dict[DeviceID, int] = {}
         consumed: dict[DeviceID, dict[str, Fraction]] = {}
         for result in results:
             if result.admin_access:
                 continue
             device_id = DeviceID(result.driver, result.pool, result.device)
             if features.consumable_capacity and result.share_id:
-                shared.add(device_id)
+                counts[device_id] = counts.get(device_id, 0) + 1
                 totals = consumed.setdefault(device_id, {})
                 for name, quantity in result.consumed_capacity.items():
                     totals[name] = totals.get(name, Fraction(0)) + quantity.value
             else:
                 exclusive.add(device_id)
-        return cls(frozenset(exclusive), frozenset(shared), consumed)
+        return cls(frozenset(exclusive), frozenset(counts), consumed, counts)
 
     def plus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state with more allocation results added."""
         extra = AllocatedState.from_results(results, features)
+        if not extra.shared:
+            return AllocatedState(self.exclusive | extra.exclusive, self.shared, self.consumed_capacity,
+                                  self.share_counts)
         consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
         for device_id, totals in extra.consumed_capacity.items():
             mine = consumed.setdefault(device_id, {})
             for name, value in totals.items():
                 mine[name] = mine.get(name, Fraction(0)) + value
-        return AllocatedState(self.exclusive | extra.exclusive, self.shared | extra.shared, consumed)
+        counts = dict(self.share_counts)
+        for device_id, count in extra.share_counts.items():
+            counts[device_id] = counts.get(device_id, 0) + count
+        return AllocatedState(self.exclusive | extra.exclusive, self.shared | extra.shared, consumed, counts)
+
+    def minus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
+        """This state after these allocation results were released (deallocation)."""
+        gone = AllocatedState.from_results(results, features)
+        consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
+        for device_id, totals in gone.consumed_capacity.items():
+            mine = consumed.get(device_id, {})
+            for name, value in totals.items():
+                mine[name] = mine.get(name, Fraction(0)) - value
+        counts = dict(self.share_counts)
+        for device_id, count in gone.share_counts.items():
+            counts[device_id] = counts.get(device_id, 0) - count
+            if counts[device_id] <= 0:
+                del counts[device_id]
+                consumed.pop(device_id, None)
+        return AllocatedState(self.exclusive - gone.exclusive, frozenset(counts), consumed, counts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,4 +121,9 @@ class Snapshot:
     def with_allocations(self, results: Iterable[claims.AllocationResult], features: Features) -> Snapshot:
         """The snapshot after these allocations were written (same classes and slices)."""
         state = self.allocated.plus((r for a in results for r in a.devices.results), features)
+        return dataclasses.replace(self, allocated=state)
+
+    def without_allocations(self, results: Iterable[claims.AllocationResult], features: Features) -> Snapshot:
+        """The snapshot after these allocations were released."""
+        state = self.allocated.minus((r for a in results for r in a.devices.results), features)
         return dataclasses.replace(self, allocated=state)

@@ -8,20 +8,29 @@ map rather than an error, while a missing *id* inside a domain map is the usual
 "no such key" error. `"d" in device.attributes` still reports only the domains
 that exist.
 
-Attribute values become CEL values: int, bool, string, version (a `Semver`),
-and the list forms (`ints`, `bools`, `strings`, `versions`) become CEL lists.
-A version that does not parse, or an attribute with no value, makes *every*
-selector fail on this device, as upstream's `getAttributeValue` error does; the
-problem is recorded here and raised when a selector is evaluated.
+Attribute values are int, bool, string, version (a `Semver`), and the list
+forms (`ints`, `bools`, `strings`, `versions`). A version that does not parse,
+or an attribute with no value, makes *every* selector fail on this device, as
+upstream's `getAttributeValue` error does; the problem is recorded here and
+raised when a selector is evaluated.
 
-Upstream converts the device on every evaluation; we convert once and keep the
-result in the frozen `DeviceEnv`, together with the root variable scope.
+Two representations, because the allocator builds one `DeviceEnv` per device
+and usually evaluates a single selector on it:
+
+- the *plain* form, built eagerly and cheaply: domain -> id -> value dicts of
+  Python `int`/`bool`/`str`, `Semver`, `Quantity` and tuples of those. The
+  compiled fast path (`fastpath`) reads only this.
+- the *celpy* form (`DeviceEnv.scope`), the variable scope that celpy's
+  transpiled code reads, with celtypes values in `FastMap`/`DomainMap`s.
+  Building it dominated the cost of a device, so it is derived from the plain
+  form only when a program actually needs the celpy engine (`to_cel` is the one
+  conversion, shared with the fast path so both see identical values).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from celpy import celtypes
@@ -34,6 +43,8 @@ _EMPTY_DOMAIN = celtypes.MapType()
 # celpy's MapType.get raises on a missing key; the plain dict lookup is what we need.
 _dict_get: Any = dict.get
 
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 
 
 class FastMap(celtypes.MapType):
@@ -71,18 +82,34 @@ def split_qualified_name(name: str, default_domain: str) -> tuple[str, str]:
 
 
 def _scalar(kind: str, raw: Any) -> Any:
-    if kind == "int":
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise ValueError(f"int value must be an integer, got {raw!r}")
-        return celtypes.IntType(raw)
-    if kind == "bool":
-        if not isinstance(raw, bool):
-            raise ValueError(f"bool value must be a boolean, got {raw!r}")
-        return celtypes.BoolType(raw)
+    """The plain value of one scalar attribute; ValueError names what is wrong with it."""
     if kind == "string":
         if not isinstance(raw, str):
             raise ValueError(f"string value must be a string, got {raw!r}")
-        return celtypes.StringType(raw)
+        return str(raw)
+    if kind == "int":
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ValueError(f"int value must be an integer, got {raw!r}")
+        if not _INT64_MIN <= raw <= _INT64_MAX:
+            # celtypes words the range error; reuse its message.
+            celtypes.IntType(raw)
+        return int(raw)
+    if kind == "bool":
+        if not isinstance(raw, bool):
+            raise ValueError(f"bool value must be a boolean, got {raw!r}")
+        return bool(raw)
+    if isinstance(raw, str):
+        return _version(raw)
+    return _parse_version(raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _version(raw: str) -> Semver:
+    # Semver values are immutable and drivers publish few distinct versions: parse each once.
+    return _parse_version(raw)
+
+
+def _parse_version(raw: Any) -> Semver:
     try:
         return Semver.parse(raw)
     except (ValueError, TypeError) as exc:
@@ -93,12 +120,15 @@ _SCALAR_KINDS = ("int", "bool", "string", "version")
 _LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
 
 
-def attribute_value(raw: Mapping[str, Any]) -> Any:
-    """The CEL value of one attribute in API JSON form, e.g. {"int": 1} or {"strings": [...]}."""
+def plain_attribute_value(raw: Mapping[str, Any]) -> Any:
+    """The plain value of one attribute in API JSON form, e.g. {"int": 1} or {"strings": [...]}.
+
+    Lists become tuples: the value is shared by every selector evaluated on the device.
+    """
     for kind, scalar_kind in _LIST_KINDS.items():
         values = raw.get(kind)
         if values is not None:
-            return celtypes.ListType([_scalar(scalar_kind, v) for v in values])
+            return tuple([_scalar(scalar_kind, v) for v in values])
     for kind in _SCALAR_KINDS:
         value = raw.get(kind)
         if value is not None:
@@ -106,51 +136,158 @@ def attribute_value(raw: Mapping[str, Any]) -> Any:
     raise ValueError("unsupported attribute value")
 
 
-@dataclass(frozen=True, eq=False)
+def attribute_value(raw: Mapping[str, Any]) -> Any:
+    """The CEL (celtypes) value of one attribute in API JSON form."""
+    return to_cel(plain_attribute_value(raw))
+
+
+def _cel_int(value: int) -> celtypes.IntType:
+    # Plain ints are range-checked where they enter; skip celpy's per-call checks.
+    return int.__new__(celtypes.IntType, value)
+
+
+_TRUE = celtypes.BoolType(True)
+_FALSE = celtypes.BoolType(False)
+
+
+def to_cel(value: Any) -> Any:
+    """The celtypes value for a plain one; anything without a plain form passes through.
+
+    Plain: exact `str`, `int` (int64), `bool`, `float` and tuples of plain values.
+    Everything else (Quantity, Semver, celpy values and error values) is the same
+    object in both worlds.
+    """
+    kind = type(value)
+    if kind is str:
+        return celtypes.StringType(value)
+    if kind is bool:
+        return _TRUE if value else _FALSE
+    if kind is int:
+        return _cel_int(value)
+    if kind is float:
+        return celtypes.DoubleType(value)
+    if kind is tuple:
+        return celtypes.ListType([to_cel(v) for v in value])
+    return value
+
+
+def from_cel(value: Any) -> Any:
+    """The plain value for a celtypes one; the inverse of `to_cel`."""
+    kind = type(value)
+    if kind is celtypes.BoolType:
+        return bool(value)
+    if kind is celtypes.IntType:
+        return int(value)
+    if kind is celtypes.StringType:
+        return str(value)
+    if kind is celtypes.DoubleType:
+        return float(value)
+    if kind is celtypes.ListType:
+        return tuple([from_cel(v) for v in value])
+    return value
+
+
+_NO_DOMAINS: dict[str, dict[str, Any]] = {}
+
+
 class DeviceEnv:
-    """The value of `device` for one device; compare by identity, build with `device_env`."""
+    """The value of `device` for one device; immutable, compare by identity, build with `device_env`.
+
+    `attributes` and `capacity` are the plain domain -> id -> value maps; they are
+    shared by every evaluation on this device and must not be modified.
+    """
+
+    __slots__ = ("_scope", "allow_multiple_allocations", "attributes", "capacity", "driver", "error")
 
     driver: str
     allow_multiple_allocations: bool
     # Set when the device's own data is unusable; every evaluation then fails with it.
-    error: str | None = None
-    scope: scopes.Scope = field(default=scopes.Scope({}), repr=False)
+    error: str | None
+    attributes: Mapping[str, Mapping[str, Any]]
+    capacity: Mapping[str, Mapping[str, Quantity]]
+    _scope: scopes.Scope | None
+
+    def __init__(self, *, driver: str, allow_multiple_allocations: bool, error: str | None = None,
+                 attributes: Mapping[str, Mapping[str, Any]] = _NO_DOMAINS,
+                 capacity: Mapping[str, Mapping[str, Quantity]] = _NO_DOMAINS) -> None:
+        setter = object.__setattr__
+        setter(self, "driver", driver)
+        setter(self, "allow_multiple_allocations", allow_multiple_allocations)
+        setter(self, "error", error)
+        setter(self, "attributes", attributes)
+        setter(self, "capacity", capacity)
+        setter(self, "_scope", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("DeviceEnv is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("DeviceEnv is immutable")
+
+    def __repr__(self) -> str:
+        return f"DeviceEnv(driver={self.driver!r}, error={self.error!r})"
+
+    @property
+    def scope(self) -> scopes.Scope:
+        """The celpy variable scope `{"device": ...}`, built on first use.
+
+        Two threads may both build it; the results are equal and either may be kept.
+        """
+        scope = self._scope
+        if scope is None:
+            scope = scopes.Scope({"device": self._cel_device()})
+            object.__setattr__(self, "_scope", scope)
+        return scope
+
+    def _cel_device(self) -> FastMap:
+        return FastMap({
+            celtypes.StringType("driver"): celtypes.StringType(self.driver),
+            celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(self.allow_multiple_allocations),
+            celtypes.StringType("attributes"): _cel_domains(self.attributes),
+            celtypes.StringType("capacity"): _cel_domains(self.capacity),
+        })
+
+
+def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> DomainMap:
+    return DomainMap({
+        celtypes.StringType(domain): FastMap({celtypes.StringType(i): to_cel(v) for i, v in ids.items()})
+        for domain, ids in domains.items()
+    })
 
 
 def device_env(*, driver: str,
                attributes: Mapping[str, Mapping[str, Any]],
                capacity: Mapping[str, Quantity],
                allow_multiple_allocations: bool) -> DeviceEnv:
-    """Convert a device's attributes and capacity into the CEL `device` value."""
+    """Convert a device's attributes and capacity into the value of `device`."""
+    driver = str(driver)
     error: str | None = None
-    attribute_domains: dict[str, FastMap] = {}
+    attribute_domains: dict[str, dict[str, Any]] = {}
     # Sorted so that, with several bad attributes, the reported one is stable.
     for name in sorted(attributes):
         domain, ident = split_qualified_name(name, driver)
         try:
-            value = attribute_value(attributes[name])
+            value = plain_attribute_value(attributes[name])
         except ValueError as exc:
             if error is None:
                 error = f"attribute {name}: {exc}"
             continue
-        attribute_domains.setdefault(domain, FastMap())[celtypes.StringType(ident)] = value
-    capacity_domains: dict[str, FastMap] = {}
+        ids = attribute_domains.get(domain)
+        if ids is None:
+            ids = attribute_domains[domain] = {}
+        ids[ident] = value
+    capacity_domains: dict[str, dict[str, Quantity]] = {}
     for name, amount in capacity.items():
         domain, ident = split_qualified_name(name, driver)
         quantity = amount if isinstance(amount, Quantity) else Quantity.parse(amount)
-        domain_map: dict[Any, Any] = capacity_domains.setdefault(domain, FastMap())
-        domain_map[celtypes.StringType(ident)] = quantity
-    device = FastMap({
-        celtypes.StringType("driver"): celtypes.StringType(driver),
-        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(allow_multiple_allocations),
-        celtypes.StringType("attributes"): DomainMap(
-            {celtypes.StringType(d): m for d, m in attribute_domains.items()}),
-        celtypes.StringType("capacity"): DomainMap(
-            {celtypes.StringType(d): m for d, m in capacity_domains.items()}),
-    })
+        amounts = capacity_domains.get(domain)
+        if amounts is None:
+            amounts = capacity_domains[domain] = {}
+        amounts[ident] = quantity
     return DeviceEnv(
         driver=driver,
-        allow_multiple_allocations=allow_multiple_allocations,
+        allow_multiple_allocations=bool(allow_multiple_allocations),
         error=error,
-        scope=scopes.Scope({"device": device}),
+        attributes=attribute_domains,
+        capacity=capacity_domains,
     )

@@ -3,11 +3,17 @@
 `compile_selector(text)` parses with celpy, runs our compile-time checks
 (`checking`), transpiles to Python with celpy's transpiler plus our additions
 (`macros`), and executes the generated definitions once into a private
-namespace. `CompiledSelector.evaluate(device)` then calls one Python function
-with the device's prebuilt scope, which is why it is several times faster than
+namespace. That program is the reference. `CompiledSelector.evaluate(device)`
+calls it with the device's celpy scope, which is several times faster than
 celpy's interpreter and safe to call from several threads: nothing shared is
 written during evaluation (celpy's own `CompiledRunner` writes a module global
 on every call, which is why we do not use it directly).
+
+Most selectors also get a fast path (`fastpath`): closures over the device's
+plain values that compute exactly what the reference computes, without ever
+building the device's celpy scope. `evaluate` uses it when there is one;
+`compile_reference(text)` gives the same selector pinned to the celpy program,
+for tests that compare the two.
 
 Errors read like upstream's. A compile error is `CELCompileError` with
 "compilation failed: ERROR: <input>:L:C: <reason>" and the caret line; anything
@@ -36,8 +42,8 @@ from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
 
 import dralloc
-from dralloc.cel import checking, functions, macros
-from dralloc.cel.devices import DeviceEnv
+from dralloc.cel import checking, fastpath, functions, macros
+from dralloc.cel.devices import DeviceEnv, to_cel
 
 # Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -62,14 +68,20 @@ class CELRuntimeError(CELError):
 class CompiledSelector:
     """A compiled selector; immutable and reusable across devices and threads."""
 
-    __slots__ = ("_entry", "expression")
+    __slots__ = ("_entry", "_fast", "_reference", "expression")
 
     expression: str
     _entry: Callable[[Any], Any]
+    _fast: Callable[[DeviceEnv], Any] | None
+    _reference: CompiledSelector
 
-    def __init__(self, expression: str, entry: Callable[[Any], Any]) -> None:
+    def __init__(self, expression: str, entry: Callable[[Any], Any],
+                 fast: Callable[[DeviceEnv], Any] | None = None) -> None:
         object.__setattr__(self, "expression", expression)
         object.__setattr__(self, "_entry", entry)
+        object.__setattr__(self, "_fast", fast)
+        reference = self if fast is None else CompiledSelector(expression, entry)
+        object.__setattr__(self, "_reference", reference)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("CompiledSelector is immutable")
@@ -77,16 +89,35 @@ class CompiledSelector:
     def __repr__(self) -> str:
         return f"CompiledSelector({self.expression!r})"
 
+    @property
+    def has_fast_path(self) -> bool:
+        """Whether `evaluate` runs compiled closures rather than the celpy program."""
+        return self._fast is not None
+
     def evaluate(self, device: DeviceEnv) -> bool:
         """True if the device matches; raises CELRuntimeError like upstream's evaluation errors."""
         if device.error is not None:
             raise CELRuntimeError(device.error, expression=self.expression)
-        try:
-            value = result(cast(Activation, device.scope), self._entry)
-        except Exception as exc:  # generated code is not supposed to raise past result()
-            raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
-        if isinstance(value, celtypes.BoolType):
-            return bool(value)
+        fast = self._fast
+        if fast is not None:
+            try:
+                try:
+                    value = fast(device)
+                except fastpath.CAUGHT as exc:
+                    # What result() would have made of it (it may raise instead, as result() does).
+                    value = fastpath.error_value(exc)
+            except Exception as exc:
+                raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
+            if value is True or value is False:
+                return value
+            value = to_cel(value)
+        else:
+            try:
+                value = result(cast(Activation, device.scope), self._entry)
+            except Exception as exc:  # generated code is not supposed to raise past result()
+                raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
+            if isinstance(value, celtypes.BoolType):
+                return bool(value)
         if isinstance(value, CELEvalError):
             raise CELRuntimeError(_describe_error(value), expression=self.expression) from value
         raise CELRuntimeError(
@@ -102,6 +133,11 @@ def compile_selector(expression: str) -> CompiledSelector:
     """Compile (or fetch the already compiled) selector for this exact text."""
     with _lock:
         return _compile_cached(expression)
+
+
+def compile_reference(expression: str) -> CompiledSelector:
+    """The same selector, always evaluated by the celpy program (the fast path's reference)."""
+    return compile_selector(expression)._reference
 
 
 @functools.lru_cache(maxsize=4096)
@@ -123,7 +159,7 @@ def _compile_cached(expression: str) -> CompiledSelector:
     except RecursionError:
         raise CELCompileError("compilation failed: expression nested too deeply",
                               expression=expression) from None
-    return CompiledSelector(expression, entry)
+    return CompiledSelector(expression, entry, fastpath.compile_tree(tree))
 
 
 def _parse(expression: str) -> TranspilerTree:

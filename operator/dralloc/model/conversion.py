@@ -12,7 +12,7 @@ from typing import Any
 
 import pydantic
 
-from dralloc.model import claims, classes, devices, nodes, taints
+from dralloc.model import claims, classes, devices, nodes, pods, taints
 from dralloc.model.base import ApiModel, Object, raw_of
 
 KINDS: dict[str, type[Object]] = {
@@ -23,6 +23,7 @@ KINDS: dict[str, type[Object]] = {
     "DeviceTaintRule": taints.DeviceTaintRule,
     "Node": nodes.Node,
     "Namespace": nodes.Namespace,
+    "Pod": pods.Pod,
 }
 
 

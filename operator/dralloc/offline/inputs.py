@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import yaml
 
-from dralloc.model import claims, classes, conversion, devices, taints
+from dralloc.model import claims, classes, conversion, devices, pods, taints
 from dralloc.model import nodes as model_nodes
 from dralloc.model.base import Object
 
@@ -34,9 +34,12 @@ class Cluster:
     nodes: list[model_nodes.Node] = dataclasses.field(default_factory=list)
     namespaces: list[model_nodes.Namespace] = dataclasses.field(default_factory=list)
     taint_rules: list[taints.DeviceTaintRule] = dataclasses.field(default_factory=list)
+    pods: list[pods.Pod] = dataclasses.field(default_factory=list)
+    ordered: list[Object] = dataclasses.field(default_factory=list)  # every object read, in input order
     skipped: int = 0
 
     def add(self, obj: Object) -> None:
+        self.ordered.append(obj)
         if isinstance(obj, classes.DeviceClass):
             self.device_classes.append(obj)
         elif isinstance(obj, devices.ResourceSlice):
@@ -51,6 +54,8 @@ class Cluster:
             self.namespaces.append(obj)
         elif isinstance(obj, taints.DeviceTaintRule):
             self.taint_rules.append(obj)
+        elif isinstance(obj, pods.Pod):
+            self.pods.append(obj)
 
     def check_unique(self) -> None:
         """Two objects of one kind with one name would make the answer depend on file order.

@@ -9,6 +9,8 @@ causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.exp
 - every object: metadata.name syntax, label keys and values;
 - resource.k8s.io: the real 1.37 OpenAPI schema (kubernetes-validate's copy, strict
   when the request says `fieldValidation=Strict`), then the DRA rules in `dra.py`;
+- custom resources: pruned, defaulted and validated by their CRD's openAPIV3Schema
+  (`customresources.py`);
 - Pods: the spec is immutable except for the fields upstream lets change (images,
   activeDeadlineSeconds, added tolerations, removed scheduling gates, and nodeSelector
   and affinity while the pod is still gated).
@@ -20,7 +22,7 @@ import contextvars
 import re
 from typing import Any
 
-from dralloc.sandbox import dra, errors, resources, structural
+from dralloc.sandbox import customresources, dra, errors, resources, structural
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -77,6 +79,11 @@ class Admission:
                 causes += dra.validate(new, old, subresource)
         elif rt.plural == "pods" and old is not None and subresource == "":
             causes += pod_update_causes(new, old)
+        elif rt.crd and rt.schema:
+            shaped, found = customresources.admit(new, rt.schema)
+            new.clear()
+            new.update(shaped)
+            causes += found
         if causes:
             raise errors.invalid(rt.kind, rt.group, (new.get("metadata") or {}).get("name", ""), causes)
 

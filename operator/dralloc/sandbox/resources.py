@@ -40,6 +40,7 @@ class ResourceType:
     crd: bool = False
     to_storage: Converter | None = None
     from_storage: Converter | None = None
+    schema: Obj | None = dataclasses.field(default=None, compare=False, hash=False)  # a CRD's openAPIV3Schema
 
     @property
     def api_version(self) -> str:
@@ -223,6 +224,7 @@ class Registry:
                 status="status" in subs,
                 storage_api="" if v["name"] == storage else f"{group}/{storage}",
                 strategic=False, crd=True,
+                schema=(v.get("schema") or {}).get("openAPIV3Schema"),
             )
             self._types[(t.group, t.version, t.plural)] = t
             added.append(t)

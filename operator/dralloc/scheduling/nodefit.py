@@ -1,0 +1,117 @@
+"""Does a node pass a pod's scheduling constraints (everything except devices)?
+
+The checks kube-scheduler's default filters make for a pod, in the order they
+are reported: `spec.nodeName`, `spec.unschedulable`, `nodeSelector`, required
+node affinity, node taints with effect NoSchedule/NoExecute against the pod's
+tolerations, and resource fit (cpu, memory, ephemeral-storage, pods) against
+allocatable minus what pods already on the node request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from dralloc.allocation import nodeaffinity
+from dralloc.model import nodes, pods
+from dralloc.model.quantities import Quantity
+
+FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# An unschedulable node behaves as if it had this taint (kube-scheduler's NodeUnschedulable).
+_UNSCHEDULABLE = nodes.Taint(key=UNSCHEDULABLE_TAINT, effect="NoSchedule")
+
+
+def pod_requests(pod: pods.Pod) -> dict[str, int]:
+    """Effective requests in nano-units: max(sum of containers, largest init container) + overhead."""
+    total: dict[str, int] = {}
+    for container in pod.spec.containers:
+        for name, q in container.resources.requests.items():
+            total[name] = total.get(name, 0) + q.nanos
+    for container in pod.spec.init_containers:
+        for name, q in container.resources.requests.items():
+            total[name] = max(total.get(name, 0), q.nanos)
+    for name, q in pod.spec.overhead.items():
+        total[name] = total.get(name, 0) + q.nanos
+    return total
+
+
+def tolerates(toleration: pods.Toleration, taint: nodes.Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    operator = toleration.operator or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.value or "") == (taint.value or "")
+
+
+def untolerated_taint(node: nodes.Node, tolerations: Iterable[pods.Toleration]) -> nodes.Taint | None:
+    tolerations = tuple(tolerations)
+    for taint in node.spec.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+@dataclasses.dataclass
+class NodeUsage:
+    """What pods already bound to a node request (nano-units), and how many there are."""
+
+    requests: dict[str, int] = dataclasses.field(default_factory=dict)
+    pods: int = 0
+
+    def add(self, requests: Mapping[str, int]) -> None:
+        for name, value in requests.items():
+            self.requests[name] = self.requests.get(name, 0) + value
+        self.pods += 1
+
+    def remove(self, requests: Mapping[str, int]) -> None:
+        for name, value in requests.items():
+            self.requests[name] = self.requests.get(name, 0) - value
+        self.pods -= 1
+
+
+def _allocatable(node: nodes.Node, name: str) -> Quantity | None:
+    return node.status.allocatable.get(name)
+
+
+def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int]) -> str | None:
+    """Why the pod cannot run on the node, ignoring devices; None when it can."""
+    name = node.metadata.name
+    spec = pod.spec
+    if spec.node_name and spec.node_name != name:
+        return "node name does not match spec.nodeName"
+    if node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
+        return "node is unschedulable"
+    labels = node.metadata.labels
+    for key, value in spec.node_selector.items():
+        if labels.get(key) != value:
+            return "node does not match nodeSelector"
+    affinity = spec.affinity.node_affinity if spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    if required is not None and required.node_selector_terms:
+        try:
+            if not nodeaffinity.selector_matches(required, name, labels):
+                return "node does not match required node affinity"
+        except ValueError as exc:
+            return f"invalid node affinity: {exc}"
+    taint = untolerated_taint(node, spec.tolerations)
+    if taint is not None:
+        return f"untolerated taint {taint.key}={taint.value or ''}:{taint.effect}"
+    used = usage or NodeUsage()
+    allocatable_pods = _allocatable(node, "pods")
+    if allocatable_pods is not None and used.pods + 1 > allocatable_pods.as_int_ceil():
+        return "too many pods"
+    for resource, wanted in requests.items():
+        if wanted <= 0:
+            continue
+        available = _allocatable(node, resource)
+        if available is None:
+            if resource in FIT_RESOURCES:
+                return f"insufficient {resource}"
+            continue  # extended resources backed by DRA or devices are checked elsewhere
+        if used.requests.get(resource, 0) + wanted > available.nanos:
+            return f"insufficient {resource}"
+    return None

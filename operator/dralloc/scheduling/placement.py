@@ -1,0 +1,257 @@
+"""Place one item (a pod with its claims, or a bare claim) on a node.
+
+`Placer` holds the cluster view a placement loop needs (nodes, the allocator
+snapshot, what pods already use on each node) and keeps it current as
+placements are committed or released. Deciding never mutates anything:
+`place(item)` returns a `Placement` or a `NoPlacement`; `commit` records it.
+
+Nodes are tried in policy order (FirstFit: node name; BinPack: most devices in
+use first; Spread: fewest first; ties by name); the first node that passes the
+pod's node constraints and on which the allocator finds devices for every claim
+wins. Under FirstFit this is exactly "the first node by name on which upstream's
+allocator succeeds".
+
+Indexes keep this cheap without giving up exactness. Adding allocations or pods
+never makes an item fit where it did not fit before (the free set only shrinks),
+so a failure of an item *shape* (its claims' specs and its scheduling
+constraints) on a node stays true until something on that node is released.
+`Placer` remembers such failures and, per shape, the first node not yet known
+to fail, so a fill-up run calls the allocator on a full node once per shape, not
+once per item.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Sequence
+
+from dralloc import allocation
+from dralloc.allocation import nodeaffinity, outcomes, scoring
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims as model_claims
+from dralloc.model import nodes, pods
+from dralloc.scheduling import nodefit
+
+POLICIES = scoring.POLICIES
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """Something to place: a pod (with the claims it needs allocated), or claims alone."""
+
+    name: str
+    claims: tuple[model_claims.ResourceClaim, ...] = ()  # to allocate together, in this order
+    pod: pods.Pod | None = None
+    allocated: tuple[model_claims.ResourceClaim, ...] = ()  # claims the pod shares, already allocated
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    node: str
+    results: tuple[model_claims.AllocationResult, ...]  # one per item claim
+    steps: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class NoPlacement:
+    """Nowhere to go; `reasons` maps a reason to the nodes it applies to (sorted)."""
+
+    reasons: tuple[tuple[str, tuple[str, ...]], ...]
+    budget_exhausted: bool = False
+
+    def message(self, limit: int = 5) -> str:
+        parts = []
+        for reason, where in self.reasons[:limit]:
+            nodes_text = where[0] if len(where) == 1 else f"{len(where)} nodes ({', '.join(where[:3])}"
+            if len(where) > 1:
+                nodes_text += ", ..." if len(where) > 3 else ""
+                nodes_text += ")"
+            parts.append(f"{nodes_text}: {reason}")
+        more = len(self.reasons) - limit
+        if more > 0:
+            parts.append(f"... and {more} more reasons")
+        return "; ".join(parts) if parts else "no nodes"
+
+
+def _shape(item: Item) -> str:
+    """What determines whether an item fits a node, independent of its name."""
+    parts: list[object] = [
+        [c.spec.devices.model_dump(mode="json", by_alias=True, exclude_defaults=True) for c in item.claims],
+        [c.metadata.uid or c.ref() for c in item.allocated],
+    ]
+    if item.pod is not None:
+        spec = item.pod.spec
+        parts.append(spec.model_dump(
+            mode="json", by_alias=True, exclude_defaults=True,
+            include={"node_name", "node_selector", "affinity", "tolerations", "containers", "init_containers",
+                     "overhead"},
+        ))
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+class Placer:
+    """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        node_list: Sequence[nodes.Node],
+        snapshot: Snapshot,
+        features: Features,
+        policy: str = "first-fit",
+        bound_pods: Iterable[pods.Pod] = (),
+        budget: int | None = allocation.DEFAULT_BUDGET,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        self.nodes = sorted(node_list, key=lambda n: n.metadata.name)
+        self.views = [NodeView.of(n) for n in self.nodes]
+        self.index = {n.metadata.name: i for i, n in enumerate(self.nodes)}
+        self.snapshot = snapshot
+        self.features = features
+        self.policy = policy
+        self.budget = budget
+        self.usage = [nodefit.NodeUsage() for _ in self.nodes]
+        for pod in bound_pods:
+            where = self.index.get(pod.spec.node_name or "")
+            if where is not None and not pod.finished():
+                self.usage[where].add(nodefit.pod_requests(pod))
+        self.devices = [scoring.node_use(snapshot, v, features) for v in self.views]
+        self.release_epoch = [0] * len(self.nodes)
+        self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
+        self._first_unknown: dict[str, int] = {}
+        self.allocator_calls = 0
+        # Explanations are costly (the allocator on every node, with reasons); the cluster only
+        # changes on commit/release, so an explanation stays true until the next one.
+        self._changes = 0
+        self._explained: dict[str, tuple[int, NoPlacement]] = {}
+
+    # ---- deciding ---------------------------------------------------------------------
+
+    def _order(self, shape: str) -> Iterable[int]:
+        if self.policy == "first-fit":
+            return range(self._first_unknown.get(shape, 0), len(self.nodes))
+        sign = -1 if self.policy == "binpack" else 1
+        return sorted(range(len(self.nodes)),
+                      key=lambda i: (sign * self.devices[i].fraction, self.nodes[i].metadata.name))
+
+    def _known_failure(self, shape: str, index: int) -> bool:
+        epoch = self._failed.get(shape, {}).get(index)
+        return epoch is not None and epoch == self.release_epoch[index]
+
+    def _record_failure(self, shape: str, index: int) -> None:
+        self._failed.setdefault(shape, {})[index] = self.release_epoch[index]
+        first = self._first_unknown.get(shape, 0)
+        while first < len(self.nodes) and self._known_failure(shape, first):
+            first += 1
+        self._first_unknown[shape] = first
+
+    def _node_allows_shared(self, item: Item, index: int) -> bool:
+        view = self.views[index]
+        for claim in item.allocated:
+            allocation_ = claim.status.allocation
+            if allocation_ is None or allocation_.node_selector is None:
+                continue
+            try:
+                if not nodeaffinity.selector_matches(allocation_.node_selector, view.name, view.labels):
+                    return False
+            except ValueError:
+                return False
+        return True
+
+    def misfit(self, item: Item, index: int) -> str | None:
+        """Why the item cannot go to node `index` regardless of devices; None if it can."""
+        if item.pod is not None:
+            reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], nodefit.pod_requests(item.pod))
+            if reason is not None:
+                return reason
+        if not self._node_allows_shared(item, index):
+            return "a shared claim is allocated for other nodes"
+        return None
+
+    def place(self, item: Item) -> Placement | NoPlacement:
+        shape = _shape(item)
+        exhausted = False
+        for index in self._order(shape):
+            if self._known_failure(shape, index):
+                continue
+            if self.misfit(item, index) is not None:
+                self._record_failure(shape, index)
+                continue
+            self.allocator_calls += 1
+            outcome = allocation.allocate(
+                self.snapshot, item.claims, self.views[index], features=self.features,
+                budget=self.budget, explain=False,
+            )
+            if isinstance(outcome, outcomes.Allocated):
+                return Placement(self.nodes[index].metadata.name, outcome.results, outcome.steps)
+            if isinstance(outcome, outcomes.BudgetExhausted):
+                exhausted = True  # not a proven failure: do not remember it
+                continue
+            self._record_failure(shape, index)
+        cached = self._explained.get(shape)
+        if cached is not None and cached[0] == self._changes and cached[1].budget_exhausted == exhausted:
+            return cached[1]
+        explanation = self.explain(item, budget_exhausted=exhausted)
+        self._explained[shape] = (self._changes, explanation)
+        return explanation
+
+    def explain(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
+        """Why the item fits nowhere, grouped by reason. Runs the allocator with explanations."""
+        grouped: dict[str, list[str]] = {}
+        for index, node in enumerate(self.nodes):
+            reason = self.misfit(item, index)
+            if reason is None:
+                outcome = allocation.allocate(
+                    self.snapshot, item.claims, self.views[index], features=self.features, budget=self.budget,
+                )
+                if isinstance(outcome, outcomes.Allocated):
+                    continue  # fits now (only when called directly, not after place())
+                reason = outcome.message()
+            grouped.setdefault(reason, []).append(node.metadata.name)
+        ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        return NoPlacement(tuple((r, tuple(sorted(ns))) for r, ns in ordered), budget_exhausted)
+
+    # ---- keeping the view current -----------------------------------------------------
+
+    def commit(self, item: Item, placement: Placement) -> None:
+        """Record a placement: its devices are in use, its pod's requests count on the node."""
+        index = self.index[placement.node]
+        self._changes += 1
+        self.snapshot = self.snapshot.with_allocations(placement.results, self.features)
+        if item.pod is not None:
+            self.usage[index].add(nodefit.pod_requests(item.pod))
+        self._refresh_use(placement.results, extra_node=index)
+
+    def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
+        """Undo a placement (claim deallocated, pod gone): failures on that node no longer hold."""
+        index = self.index.get(node_name)
+        self._changes += 1
+        self.snapshot = self.snapshot.without_allocations(results, self.features)
+        if index is not None:
+            if pod is not None:
+                self.usage[index].remove(nodefit.pod_requests(pod))
+            self._invalidate(index)
+        self._refresh_use(results, extra_node=index)
+
+    def _invalidate(self, index: int) -> None:
+        self.release_epoch[index] += 1
+        for shape, first in self._first_unknown.items():
+            if first > index:
+                self._first_unknown[shape] = index
+
+    def _refresh_use(self, results: Sequence[model_claims.AllocationResult], *, extra_node: int | None) -> None:
+        if self.policy == "first-fit":
+            return  # node order does not depend on use
+        touched = {extra_node} if extra_node is not None else set()
+        pools = {(r.driver, r.pool) for a in results for r in a.devices.results}
+        if pools and self.policy != "first-fit":
+            for i, view in enumerate(self.views):
+                if any((p.id.driver, p.id.pool) in pools for p in self.snapshot.slices.pools_for(view, self.features)):
+                    touched.add(i)
+        for i in touched:
+            if i is not None:
+                self.devices[i] = scoring.node_use(self.snapshot, self.views[i], self.features)
