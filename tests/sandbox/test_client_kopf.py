@@ -18,7 +18,7 @@ import pytest
 from kopf.testing import KopfRunner
 from tests.sandbox.test_object_semantics import crd
 
-from dralloc.sandbox import ThreadedApiServer
+from dralloc.sandbox import ThreadedApiServer, kopf_peering_objects
 
 OPERATOR = str(pathlib.Path(__file__).with_name("kopf_widgets.py"))
 WIDGET = ("example.dralloc.dev", "v1", "default", "widgets")
@@ -34,12 +34,18 @@ def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
         time.sleep(0.05)
 
 
-def test_kopf_operator_lifecycle(apiserver: ThreadedApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("peering", ["standalone", "peering"])
+def test_kopf_operator_lifecycle(apiserver: ThreadedApiServer, monkeypatch: pytest.MonkeyPatch,
+                                 peering: str) -> None:
+    """Handlers, finalizer, index and events work, standalone and with kopf's peering CRDs."""
     monkeypatch.setenv("KUBECONFIG", str(apiserver.kubeconfig))
     apiserver.seed([crd()])
+    mode = ["--standalone"] if peering == "standalone" else ["--peering=default"]
+    if peering == "peering":
+        apiserver.seed(kopf_peering_objects())
     with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:
         custom = kubernetes.client.CustomObjectsApi(api)
-        with KopfRunner(["run", "--standalone", "-A", "--verbose", OPERATOR]) as runner:
+        with KopfRunner(["run", *mode, "-A", "--verbose", OPERATOR]) as runner:
             custom.create_namespaced_custom_object(*WIDGET, {
                 "apiVersion": "example.dralloc.dev/v1", "kind": "Widget",
                 "metadata": {"name": "w1"}, "spec": {"size": 1}})
@@ -62,6 +68,9 @@ def test_kopf_operator_lifecycle(apiserver: ThreadedApiServer, monkeypatch: pyte
                 return [e.get("reason", "") for e in apiserver.list_objects("v1", "Event", "default")
                         if e.get("involvedObject", {}).get("name") == "w1"]
             assert "Created" in wait_for(posted), "kopf posts Events"
+            if peering == "peering":
+                peers = apiserver.get("kopf.dev/v1", "ClusterKopfPeering", "default") or {}
+                assert peers.get("status"), "kopf announced itself in the peering object"
         assert runner.exception is None
         assert runner.exit_code == 0
     assert "Handler 'removed' succeeded" in runner.output

@@ -63,3 +63,35 @@ async def test_crd_serves_its_resource_until_deleted(http: Http) -> None:
     await http.delete(f"{CRDS}/widgets.example.dralloc.dev")
     code, _ = await http.get(path)
     assert code == 404
+
+
+def policy_crd() -> dict[str, object]:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["mode"], "properties": {
+            "mode": {"type": "string", "enum": ["first-fit", "spread"]},
+            "budget": {"type": "integer", "minimum": 1, "default": 1000},
+            "nodes": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "policies.example.dralloc.dev"},
+            "spec": {"group": "example.dralloc.dev", "scope": "Cluster",
+                     "names": {"plural": "policies", "singular": "policy", "kind": "Policy"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+async def test_crd_schema_prunes_defaults_and_validates(http: Http) -> None:
+    await http.post(CRDS, policy_crd())
+    path = "/apis/example.dralloc.dev/v1/policies"
+    code, obj = await http.post(path, {"apiVersion": "example.dralloc.dev/v1", "kind": "Policy",
+                                       "metadata": {"name": "p"},
+                                       "spec": {"mode": "spread", "typo": 1, "extra": {"free": {"x": 1}}}})
+    assert code == 201, obj
+    assert obj["spec"] == {"mode": "spread", "budget": 1000, "extra": {"free": {"x": 1}}}
+    code, status = await http.post(path, {"metadata": {"name": "q"}, "spec": {"mode": "best", "budget": 0,
+                                                                               "nodes": ["a", "a"]}})
+    assert code == 422
+    assert sorted(c["field"] for c in status["details"]["causes"]) == ["spec.budget", "spec.mode", "spec.nodes[1]"]
+    code, status = await http.post(path, {"metadata": {"name": "r"}, "spec": {}})
+    assert code == 422 and [c["field"] for c in status["details"]["causes"]] == ["spec.mode"]

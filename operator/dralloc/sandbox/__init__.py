@@ -28,7 +28,7 @@ loop). Command line: `dralloc sandbox ...` or `python -m dralloc.sandbox ...`
 from dralloc.sandbox.apiserver import ApiServer
 from dralloc.sandbox.errors import ApiError
 from dralloc.sandbox.faults import Faults, Rule
-from dralloc.sandbox.seeds import demo_objects, load_files
+from dralloc.sandbox.seeds import demo_objects, kopf_peering_objects, load_files
 from dralloc.sandbox.threads import ThreadedApiServer, run_in_thread
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Rule",
     "ThreadedApiServer",
     "demo_objects",
+    "kopf_peering_objects",
     "load_files",
     "run_in_thread",
 ]

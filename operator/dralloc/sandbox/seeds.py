@@ -168,6 +168,29 @@ def demo_objects() -> list[Obj]:
     return objs
 
 
+def _peering_crd(kind: str, plural: str, scope: str) -> Obj:
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.kopf.dev"},
+        "spec": {"group": "kopf.dev", "scope": scope,
+                 "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"status": status}}}}]},
+    }
+
+
+def kopf_peering_objects(namespaces: Iterable[str] = ()) -> list[Obj]:
+    """kopf's peering CRDs and the `default` peering objects, so operators can run with peering
+    (cluster-wide, and in each of `namespaces`) instead of `--standalone`."""
+    objs = [_peering_crd("ClusterKopfPeering", "clusterkopfpeerings", "Cluster"),
+            _peering_crd("KopfPeering", "kopfpeerings", "Namespaced"),
+            {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": "default"}}]
+    objs += [{"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": "default", "namespace": ns}}
+             for ns in namespaces]
+    return objs
+
+
 def load_files(paths: Iterable[str | os.PathLike[str]]) -> list[Obj]:
     """Objects from YAML (multi-document) or JSON files; `kind: List` is unpacked."""
     out: list[Obj] = []
