@@ -1,0 +1,86 @@
+"""Feature gates as explicit input (allocation.features): defaults, overrides, parsing, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from dralloc.allocation import errors
+from dralloc.allocation.features import DEFAULTS_1_36, Features, parse_gates
+
+
+def test_defaults_are_kubernetes_1_36() -> None:
+    """Features() has the 1.36 defaults: everything on except DRAListTypeAttributes."""
+    assert Features().gates() == dict(DEFAULTS_1_36)
+    assert Features().list_type_attributes is False
+
+
+def test_from_gates_without_gates_is_the_default() -> None:
+    """from_gates({}) equals Features()."""
+    assert Features.from_gates({}) == Features()
+
+
+def test_from_gates_changes_only_the_named_gates() -> None:
+    """Gates not named keep their default."""
+    features = Features.from_gates({"DRADeviceTaints": False, "DRAListTypeAttributes": True})
+    assert features == Features(device_taints=False, list_type_attributes=True)
+
+
+def test_from_gates_rejects_unknown_gates() -> None:
+    """An unknown gate name is an input error naming the gate and listing the known ones."""
+    with pytest.raises(errors.UnknownFeatureGateError, match=r"DRAMagic.*known gates: DRAAdminAccess"):
+        Features.from_gates({"DRAMagic": True})
+
+
+def test_only_turns_every_other_gate_off() -> None:
+    """only([...]) enables exactly the named gates."""
+    features = Features.only(["DRAAdminAccess"])
+    assert {name for name, on in features.gates().items() if on} == {"DRAAdminAccess"}
+
+
+@pytest.mark.xfail(strict=True, reason="bug: Features.only() silently ignores unknown gate names")
+def test_only_rejects_unknown_gates() -> None:
+    """only() with an unknown gate name is an input error, not a silently ignored gate."""
+    with pytest.raises(errors.UnknownFeatureGateError):
+        Features.only(["DRAAdminAccess", "NoSuchGate"])
+
+
+def test_gates_round_trip() -> None:
+    """from_gates(f.gates()) gives f back."""
+    features = Features(consumable_capacity=False, device_taints=False)
+    assert Features.from_gates(features.gates()) == features
+
+
+def test_binding_conditions_need_both_gates() -> None:
+    """Devices with binding conditions are usable only with DRADeviceBindingConditions and DRAResourceClaimDeviceStatus."""
+    assert (Features().binding_conditions, Features(resource_claim_device_status=False).binding_conditions,
+            Features(device_binding_conditions=False).binding_conditions) == (True, False, False)
+
+
+def test_stable_channel_only_gates_stay_in_stable_channel() -> None:
+    """With only GA-level gates on, upstream would run its stable allocator."""
+    assert Features.only(["DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices",
+                          "DRADeviceTaints"]).beyond_stable_channel is False
+
+
+def test_parse_gates_reads_the_scheduler_syntax() -> None:
+    """parse_gates reads `Gate=true,Other=false` with spaces and any capitalisation of the value."""
+    assert parse_gates(" DRADeviceTaints=false, DRAListTypeAttributes=TRUE ") == {
+        "DRADeviceTaints": False, "DRAListTypeAttributes": True}
+
+
+def test_parse_gates_of_nothing_is_empty() -> None:
+    """An empty gate string sets no gates."""
+    assert parse_gates("") == {}
+
+
+@pytest.mark.parametrize("text", ["DRADeviceTaints", "DRADeviceTaints=yes", "DRADeviceTaints=1"])
+def test_parse_gates_rejects_malformed_items(text: str) -> None:
+    """An item that is not Name=true or Name=false is an input error quoting the item."""
+    with pytest.raises(errors.UnknownFeatureGateError, match="DRADeviceTaints"):
+        parse_gates(text)
+
+
+def test_parsed_unknown_gate_is_rejected_by_from_gates() -> None:
+    """parse_gates accepts any name; from_gates rejects unknown ones."""
+    with pytest.raises(errors.UnknownFeatureGateError):
+        Features.from_gates(parse_gates("Bogus=true"))
