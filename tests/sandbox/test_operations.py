@@ -139,3 +139,24 @@ def test_command_line_serves_the_demo(tmp_path: pathlib.Path) -> None:
 def test_command_line_rejects_bad_faults() -> None:
     from dralloc.sandbox import cli
     assert cli.main(["--port", "0", "--seed", "empty", "--faults", "GET / nonsense"]) == 2
+
+
+@pytest.mark.sandbox(simulate_pods=True, sim_start_delay=0.05)
+async def test_simulated_kubelet_terminates_bound_pods_gracefully(http: Http) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    for name in ("graceful", "forced"):
+        await http.post(pods, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        await http.post(f"{pods}/{name}/binding", {"target": {"kind": "Node", "name": "n"}})
+    code, pod = await http.delete(f"{pods}/graceful")
+    assert code == 200 and pod["metadata"]["deletionGracePeriodSeconds"] == 30
+    code, pod = await http.get(f"{pods}/graceful")
+    assert code == 200, "Terminating until the simulated kubelet stops it"
+    code, _ = await http.delete(f"{pods}/forced", gracePeriodSeconds=0)
+    code, _ = await http.get(f"{pods}/forced")
+    assert code == 404
+    for _ in range(200):
+        code, _ = await http.get(f"{pods}/graceful")
+        if code == 404:
+            break
+        await asyncio.sleep(0.01)
+    assert code == 404

@@ -105,6 +105,8 @@ class Endpoints:
                 options = await _json(request, optional=True) or {}
                 if "propagationPolicy" in request.query:
                     options["propagationPolicy"] = request.query["propagationPolicy"]
+                if request.query.get("gracePeriodSeconds", "").isdigit():
+                    options["gracePeriodSeconds"] = int(request.query["gracePeriodSeconds"])
                 if name is None:
                     return respond(self.delete_collection(request, rt, ns, options))
                 return respond(self.store.delete(rt, ns or "", name, options, dry_run=dry_run))

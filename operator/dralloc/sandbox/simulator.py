@@ -2,9 +2,11 @@
 
 A pod bound to a node (spec.nodeName set) while Pending becomes Running, with Ready
 conditions and container statuses, `start_delay` seconds later. A pod annotated
-`dralloc.io/sim-duration: 30s` (units ms, s, m, h) then Succeeds after that long. That
-is all: no images, no probes, no restarts, no resource accounting, no node status.
-Deleting a pod cancels what was planned for it.
+`dralloc.io/sim-duration: 30s` (units ms, s, m, h) then Succeeds after that long.
+With the simulator on, deleting a running bound pod is graceful as upstream: it gets a
+deletionTimestamp and stays (Terminating) until the "kubelet" finishes it after
+min(grace period, `stop_delay`); `gracePeriodSeconds: 0` forces it at once. That is
+all: no images, no probes, no restarts, no resource accounting, no node status.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ def parse_duration(text: str) -> float | None:
 
 
 class PodSimulator:
-    def __init__(self, store: store_.Store, *, start_delay: float = 0.5) -> None:
+    def __init__(self, store: store_.Store, *, start_delay: float = 0.5, stop_delay: float | None = None) -> None:
         self.store = store
         self.start_delay = start_delay
+        self.stop_delay = start_delay if stop_delay is None else stop_delay
+        store.graceful_pods = True
         self._timers: dict[str, asyncio.TimerHandle] = {}
         store.listeners.append(self._on_event)
 
@@ -43,11 +47,16 @@ class PodSimulator:
     def _on_event(self, event: watches.Event) -> None:
         if event.storage != "/pods":
             return
-        uid = event.obj["metadata"]["uid"]
-        if event.type == "DELETED" or event.obj["metadata"].get("deletionTimestamp"):
+        meta = event.obj["metadata"]
+        uid = meta["uid"]
+        if event.type == "DELETED" or meta.get("deletionTimestamp"):
             timer = self._timers.pop(uid, None)
             if timer is not None:
                 timer.cancel()
+            grace = meta.get("deletionGracePeriodSeconds") or 0
+            if event.type != "DELETED" and grace > 0:
+                self._timers[uid] = asyncio.get_running_loop().call_later(
+                    min(grace, self.stop_delay), self._terminate, event.namespace, meta["name"], uid)
             return
         if uid in self._timers:
             return
@@ -63,6 +72,16 @@ class PodSimulator:
             if duration is not None:
                 self._timers[uid] = loop.call_later(duration, self._advance, event.namespace,
                                                     event.obj["metadata"]["name"], uid, "Succeeded")
+
+    def _terminate(self, namespace: str, name: str, uid: str) -> None:
+        """The kubelet has stopped the containers: finish the deletion (finalizers still hold it)."""
+        self._timers.pop(uid, None)
+        entry = self.store.objects["/pods"].get((namespace, name))
+        if entry is None or entry.obj["metadata"]["uid"] != uid:
+            return
+        pod: dict[str, Any] = json.loads(entry.raw)
+        pod["metadata"]["deletionGracePeriodSeconds"] = 0
+        self.store.put_internal(("/pods", namespace, name), pod, entry.obj)
 
     def _advance(self, namespace: str, name: str, uid: str, phase: str) -> None:
         self._timers.pop(uid, None)

@@ -47,8 +47,9 @@ class Entry(NamedTuple):
     raw: bytes
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now(offset: float = 0.0) -> str:
+    moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=offset)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def dumps(obj: Obj) -> bytes:
@@ -60,6 +61,8 @@ def released(obj: Obj) -> bool:
     meta = obj["metadata"]
     if not meta.get("deletionTimestamp") or meta.get("finalizers"):
         return False
+    if (meta.get("deletionGracePeriodSeconds") or 0) > 0:
+        return False  # a graceful pod deletion: the (simulated) kubelet finishes it
     return not (obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"))
 
 
@@ -82,6 +85,7 @@ class Store:
         self.uids: dict[str, Key] = {}
         self.dependents: dict[str, set[Key]] = defaultdict(set)  # owner uid -> dependents
         self.listeners: list[Callable[[watches.Event], None]] = []
+        self.graceful_pods = False  # bound pods terminate gracefully (only with a simulated kubelet)
         for name in INITIAL_NAMESPACES:
             self.create(self._rt("", "v1", "namespaces"), "", {"metadata": {"name": name}})
 
@@ -342,15 +346,28 @@ class Store:
         if dry_run:
             return rt.outward(old)
         key = (rt.storage, meta.get("namespace", ""), name)
-        return rt.outward(self.remove(key, policy or "Background"))
+        return rt.outward(self.remove(key, policy or "Background", self._grace(old, options)))
 
-    def remove(self, key: Key, policy: str = "Background") -> Obj:
-        """Delete now, or start a graceful deletion when finalizers (or Foreground) hold it."""
+    def _grace(self, obj: Obj, options: Obj) -> int:
+        """Seconds a pod gets to terminate: 0 unless a kubelet is simulated and the pod runs on a node."""
+        if obj.get("kind") != "Pod" or not self.graceful_pods:
+            return 0
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        grace = options.get("gracePeriodSeconds")
+        return int(spec.get("terminationGracePeriodSeconds", 30) if grace is None else grace)
+
+    def remove(self, key: Key, policy: str = "Background", grace: int = 0) -> Obj:
+        """Delete now, or start a graceful deletion when finalizers, Foreground or a grace period hold it."""
         entry = self.objects[key[0]][key[1:]]
         old = entry.obj
         new = json.loads(entry.raw)
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and policy != "Foreground":
+            if grace < (meta.get("deletionGracePeriodSeconds") or 0):  # shortening, or forcing with 0
+                meta["deletionGracePeriodSeconds"] = grace
+                return self.put_internal(key, new, old)
             return old
         finalizers = list(meta.get("finalizers") or ())
         if policy == "Orphan":
@@ -360,13 +377,13 @@ class Store:
                 finalizers.append("foregroundDeletion")
         if key[0] == "/namespaces":  # the namespace controller (collecting.py) finishes it
             new.setdefault("status", {})["phase"] = "Terminating"
-        elif not finalizers:
+        elif not finalizers and not grace:
             return self._commit(key, new, old, "DELETED")
         if finalizers:
             meta["finalizers"] = finalizers
         if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = now()
-            meta["deletionGracePeriodSeconds"] = 0
+            meta["deletionTimestamp"] = now(grace)
+            meta["deletionGracePeriodSeconds"] = grace
             meta["generation"] = meta.get("generation", 1) + 1
         return self.put_internal(key, new, old)
 
