@@ -1,0 +1,100 @@
+"""Small builders for the core objects placement reads: Nodes and Pods (as API JSON, then models).
+
+    node_("n1", labels={"zone": "a"}, cpu="4", taints=[node_taint("gpu", effect="NoSchedule")])
+    pod_("p", cpu="1", node_selector={"zone": "a"}, tolerations=[{"key": "gpu", "operator": "Exists"}])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dralloc.model import conversion, nodes, pods
+
+
+def node_taint(key: str, value: str | None = None, effect: str = "NoSchedule") -> dict[str, Any]:
+    return {"key": key, "effect": effect} | ({"value": value} if value is not None else {})
+
+
+def node_raw(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    pods: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] = (),
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    allocatable = {k: v for k, v in (("cpu", cpu), ("memory", memory), ("pods", pods)) if v is not None}
+    allocatable |= dict(extra or {})
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": spec,
+        "status": {"allocatable": allocatable},
+    }
+
+
+def node_(name: str, **fields: Any) -> nodes.Node:
+    parsed: nodes.Node = conversion.parse_as(nodes.Node, node_raw(name, **fields))
+    return parsed
+
+
+def container(name: str = "main", **requests: str) -> dict[str, Any]:
+    """A container requesting e.g. cpu="1", memory="1Gi" (ephemeral_storage= for ephemeral-storage)."""
+    wanted = {k.replace("_", "-"): v for k, v in requests.items()}
+    return {"name": name, "resources": {"requests": wanted}} if wanted else {"name": name}
+
+
+def pod_raw(
+    name: str,
+    *,
+    namespace: str = "default",
+    cpu: str | None = None,
+    memory: str | None = None,
+    containers: Sequence[Mapping[str, Any]] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] = (),
+    overhead: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    claims: Sequence[Mapping[str, Any]] = (),
+    phase: str | None = None,
+) -> dict[str, Any]:
+    if containers is None:
+        requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+        containers = [container(**requests)]
+    spec: dict[str, Any] = {"containers": [dict(c) for c in containers]}
+    if init_containers:
+        spec["initContainers"] = [dict(c) for c in init_containers]
+    if overhead:
+        spec["overhead"] = dict(overhead)
+    if node_name is not None:
+        spec["nodeName"] = node_name
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": dict(affinity)}}
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if claims:
+        spec["resourceClaims"] = [dict(c) for c in claims]
+    raw: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+                           "spec": spec}
+    if phase is not None:
+        raw["status"] = {"phase": phase}
+    return raw
+
+
+def pod_(name: str = "p", **fields: Any) -> pods.Pod:
+    parsed: pods.Pod = conversion.parse_as(pods.Pod, pod_raw(name, **fields))
+    return parsed
