@@ -104,7 +104,7 @@ class ApiServer:
             self.store.load(json.loads(self.state_file.read_text()))
         elif self._initial_seed:
             self.seed(self._initial_seed)
-        app = web.Application(middlewares=[self._errors, self._auth, self._faults], client_max_size=64 * 2**20)
+        app = web.Application(middlewares=[self._middleware], client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._route)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -211,34 +211,25 @@ class ApiServer:
     # ---- HTTP -------------------------------------------------------------------------------
 
     @web.middleware
-    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Token check, then fault rules, then the handler; any ApiError becomes its Status."""
         try:
+            if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+                raise errors.ApiError(401, "Unauthorized")
+            decision = self.faults.decide(request.method, request.path)
+            if decision is not None:
+                if decision.delay:
+                    await asyncio.sleep(decision.delay)
+                if decision.status is not None:
+                    raise errors.ApiError(decision.status, decision.message)
             return await handler(request)
         except errors.ApiError as exc:
             return endpoints.respond(exc.status_body(), exc.code)
-        except web.HTTPException:
-            raise
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (web.HTTPException, ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:
             logger.exception("sandbox request failed: %s %s", request.method, request.path_qs)
             return endpoints.respond(errors.status_body(500, f"internal error: {exc}"), 500)
-
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
-            raise errors.ApiError(401, "Unauthorized")
-        return await handler(request)
-
-    @web.middleware
-    async def _faults(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        decision = self.faults.decide(request.method, request.path)
-        if decision is not None:
-            if decision.delay:
-                await asyncio.sleep(decision.delay)
-            if decision.status is not None:
-                raise errors.ApiError(decision.status, decision.message)
-        return await handler(request)
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"

@@ -90,7 +90,7 @@ class Endpoints:
             if method == "POST" and name is None:
                 if ns is None and rt.namespaced:
                     raise errors.ApiError(405, "a namespace is required to create this resource")
-                obj = self.store.create(rt, ns or "", await _json(request), dry_run=dry_run)
+                obj = self.store.create(rt, ns or "", await _json(request), dry_run=dry_run, owned=True)
                 return respond(obj, 201)
             if method == "POST" and sub in ("binding", "eviction"):
                 return respond(self.pod_action(rt, ns or "", name or "", sub, await _json(request)), 201)
@@ -98,7 +98,7 @@ class Endpoints:
                 if sub == "finalize":
                     return respond(self.finalize(rt, name, await _json(request)))
                 return respond(self.store.update(rt, ns or "", name, await _json(request), subresource=sub,
-                                                 dry_run=dry_run))
+                                                 dry_run=dry_run, owned=True))
             if method == "PATCH" and name is not None:
                 return await self.patch(request, rt, ns or "", name, sub, dry_run)
             if method == "DELETE":
@@ -253,7 +253,7 @@ class Endpoints:
             raise errors.ApiError(415, f"the media type {ctype!r} is not a supported patch type")
         if not isinstance(new, dict):
             raise errors.ApiError(422, "the patch did not produce an object")
-        return respond(self.store.update(rt, ns, name, new, subresource=sub, dry_run=dry_run))
+        return respond(self.store.update(rt, ns, name, new, subresource=sub, dry_run=dry_run, owned=True))
 
     def delete_collection(self, request: web.Request, rt: resources.ResourceType, ns: str | None,
                           options: Obj) -> Obj:

@@ -172,6 +172,7 @@ class Store:
         *,
         dry_run: bool = False,
         keep_status: bool = False,  # seeding and restoring keep what they were given
+        owned: bool = False,  # the caller hands `body` over (a freshly decoded request): no copy
     ) -> Obj:
         if not isinstance(body, dict):
             raise errors.ApiError(400, "the body of the request must be an object")
@@ -181,7 +182,8 @@ class Store:
             raise errors.ApiError(400, f"the API version in the data ({body.get('apiVersion')}) does "
                                        f"not match the expected API version ({rt.api_version})")
         obj = rt.inward({**body, "apiVersion": rt.api_version, "kind": rt.kind})
-        obj = json.loads(dumps(obj))
+        if not owned:
+            obj = json.loads(dumps(obj))
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
         if rt.namespaced:
@@ -247,12 +249,15 @@ class Store:
         subresource: str = "",
         dry_run: bool = False,
         precondition: str | None = None,  # a resourceVersion a patch carried
+        owned: bool = False,  # the caller hands `body` over (a freshly decoded request): no copy
     ) -> Obj:
         if not isinstance(body, dict):
             raise errors.ApiError(400, "the body of the request must be an object")
         entry = self.entry(rt, namespace, name)
         old = entry.obj
-        new = json.loads(dumps(rt.inward(body)))
+        new = rt.inward(body)
+        if not owned or new is not body:
+            new = json.loads(dumps(new))
         meta = new.get("metadata")
         if not isinstance(meta, dict):
             meta = new["metadata"] = {}

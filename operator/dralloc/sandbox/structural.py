@@ -104,7 +104,7 @@ def validate(obj: dict[str, Any], *, strict: bool = False, old: dict[str, Any] |
     if old is not None:
         props = defs[name].get("properties") or {}
         for key, value in obj.items():
-            if key in props and (key == "metadata" or old.get(key) != value):
+            if key in props and old.get(key) != value:
                 check(value, props[key], key, causes, strict=strict, defs=defs)
     else:
         check(obj, defs[name], "", causes, strict=strict, defs=defs)
