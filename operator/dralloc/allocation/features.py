@@ -50,6 +50,11 @@ class Features:
     def only(cls, enabled: Iterable[str]) -> Features:
         """Exactly these gates on, every other gate off (how the conformance vectors state gates)."""
         enabled = set(enabled)
+        unknown = sorted(enabled - set(DEFAULTS_1_36))
+        if unknown:
+            raise errors.UnknownFeatureGateError(
+                f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
+            )
         return cls.from_gates({name: name in enabled for name in DEFAULTS_1_36})
 
     @property

@@ -307,9 +307,11 @@ class Search:
             if outcome != FOUND:
                 self.give_back(ci, pick)
             return outcome
-        needed_after = request.count - di - 1
+        # No "too few devices left" cut-off here: upstream evaluates every device it reaches,
+        # and a CEL runtime error on a late device must surface exactly as it does upstream.
+        # The counting bound (bounds.py) is what keeps hopeless searches short.
         order = self.order
-        last = len(order) - needed_after
+        last = len(order)
         position = start
         while position < last:
             pool, info = order[position]

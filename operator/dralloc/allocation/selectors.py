@@ -12,6 +12,7 @@ Errors name the class or claim and the selector index like upstream:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -23,6 +24,18 @@ from dralloc.cel import selectors as cel_selectors
 from dralloc.model import classes
 
 _CEL_ENV = "__cel_env__"
+
+
+@dataclasses.dataclass
+class SelectorStats:
+    """How selector results were obtained since start (read by the operator's metrics)."""
+
+    cached: int = 0
+    evaluated: int = 0
+    errors: int = 0
+
+
+STATS = SelectorStats()
 
 
 def check_present(selectors: Sequence[classes.DeviceSelector], owner: str) -> None:
@@ -63,7 +76,10 @@ def _driver_literal(expression: str) -> str | None:
 def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bool:
     """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors."""
     cached = info.selector_results.get(expression)
-    if cached is None:
+    if cached is not None:
+        STATS.cached += 1
+    else:
+        STATS.evaluated += 1
         literal = _driver_literal(expression)
         if literal is not None:
             cached = info.driver == literal
@@ -82,6 +98,7 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bo
     if cached is True or cached is False:
         return cached
     kind, message = cached
+    STATS.errors += 1
     # The failure is cached per device; the message names whoever reached it this time.
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
 

@@ -18,12 +18,12 @@ from typing import Any, TextIO
 import yaml
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes, scoring
+from dralloc.allocation import errors, outcomes, scoring, taintrules
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import DeviceID, NodeView
+from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
-from dralloc.model import conversion, taints
+from dralloc.model import conversion
 from dralloc.offline import inputs
 
 EXIT_ALLOCATED, EXIT_UNSCHEDULABLE, EXIT_INPUT_ERROR = 0, 1, 2
@@ -77,25 +77,6 @@ def _candidate_nodes(cluster: inputs.Cluster, node: str | None) -> list[NodeView
     if not names:
         raise inputs.InputError("no Node objects in the input and no slice names a node: pass --node NAME")
     return [NodeView(name, {}) for name in sorted(names)]
-
-
-def rule_taints(
-    rules: Sequence[taints.DeviceTaintRule], snapshot: Snapshot, features: Features
-) -> dict[DeviceID, tuple[taints.DeviceTaint, ...]]:
-    """Taints of DeviceTaintRules, per device they select by driver/pool/device name."""
-    found: dict[DeviceID, list[taints.DeviceTaint]] = {}
-    for rule in rules:
-        selector = rule.spec.device_selector
-        for s in snapshot.slices.slices:
-            for info in snapshot.slices.device_infos(s):
-                if selector is not None and (
-                    (selector.driver and selector.driver != info.id.driver)
-                    or (selector.pool and selector.pool != info.id.pool)
-                    or (selector.device and selector.device != info.id.device)
-                ):
-                    continue
-                found.setdefault(info.id, []).append(rule.spec.taint)
-    return {k: tuple(v) for k, v in found.items()}
 
 
 @dataclasses.dataclass
@@ -155,7 +136,7 @@ def decide(request: Request) -> Answer:
         features=features,
     )
     if cluster.taint_rules:
-        snapshot = dataclasses.replace(snapshot, extra_taints=rule_taints(cluster.taint_rules, snapshot, features))
+        snapshot = dataclasses.replace(snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules, snapshot.slices))
     if not chosen:
         return Answer("allocated", request.node, [], (), [], "no unallocated claims to allocate")
     best: tuple[tuple[object, ...], NodeView, outcomes.Allocated] | None = None

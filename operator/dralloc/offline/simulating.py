@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes
+from dralloc.allocation import errors, outcomes, taintrules
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import pods as model_pods
 from dralloc.model.base import ObjectMeta
-from dralloc.offline import allocating, inputs
+from dralloc.offline import inputs
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -196,7 +196,7 @@ def simulate(request: Request, err: TextIO = sys.stderr) -> dict[str, Any]:
     )
     if cluster.taint_rules:
         snapshot = dataclasses.replace(
-            snapshot, extra_taints=allocating.rule_taints(cluster.taint_rules, snapshot, features))
+            snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules, snapshot.slices))
     node_list = cluster.nodes
     if not node_list:
         raise inputs.InputError("the snapshot has no Node objects: simulate places onto Nodes")

@@ -1,0 +1,135 @@
+"""Prometheus metrics: the only module that imports prometheus_client.
+
+Every metric is declared here once, with a closed label set (never a pod,
+claim or node name as a label), and every labelled series is initialised to
+zero at import so dashboards and alerts see it before the first event. Call
+sites use one-line `observe_*` helpers. Gauges about the cluster (claims,
+devices, queue) are computed at scrape time from a callback the operator
+registers (`set_cluster_source`), so they are never stale.
+
+Names mirror upstream where one exists (kube-scheduler's DRA metrics and
+kube-controller-manager's resourceclaim controller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted")
+CLAIM_CREATE_STATUSES = ("success", "failure")
+API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
+QUEUE_STATES = ("pending", "backoff", "unschedulable")
+
+allocation_attempts = Counter(
+    "dralloc_allocation_attempts_total", "Placement attempts for pods, by result.", ["result"], registry=REGISTRY)
+allocation_duration = Histogram(
+    "dralloc_allocation_duration_seconds", "Time to decide one pod's placement (all nodes), by result.",
+    ["result"], registry=REGISTRY,
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+placement_latency = Histogram(
+    "dralloc_pod_placement_duration_seconds", "From pod creation to bound (or ungated) with allocated claims.",
+    registry=REGISTRY, buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+search_steps = Histogram(
+    "dralloc_allocation_search_steps", "Allocator search steps per successful placement.", registry=REGISTRY,
+    buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000, 10_000, 100_000, 1_000_000))
+claim_creates = Counter(
+    "dralloc_resourceclaim_creates_total", "ResourceClaims created from templates, by status.", ["status"],
+    registry=REGISTRY)
+api_conflicts = Counter(
+    "dralloc_api_conflicts_total", "Writes rejected with 409 Conflict (stale resourceVersion), by operation.",
+    ["operation"], registry=REGISTRY)
+api_retries = Counter(
+    "dralloc_api_retries_total", "Operations requeued with backoff after a failed write, by operation.",
+    ["operation"], registry=REGISTRY)
+evictions = Counter(
+    "dralloc_device_taint_pod_deletions_total", "Pods deleted because of NoExecute device taints.",
+    registry=REGISTRY)
+
+for _result in ALLOCATION_RESULTS:
+    allocation_attempts.labels(_result)
+    allocation_duration.labels(_result)
+for _status in CLAIM_CREATE_STATUSES:
+    claim_creates.labels(_status)
+for _operation in API_OPERATIONS:
+    api_conflicts.labels(_operation)
+    api_retries.labels(_operation)
+
+
+ClusterSource = Callable[[], Mapping[str, Iterable[tuple[tuple[str, ...], float]]]]
+
+
+class _ClusterCollector(Collector):
+    """Gauges computed from the operator's state when Prometheus scrapes."""
+
+    def __init__(self) -> None:
+        self.source: ClusterSource | None = None
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        values = self.source() if self.source is not None else {}
+        claims = GaugeMetricFamily(
+            "dralloc_resource_claims", "ResourceClaims by allocation state, admin access and source.",
+            labels=["allocated", "admin_access", "source"])
+        for labels, value in values.get("resource_claims", ()):
+            claims.add_metric(list(labels), value)
+        devices = GaugeMetricFamily(
+            "dralloc_devices", "Devices per driver and DeviceClass, by state (total, allocated, tainted).",
+            labels=["driver", "device_class", "state"])
+        for labels, value in values.get("devices", ()):
+            devices.add_metric(list(labels), value)
+        queue = GaugeMetricFamily(
+            "dralloc_scheduling_queue_pods", "Pods dralloc owns that are not placed yet, by state.",
+            labels=["state"])
+        seen = dict(values.get("queue", ()))
+        for state in QUEUE_STATES:
+            queue.add_metric([state], seen.get((state,), 0.0))
+        cel = GaugeMetricFamily(
+            "dralloc_cel_selector_results", "CEL selector evaluations by outcome since start.", labels=["outcome"])
+        for labels, value in values.get("cel", ()):
+            cel.add_metric(list(labels), value)
+        return [claims, devices, queue, cel]
+
+
+_collector = _ClusterCollector()
+REGISTRY.register(_collector)
+
+
+def set_cluster_source(source: ClusterSource | None) -> None:
+    _collector.source = source
+
+
+def observe_allocation(result: str, seconds: float, steps: int | None = None) -> None:
+    allocation_attempts.labels(result).inc()
+    allocation_duration.labels(result).observe(seconds)
+    if steps is not None and result == "allocated":
+        search_steps.observe(steps)
+
+
+def observe_placement_latency(seconds: float) -> None:
+    placement_latency.observe(max(seconds, 0.0))
+
+
+def observe_claim_create(ok: bool) -> None:
+    claim_creates.labels("success" if ok else "failure").inc()
+
+
+def observe_conflict(operation: str) -> None:
+    api_conflicts.labels(operation).inc()
+
+
+def observe_retry(operation: str) -> None:
+    api_retries.labels(operation).inc()
+
+
+def observe_eviction() -> None:
+    evictions.inc()
+
+
+def serve(port: int, address: str = "0.0.0.0") -> None:
+    """Expose /metrics on a background thread (prometheus_client's own server)."""
+    start_http_server(port, addr=address, registry=REGISTRY)

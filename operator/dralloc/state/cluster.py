@@ -1,0 +1,155 @@
+"""The operator's in-memory view of the cluster, fed by watch events.
+
+Objects are kept as raw API JSON (what the watch delivered) and parsed into
+models lazily, once per resourceVersion. Every change bumps a per-kind
+version, so derived structures (the allocator's slice index, the placement
+view) are rebuilt only when their inputs changed. `relevant_changes` counts
+only changes that can turn an unschedulable pod schedulable (slices, classes,
+nodes, claims, pods appearing/finishing/leaving), not our own status writes.
+
+Plain Python, no kopf, no awaits: handlers call `apply()` from the event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from dralloc.model import claims, classes, conversion, devices, nodes, pods, taints
+from dralloc.model.base import Object
+
+Raw = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+M = TypeVar("M", bound=Object)
+
+KINDS = ("Pod", "Node", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass",
+         "DeviceTaintRule")
+
+
+@dataclasses.dataclass
+class _Entry(Generic[M]):
+    raw: Raw
+    parsed: M | None = None
+
+
+class Store(Generic[M]):
+    """Objects of one kind, by (namespace, name), parsed on demand."""
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+        self.entries: dict[Key, _Entry[M]] = {}
+        self.version = 0
+        self.problems: dict[Key, str] = {}  # objects that do not parse: kept out, reported
+
+    @staticmethod
+    def key_of(raw: Raw) -> Key:
+        meta = raw.get("metadata") or {}
+        return (meta.get("namespace") or "", meta.get("name") or "")
+
+    def put(self, raw: Raw) -> bool:
+        """Store a new state of an object; False when it is not newer than what we have."""
+        key = self.key_of(raw)
+        old = self.entries.get(key)
+        if old is not None and _rv(old.raw) >= _rv(raw) and _uid(old.raw) == _uid(raw):
+            return False
+        self.entries[key] = _Entry(raw)
+        self.problems.pop(key, None)
+        self.version += 1
+        return True
+
+    def remove(self, raw: Raw) -> bool:
+        key = self.key_of(raw)
+        old = self.entries.get(key)
+        if old is None or (_uid(raw) and _uid(old.raw) and _uid(raw) != _uid(old.raw)):
+            return False
+        del self.entries[key]
+        self.problems.pop(key, None)
+        self.version += 1
+        return True
+
+    def replace_all(self, items: list[Raw]) -> None:
+        """A full list from the API: anything not in it is gone."""
+        self.entries = {self.key_of(raw): _Entry(raw) for raw in items}
+        self.problems.clear()
+        self.version += 1
+
+    def get(self, namespace: str, name: str) -> M | None:
+        entry = self.entries.get((namespace, name))
+        return self._parsed((namespace, name), entry) if entry is not None else None
+
+    def raw(self, namespace: str, name: str) -> Raw | None:
+        entry = self.entries.get((namespace, name))
+        return entry.raw if entry is not None else None
+
+    def _parsed(self, key: Key, entry: _Entry[M]) -> M | None:
+        if entry.parsed is None and key not in self.problems:
+            try:
+                entry.parsed = conversion.parse_as(self.model, entry.raw)
+            except conversion.ObjectError as exc:
+                self.problems[key] = str(exc)
+        return entry.parsed
+
+    def all(self) -> Iterator[M]:
+        for key, entry in list(self.entries.items()):
+            parsed = self._parsed(key, entry)
+            if parsed is not None:
+                yield parsed
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def _rv(raw: Raw) -> int:
+    try:
+        return int((raw.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0  # opaque resourceVersions (not ours to compare): always accept
+
+
+def _uid(raw: Raw) -> str:
+    return str((raw.get("metadata") or {}).get("uid") or "")
+
+
+class ClusterState:
+    """Everything the scheduler and the claim lifecycle read."""
+
+    def __init__(self) -> None:
+        self.pods: Store[pods.Pod] = Store(pods.Pod)
+        self.nodes: Store[nodes.Node] = Store(nodes.Node)
+        self.claims: Store[claims.ResourceClaim] = Store(claims.ResourceClaim)
+        self.templates: Store[claims.ResourceClaimTemplate] = Store(claims.ResourceClaimTemplate)
+        self.slices: Store[devices.ResourceSlice] = Store(devices.ResourceSlice)
+        self.classes: Store[classes.DeviceClass] = Store(classes.DeviceClass)
+        self.taint_rules: Store[taints.DeviceTaintRule] = Store(taints.DeviceTaintRule)
+        self.relevant_changes = 0
+
+    def store(self, kind: str) -> Store[Any]:
+        stores: Mapping[str, Store[Any]] = {
+            "Pod": self.pods, "Node": self.nodes, "ResourceClaim": self.claims,
+            "ResourceClaimTemplate": self.templates, "ResourceSlice": self.slices,
+            "DeviceClass": self.classes, "DeviceTaintRule": self.taint_rules,
+        }
+        return stores[kind]
+
+    def apply(self, kind: str, event_type: str | None, raw: Raw) -> bool:
+        """Apply one watch event (None: an object seen while listing). True when something changed."""
+        store = self.store(kind)
+        before = store.raw(*Store.key_of(raw)) if kind == "Pod" else None
+        changed = store.remove(raw) if event_type == "DELETED" else store.put(raw)
+        if changed and (kind != "Pod" or _pod_change_matters(before, raw, event_type)):
+            self.relevant_changes += 1
+        return changed
+
+
+def _pod_change_matters(before: Raw | None, after: Raw, event_type: str | None) -> bool:
+    """Pods free or take node resources only by appearing, binding, finishing or leaving."""
+    if before is None or event_type == "DELETED":
+        return True
+    def facts(raw: Raw) -> tuple[Any, ...]:
+        spec, status, meta = raw.get("spec") or {}, raw.get("status") or {}, raw.get("metadata") or {}
+        return (spec.get("nodeName"), status.get("phase"), meta.get("deletionTimestamp"),
+                tuple(g.get("name") for g in spec.get("schedulingGates") or []),
+                tuple(sorted((c.get("name"), c.get("resourceClaimName")) for c in
+                             status.get("resourceClaimStatuses") or [])))
+    return facts(before) != facts(after)

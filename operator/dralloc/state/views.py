@@ -1,0 +1,62 @@
+"""Derived views: the allocator snapshot and the placement view, rebuilt only when needed.
+
+The slice index (per-device precomputation, per-node pools, memoized CEL
+results) is the expensive part; it is rebuilt only when ResourceSlices or
+DeviceClasses changed. The allocated state is rebuilt from the claims plus
+the ledger whenever either changed. A `Placer` is built per scheduling pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dralloc.allocation import taintrules
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import SliceIndex
+from dralloc.allocation.snapshots import AllocatedState, Snapshot
+from dralloc.scheduling import placement
+from dralloc.state.cluster import ClusterState
+from dralloc.state.ledger import Ledger
+
+
+class Views:
+    def __init__(self, cluster: ClusterState, ledger: Ledger, features: Features) -> None:
+        self.cluster = cluster
+        self.ledger = ledger
+        self.features = features
+        self._index: SliceIndex | None = None
+        self._index_key: tuple[int, ...] = ()
+        self._snapshot: Snapshot | None = None
+        self._snapshot_key: tuple[Any, ...] = ()
+
+    def slice_index(self) -> SliceIndex:
+        key = (self.cluster.slices.version,)
+        if self._index is None or key != self._index_key:
+            self._index = SliceIndex(sorted(self.cluster.slices.all(), key=lambda s: s.metadata.name))
+            self._index_key = key
+        return self._index
+
+    def snapshot(self) -> Snapshot:
+        index = self.slice_index()
+        key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.claims.version,
+               self.ledger.version, self.cluster.taint_rules.version)
+        if self._snapshot is None or key != self._snapshot_key:
+            observed = [c for c in self.cluster.claims.all() if c.status.allocation is not None]
+            observed_uids = {c.metadata.uid for c in observed}
+            state = AllocatedState.from_claims(observed, self.features)
+            pending = [r.allocation for r in self.ledger.pending() if r.claim_uid not in observed_uids]
+            state = state.plus((res for a in pending for res in a.devices.results), self.features)
+            self._snapshot = Snapshot(
+                classes={c.metadata.name: c for c in self.cluster.classes.all()},
+                slices=index,
+                allocated=state,
+                extra_taints=taintrules.rule_taints(self.cluster.taint_rules.all(), index),
+            )
+            self._snapshot_key = key
+        return self._snapshot
+
+    def placer(self, policy: str) -> placement.Placer:
+        nodes = list(self.cluster.nodes.all())
+        bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
+        return placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
+                                policy=policy, bound_pods=bound)
