@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from celpy import celtypes
@@ -187,9 +188,7 @@ def from_cel(value: Any) -> Any:
     return value
 
 
-_NO_DOMAINS: dict[str, dict[str, Any]] = {}
-
-
+@dataclass(frozen=True, slots=True, eq=False)
 class DeviceEnv:
     """The value of `device` for one device; immutable, compare by identity, build with `device_env`.
 
@@ -197,35 +196,13 @@ class DeviceEnv:
     shared by every evaluation on this device and must not be modified.
     """
 
-    __slots__ = ("_scope", "allow_multiple_allocations", "attributes", "capacity", "driver", "error")
-
     driver: str
     allow_multiple_allocations: bool
     # Set when the device's own data is unusable; every evaluation then fails with it.
-    error: str | None
-    attributes: Mapping[str, Mapping[str, Any]]
-    capacity: Mapping[str, Mapping[str, Quantity]]
-    _scope: scopes.Scope | None
-
-    def __init__(self, *, driver: str, allow_multiple_allocations: bool, error: str | None = None,
-                 attributes: Mapping[str, Mapping[str, Any]] = _NO_DOMAINS,
-                 capacity: Mapping[str, Mapping[str, Quantity]] = _NO_DOMAINS) -> None:
-        setter = object.__setattr__
-        setter(self, "driver", driver)
-        setter(self, "allow_multiple_allocations", allow_multiple_allocations)
-        setter(self, "error", error)
-        setter(self, "attributes", attributes)
-        setter(self, "capacity", capacity)
-        setter(self, "_scope", None)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("DeviceEnv is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("DeviceEnv is immutable")
-
-    def __repr__(self) -> str:
-        return f"DeviceEnv(driver={self.driver!r}, error={self.error!r})"
+    error: str | None = None
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+    capacity: Mapping[str, Mapping[str, Quantity]] = field(default_factory=dict, repr=False)
+    _scope: scopes.Scope | None = field(default=None, init=False, repr=False)
 
     @property
     def scope(self) -> scopes.Scope:

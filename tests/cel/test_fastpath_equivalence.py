@@ -1,0 +1,162 @@
+"""The fast path computes what the celpy program computes, errors and messages included.
+
+Random expressions come from a grammar over the compiled subset that mixes
+types on purpose (so "no such overload" and heterogeneous equality are
+exercised), reads attributes that may be missing, of any type, in known and
+unknown domains, and nests `&&`/`||`/`!`/`?:` around erroring operands. Every
+expression is evaluated by `compile_selector` (fast path) and by
+`compile_reference` (celpy) on random devices; both must return the same bool
+or both raise `CELRuntimeError` with the same message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dralloc.cel import devices, selectors
+from dralloc.model.quantities import Quantity
+
+DRIVER = "gpu.example.com"
+DOMAINS = (DRIVER, "nic.example.com", "unknown.example.com")
+IDS = ("a", "b", "c", "model")
+CAPACITY_IDS = ("memory", "cores")
+
+# --- devices ----------------------------------------------------------------------------------
+
+_STRINGS = st.sampled_from(["a100", "A100", "", "gpu-a100", "fast", "x"])
+_INTS = st.sampled_from([0, 1, -1, 2, 42, 2**63 - 1])
+_VERSIONS = st.sampled_from(["1.2.3", "1.0.0-rc.1", "2.0.0", "1.2.3+build"])
+_ATTRIBUTE = st.one_of(
+    st.builds(lambda v: {"string": v}, _STRINGS),
+    st.builds(lambda v: {"int": v}, _INTS),
+    st.builds(lambda v: {"bool": v}, st.booleans()),
+    st.builds(lambda v: {"version": v}, _VERSIONS),
+    st.builds(lambda v: {"strings": v}, st.lists(_STRINGS, max_size=3)),
+    st.builds(lambda v: {"ints": v}, st.lists(_INTS, max_size=3)),
+    st.builds(lambda v: {"bools": v}, st.lists(st.booleans(), max_size=2)),
+    st.builds(lambda v: {"versions": v}, st.lists(_VERSIONS, max_size=2)),
+)
+_AMOUNT = st.sampled_from(["0", "1", "1500m", "40Gi", "80Gi", "10000P", "-3"])
+
+
+def _qualified(domain: str, ident: str) -> str:
+    return ident if domain == DRIVER else f"{domain}/{ident}"
+
+
+@st.composite
+def device_envs(draw: st.DrawFn) -> devices.DeviceEnv:
+    attributes: dict[str, Any] = {}
+    for domain in DOMAINS[:2]:
+        for ident in IDS:
+            if draw(st.integers(0, 3)):
+                attributes[_qualified(domain, ident)] = draw(_ATTRIBUTE)
+    capacity: dict[str, Quantity] = {}
+    for domain in DOMAINS[:2]:
+        for ident in CAPACITY_IDS:
+            if draw(st.booleans()):
+                capacity[_qualified(domain, ident)] = Quantity.parse(draw(_AMOUNT))
+    return devices.device_env(driver=draw(st.sampled_from([DRIVER, "other.example.com"])),
+                              attributes=attributes, capacity=capacity,
+                              allow_multiple_allocations=draw(st.booleans()))
+
+
+# --- expressions ------------------------------------------------------------------------------
+
+# Mostly the driver's own domain, so that more lookups find something.
+_DOMAIN = st.sampled_from((DRIVER, DRIVER, *DOMAINS))
+
+
+def _attribute() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.builds(lambda d, i: f'device.attributes["{d}"].{i}', _DOMAIN, st.sampled_from(IDS)),
+        st.builds(lambda d, i: f"device.attributes['{d}'][\"{i}\"]", _DOMAIN, st.sampled_from(IDS)),
+        st.builds(lambda d, i: f'device.capacity["{d}"].{i}', _DOMAIN, st.sampled_from(CAPACITY_IDS)),
+    )
+
+
+_LITERALS = st.sampled_from([
+    '"a100"', '"A100"', '""', "'fast'", '"x"', "0", "1", "-1", "42", "0x10", "1.5", "0.0", "-2.5e1",
+    "true", "false", 'quantity("40Gi")', 'quantity("1.5")', 'quantity("0")', 'quantity("bad")',
+    'semver("1.2.3")', 'semver("1.0.0-rc.1")', 'semver("v1", true)', 'semver("nope")',
+    '["a100", "fast"]', "[1, 2]", "[1, 2.0]", "[]", '["x", 1]', '"""tri"""', r'"esc\x41"',
+])
+
+_ATOMS = st.one_of(
+    _LITERALS, _attribute(),
+    st.just("device.driver"), st.just("device.allowMultipleAllocations"),
+)
+
+_UNARY_METHODS = ("sign", "isInteger", "asInteger", "asApproximateFloat", "major", "minor", "patch",
+                  "lowerAscii", "upperAscii", "size")
+_BINARY_METHODS = ("compareTo", "isGreaterThan", "isLessThan", "add", "sub", "includes", "startsWith",
+                   "endsWith", "contains", "matches")
+_RELATIONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    # Operands are parenthesized so that each rule keeps its shape whatever it wraps.
+    return st.one_of(
+        st.builds(lambda x, m: f"({x}).{m}()", inner, st.sampled_from(_UNARY_METHODS)),
+        st.builds(lambda x, m, y: f"({x}).{m}({y})", inner, st.sampled_from(_BINARY_METHODS), inner),
+        st.builds(lambda x: f"size({x})", inner),
+        st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(_RELATIONS)),
+        st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(("&&", "||"))),
+        st.builds(lambda x, y: f"{x} && {y} || !{x}", inner, inner),
+        st.builds(lambda x: f"!({x})", inner),
+        st.builds(lambda c, x, y: f"({c}) ? ({x}) : ({y})", inner, inner, inner),
+        st.builds(lambda d, i: f'has(device.attributes["{d}"].{i})', _DOMAIN, st.sampled_from(IDS)),
+        st.builds(lambda d, i: f'has(device.capacity["{d}"].{i})', _DOMAIN, st.sampled_from(CAPACITY_IDS)),
+        st.builds(lambda i, d: f'"{i}" in device.attributes["{d}"]', st.sampled_from(IDS), _DOMAIN),
+        st.builds(lambda x, d: f"({x}) in device.capacity[\"{d}\"]", inner, _DOMAIN),
+        st.builds(lambda x: f"({x}) in device.attributes", inner),
+        st.builds(lambda x, y: f"({x}) in ({y})", inner, inner),
+        st.builds(lambda x: f'({x}).matches("(")', inner),
+    )
+
+
+EXPRESSIONS = st.recursive(_ATOMS, _extend, max_leaves=6)
+
+
+def _outcome(selector: selectors.CompiledSelector, env: devices.DeviceEnv) -> tuple[str, object]:
+    try:
+        return "value", selector.evaluate(env)
+    except selectors.CELRuntimeError as exc:
+        return "error", str(exc)
+
+
+def _compiled(expression: str) -> selectors.CompiledSelector | None:
+    try:
+        return selectors.compile_selector(expression)
+    except selectors.CELCompileError:
+        return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression=EXPRESSIONS, envs=st.lists(device_envs(), min_size=1, max_size=3))
+def test_fast_path_matches_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
+    """Same result, or the same CELRuntimeError message, as the celpy program."""
+    selector = _compiled(expression)
+    if selector is None:
+        return
+    assert selector.has_fast_path, expression
+    reference = selectors.compile_reference(expression)
+    assert not reference.has_fast_path
+    for env in envs:
+        assert _outcome(selector, env) == _outcome(reference, env), expression
+
+
+@settings(max_examples=100, deadline=None)
+@given(env=device_envs())
+def test_lazy_scope_holds_the_plain_values(env: devices.DeviceEnv) -> None:
+    """The celpy scope built on demand is `to_cel` of the plain form, domain by domain."""
+    device = env.scope.device
+    for field, plain in (("attributes", env.attributes), ("capacity", env.capacity)):
+        cel = device.get(field)
+        assert set(cel) == set(plain)
+        for domain, ids in plain.items():
+            assert {str(k): devices.from_cel(v) for k, v in cel[domain].items()} == dict(ids)
+    assert str(device.get("driver")) == env.driver
+    assert bool(device.get("allowMultipleAllocations")) is env.allow_multiple_allocations
