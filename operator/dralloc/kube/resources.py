@@ -1,0 +1,119 @@
+"""What dralloc talks to: one descriptor per resource type, and the list of calls we make.
+
+A `Resource` is enough to build every URL (`/api/v1/...` for the core group,
+`/apis/{group}/{version}/...` otherwise) and to fill in `apiVersion`/`kind` on list
+items, which the API server leaves out. DeviceTaintRule is the one type whose served
+version differs between clusters (v1alpha3 / v1beta2 today, v1 from Kubernetes 1.37):
+`DEVICE_TAINT_RULES` names v1, and the caller replaces the version with
+`DEVICE_TAINT_RULES.at_version(await session.served_version(...))`.
+
+`API_CALLS` is the contract with the RBAC manifests: every (group, resource[/sub], verb)
+the operator makes through this package. The generic functions in `reading` and
+`writing` would accept any resource; this list is what the operator is built to use,
+and a test checks the ClusterRole grants each entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from urllib.parse import quote
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    """A resource type as the REST API addresses it."""
+
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def at_version(self, version: str) -> Resource:
+        """The same type at another served version (see `Session.served_version`)."""
+        return dataclasses.replace(self, version=version)
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        """The list/create URL path; for a namespaced type without `namespace`, all namespaces."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{_segment(namespace)}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+    def object_path(self, name: str, namespace: str | None = None, subresource: str | None = None) -> str:
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.plural} are namespaced: a namespace is needed for {name!r}")
+        if not self.namespaced and namespace:
+            raise ValueError(f"{self.plural} are cluster-scoped: no namespace for {name!r}")
+        if not name:
+            raise ValueError(f"an object name is needed for {self.plural}")
+        path = f"{self.collection_path(namespace)}/{_segment(name)}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+def _segment(value: str) -> str:
+    # Names are DNS labels in practice; quoting keeps a bad one from changing the path.
+    return quote(value, safe="")
+
+
+CORE, RESOURCE, DRALLOC = "", "resource.k8s.io", "dralloc.io"
+
+PODS = Resource(CORE, "v1", "pods", "Pod", True)
+NODES = Resource(CORE, "v1", "nodes", "Node", False)
+NAMESPACES = Resource(CORE, "v1", "namespaces", "Namespace", False)
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event", True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+RESOURCE_CLAIMS = Resource(RESOURCE, "v1", "resourceclaims", "ResourceClaim", True)
+RESOURCE_CLAIM_TEMPLATES = Resource(RESOURCE, "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+RESOURCE_SLICES = Resource(RESOURCE, "v1", "resourceslices", "ResourceSlice", False)
+DEVICE_CLASSES = Resource(RESOURCE, "v1", "deviceclasses", "DeviceClass", False)
+# Served as v1alpha3/v1beta2 before Kubernetes 1.37: use .at_version(served_version(...)).
+DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRule", False)
+ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
+DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
+
+ALL: tuple[Resource, ...] = (
+    PODS, NODES, NAMESPACES, EVENTS, LEASES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
+)
+
+_READ = ("get", "list", "watch")
+
+
+def _calls() -> tuple[tuple[str, str, str], ...]:
+    calls: list[tuple[str, str, str]] = []
+
+    def add(resource: Resource, name: str, *verbs: str) -> None:
+        calls.extend((resource.group, name, verb) for verb in verbs)
+
+    # Everything we watch or look up (state is fed from these; events are never read).
+    for resource in ALL:
+        if resource is not EVENTS:
+            add(resource, resource.plural, *_READ)
+    # Claims: created from templates, deleted when their pod is done, finalizers and
+    # annotations by merge/JSON patch; allocation + reservedFor by status replace.
+    add(RESOURCE_CLAIMS, "resourceclaims", "create", "delete", "patch", "update")
+    add(RESOURCE_CLAIMS, "resourceclaims/status", "patch", "update")
+    # Pods: gate removal + nodeSelector (patch), resourceClaimStatuses (status patch),
+    # binding in scheduler mode, eviction/deletion for NoExecute device taints.
+    add(PODS, "pods", "patch", "delete")
+    add(PODS, "pods/status", "patch")
+    add(PODS, "pods/binding", "create")
+    add(PODS, "pods/eviction", "create")
+    # Health: DeviceTaintRules are ours to write, with eviction progress in status.
+    add(DEVICE_TAINT_RULES, "devicetaintrules", "create", "delete", "patch", "update")
+    add(DEVICE_TAINT_RULES, "devicetaintrules/status", "patch", "update")
+    # Our CRDs: status conditions (and kopf-style annotations/finalizers by patch).
+    for resource in (ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES):
+        add(resource, resource.plural, "patch")
+        add(resource, f"{resource.plural}/status", "patch", "update")
+    add(EVENTS, "events", "create")
+    add(LEASES, "leases", "create", "update", "patch")
+    return tuple(calls)
+
+
+API_CALLS: tuple[tuple[str, str, str], ...] = _calls()
