@@ -5,9 +5,13 @@ offline tools: node-name order). dralloc scores nodes where the allocation
 succeeded by how much of the node's devices would then be in use:
 
 - `first-fit`: the first node, by name, that fits (upstream behaviour);
-- `binpack`: the node that ends up the most used, so whole nodes (and whole
-  GPUs behind partitions) stay free for large requests;
-- `spread`: the node that ends up the least used.
+- `binpack`: the most used node (share of its devices in use) where the claims
+  fit, so whole nodes (and whole GPUs behind partitions) stay free for large
+  requests;
+- `spread`: the least used node where they fit.
+
+Nodes are tried in that order and the first fit wins, so a placement costs one
+allocator call per node tried, not one per node.
 
 Ties break by node name, so the choice is deterministic.
 """

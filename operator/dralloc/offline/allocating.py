@@ -139,25 +139,24 @@ def decide(request: Request) -> Answer:
         snapshot = dataclasses.replace(snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules, snapshot.slices))
     if not chosen:
         return Answer("allocated", request.node, [], (), [], "no unallocated claims to allocate")
-    best: tuple[tuple[object, ...], NodeView, outcomes.Allocated] | None = None
+    # Nodes in policy order (use before placing, ties by name: what the operator's Placer does);
+    # the first node where the claims fit wins.
+    candidates = _candidate_nodes(cluster, request.node)
+    candidates.sort(key=lambda n: scoring.sort_key(request.policy, n.name, scoring.node_use(snapshot, n, features)))
+    best: tuple[NodeView, outcomes.Allocated] | None = None
     reasons: list[dict[str, Any]] = []
-    for node in _candidate_nodes(cluster, request.node):
+    for node in candidates:
         outcome = allocation.allocate(snapshot, chosen, node, features=features, budget=request.budget)
         if isinstance(outcome, outcomes.Allocated):
-            use = scoring.node_use(snapshot, node, features, outcome.results)
-            key = scoring.sort_key(request.policy, node.name, use)
-            if best is None or key < best[0]:
-                best = (key, node, outcome)
-            if request.policy == "first-fit":
-                break
-        else:
-            reasons.extend(_reason_dicts(node.name, outcome))
+            best = (node, outcome)
+            break
+        reasons.extend(_reason_dicts(node.name, outcome))
     if best is None:
         summary = "; ".join(r["message"] if "claim" not in r else f"node {r['node']}: {r['message']}"
                             for r in reasons[:20])
         return Answer("unschedulable", request.node, chosen, (), reasons,
                       f"cannot allocate {len(chosen)} claim(s) on any node: {summary}")
-    _, node, outcome = best
+    node, outcome = best
     return Answer("allocated", node.name, chosen, outcome.results,
                   reasons if request.explain else [], f"allocated on node {node.name}")
 

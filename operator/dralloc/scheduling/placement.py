@@ -231,17 +231,13 @@ class Placer:
         index = self.index.get(node_name)
         self._changes += 1
         self.snapshot = self.snapshot.without_allocations(results, self.features)
-        if index is not None:
-            if pod is not None:
-                self.usage[index].remove(nodefit.pod_requests(pod))
-            self._invalidate(index)
+        if index is not None and pod is not None:
+            self.usage[index].remove(nodefit.pod_requests(pod))
+        # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
+        # pod's resources free only its node: forgetting every failure is the simple exact answer.
+        self.release_epoch = [epoch + 1 for epoch in self.release_epoch]
+        self._first_unknown.clear()
         self._refresh_use(results, extra_node=index)
-
-    def _invalidate(self, index: int) -> None:
-        self.release_epoch[index] += 1
-        for shape, first in self._first_unknown.items():
-            if first > index:
-                self._first_unknown[shape] = index
 
     def _refresh_use(self, results: Sequence[model_claims.AllocationResult], *, extra_node: int | None) -> None:
         if self.policy == "first-fit":
