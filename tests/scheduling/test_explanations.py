@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.builders import claim, class_, device, result, slice_, snapshot
 from tests.scheduling.objects import node_, node_taint, pod_
 
@@ -167,3 +168,15 @@ class TestMessage:
         """Reasons beyond the limit are counted, not listed."""
         decision = placement.NoPlacement(tuple((f"reason {i}", (f"n{i}",)) for i in range(4)))
         assert decision.message(limit=2) == "n0: reason 0; n1: reason 1; ... and 2 more reasons"
+
+
+class TestExplanationCache:
+    @pytest.mark.xfail(strict=True, reason="bug: NoPlacement is cached per item shape, which leaves out claim "
+                       "names, so a second item of the same shape is explained with the first item's claim")
+    def test_explanation_names_the_items_own_claim(self) -> None:
+        """Two unplaceable items of one shape: each explanation names its own claim."""
+        p = placer({"a": {}}, gpus={"a": 1})
+        p.place(placement.Item("c1", claims=(claim("c1").request("r", "gpu", count=2).build(),)))
+        second = p.place(placement.Item("c2", claims=(claim("c2").request("r", "gpu", count=2).build(),)))
+        assert isinstance(second, placement.NoPlacement)
+        assert second.message() == "a: claim default/c2, request r: 1 of 1 devices usable, 2 needed"
