@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from dralloc.sandbox import admission, errors, patching, resources, selectors, watches
+from dralloc.sandbox import admission, errors, patching, protobuf, resources, selectors, watches
 from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
@@ -303,6 +303,8 @@ class Endpoints:
 
 async def _json(request: web.Request, *, optional: bool = False) -> Any:
     raw = await request.read()
+    if request.content_type == "application/vnd.kubernetes.protobuf":
+        return protobuf.decode(raw)
     if not raw.strip():
         if optional:
             return None
