@@ -142,7 +142,8 @@ async def test_demo_seed_is_valid(http: Http) -> None:
     from dralloc.sandbox import demo_objects
     for obj in demo_objects():
         plural = {"Node": "/api/v1/nodes", "DeviceClass": f"{RES}/deviceclasses",
-                  "ResourceSlice": f"{RES}/resourceslices"}[obj["kind"]]
+                  "ResourceSlice": f"{RES}/resourceslices",
+                  "Lease": "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"}[obj["kind"]]
         code, status = await http.post(plural, obj)
         assert code == 201, status
 

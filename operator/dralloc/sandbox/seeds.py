@@ -16,7 +16,8 @@ The demo cluster (`--seed demo`) is four nodes, each publishing through two driv
 - `nic.dralloc.dev`: 2 NICs per node, shareable (`allowMultipleAllocations: true`)
   with 200G of consumable bandwidth whose requestPolicy defaults to 10G in 1G steps.
 
-DeviceClasses `gpu`, `gpu-partition` and `nic` select them. Everything is
+DeviceClasses `gpu`, `gpu-partition` and `nic` select them; each node also has its
+heartbeat Lease in kube-node-lease (so `kubectl describe node` looks as usual). Everything is
 deterministic, so tests and docs can name devices (`node-0` / `gpu-3-1g-10gb-2`).
 """
 
@@ -163,6 +164,9 @@ def demo_objects() -> list[Obj]:
     ]
     for i in range(NODES):
         objs.append(_node(i))
+        objs.append({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",  # the kubelet heartbeat
+                     "metadata": {"name": f"node-{i}", "namespace": "kube-node-lease"},
+                     "spec": {"holderIdentity": f"node-{i}", "leaseDurationSeconds": 40}})
         objs.extend(_gpu_slices(i))
         objs.append(_nic_slice(i))
     return objs
