@@ -21,7 +21,7 @@ from dralloc.model.quantities import Quantity
 
 DRIVER = "gpu.example.com"
 DOMAINS = (DRIVER, "nic.example.com", "unknown.example.com")
-IDS = ("a", "b", "c", "model")
+IDS = ("model", "numa", "ecc", "ver", "tags", "x")
 CAPACITY_IDS = ("memory", "cores")
 
 # --- devices ----------------------------------------------------------------------------------
@@ -39,6 +39,15 @@ _ATTRIBUTE = st.one_of(
     st.builds(lambda v: {"bools": v}, st.lists(st.booleans(), max_size=2)),
     st.builds(lambda v: {"versions": v}, st.lists(_VERSIONS, max_size=2)),
 )
+# Each id usually has its typical type (so well-typed predicates get evaluated), sometimes any.
+_TYPICAL = {
+    "model": st.builds(lambda v: {"string": v}, _STRINGS),
+    "numa": st.builds(lambda v: {"int": v}, _INTS),
+    "ecc": st.builds(lambda v: {"bool": v}, st.booleans()),
+    "ver": st.builds(lambda v: {"version": v}, _VERSIONS),
+    "tags": st.builds(lambda v: {"strings": v}, st.lists(_STRINGS, max_size=3)),
+    "x": _ATTRIBUTE,
+}
 _AMOUNT = st.sampled_from(["0", "1", "1500m", "40Gi", "80Gi", "10000P", "-3"])
 
 
@@ -52,13 +61,14 @@ def device_envs(draw: st.DrawFn) -> devices.DeviceEnv:
     for domain in DOMAINS[:2]:
         for ident in IDS:
             if draw(st.integers(0, 3)):
-                attributes[_qualified(domain, ident)] = draw(_ATTRIBUTE)
+                typical = _TYPICAL[ident] if draw(st.integers(0, 4)) else _ATTRIBUTE
+                attributes[_qualified(domain, ident)] = draw(typical)
     capacity: dict[str, Quantity] = {}
     for domain in DOMAINS[:2]:
         for ident in CAPACITY_IDS:
             if draw(st.booleans()):
                 capacity[_qualified(domain, ident)] = Quantity.parse(draw(_AMOUNT))
-    return devices.device_env(driver=draw(st.sampled_from([DRIVER, "other.example.com"])),
+    return devices.device_env(driver=draw(st.sampled_from([DRIVER] * 4 + ["other.example.com"])),
                               attributes=attributes, capacity=capacity,
                               allow_multiple_allocations=draw(st.booleans()))
 
@@ -66,7 +76,7 @@ def device_envs(draw: st.DrawFn) -> devices.DeviceEnv:
 # --- expressions ------------------------------------------------------------------------------
 
 # Mostly the driver's own domain, so that more lookups find something.
-_DOMAIN = st.sampled_from((DRIVER, DRIVER, *DOMAINS))
+_DOMAIN = st.sampled_from((DRIVER, DRIVER, DRIVER, DRIVER, *DOMAINS))
 
 
 def _attribute() -> st.SearchStrategy[str]:
@@ -84,8 +94,32 @@ _LITERALS = st.sampled_from([
     '["a100", "fast"]', "[1, 2]", "[1, 2.0]", "[]", '["x", 1]', '"""tri"""', r'"esc\x41"',
 ])
 
+def _attr(ident: str) -> st.SearchStrategy[str]:
+    return st.builds(lambda d: f'device.attributes["{d}"].{ident}', _DOMAIN)
+
+
+_OPS = st.sampled_from(("==", "!=", "<", "<=", ">", ">="))
+# Predicates a selector author would write, so that most evaluations get past type errors.
+_TYPED = st.one_of(
+    st.builds(lambda a, op, v: f"{a} {op} {v}", _attr("model"), _OPS, _STRINGS.map(lambda v: f'"{v}"')),
+    st.builds(lambda a, op, v: f"{a} {op} {v}", _attr("numa"), _OPS, _INTS.map(str)),
+    _attr("ecc"),
+    st.builds(lambda a, m, v: f'{a}.{m}(semver("{v}"))', _attr("ver"),
+              st.sampled_from(["isGreaterThan", "isLessThan"]), _VERSIONS),
+    st.builds(lambda a, op, n, v: f'{a}.compareTo(semver("{v}")) {op} {n}', _attr("ver"), _OPS,
+              st.sampled_from(["-1", "0", "1"]), _VERSIONS),
+    st.builds(lambda a, v: f'{a}.includes("{v}")', _attr("tags"), _STRINGS),
+    st.builds(lambda a, v: f'"{v}" in {a}', _attr("tags"), _STRINGS),
+    st.builds(lambda a, v: f'{a} in ["{v}", "a100"]', _attr("model"), _STRINGS),
+    st.builds(lambda d, i, op, n, q: f'device.capacity["{d}"].{i}.compareTo(quantity("{q}")) {op} {n}',
+              _DOMAIN, st.sampled_from(CAPACITY_IDS), _OPS, st.sampled_from(["-1", "0", "1"]), _AMOUNT),
+    st.builds(lambda d, i, q: f'device.capacity["{d}"].{i}.isGreaterThan(quantity("{q}"))',
+              _DOMAIN, st.sampled_from(CAPACITY_IDS), _AMOUNT),
+    st.builds(lambda d: f'device.driver == "{d}"', st.sampled_from([DRIVER, "other.example.com"])),
+)
+
 _ATOMS = st.one_of(
-    _LITERALS, _attribute(),
+    _LITERALS, _attribute(), _TYPED, _TYPED,
     st.just("device.driver"), st.just("device.allowMultipleAllocations"),
 )
 
@@ -93,7 +127,6 @@ _UNARY_METHODS = ("sign", "isInteger", "asInteger", "asApproximateFloat", "major
                   "lowerAscii", "upperAscii", "size")
 _BINARY_METHODS = ("compareTo", "isGreaterThan", "isLessThan", "add", "sub", "includes", "startsWith",
                    "endsWith", "contains", "matches")
-_RELATIONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -102,7 +135,7 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.builds(lambda x, m: f"({x}).{m}()", inner, st.sampled_from(_UNARY_METHODS)),
         st.builds(lambda x, m, y: f"({x}).{m}({y})", inner, st.sampled_from(_BINARY_METHODS), inner),
         st.builds(lambda x: f"size({x})", inner),
-        st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(_RELATIONS)),
+        st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, _OPS),
         st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(("&&", "||"))),
         st.builds(lambda x, y: f"{x} && {y} || !{x}", inner, inner),
         st.builds(lambda x: f"!({x})", inner),
@@ -120,6 +153,23 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 EXPRESSIONS = st.recursive(_ATOMS, _extend, max_leaves=6)
 
 
+def _logic(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(("&&", "||"))),
+        st.builds(lambda x, y, z: f"{x} && {y} || {z}", inner, inner, inner),
+        st.builds(lambda x: f"!({x})", inner),
+        st.builds(lambda c, x, y: f"({c}) ? ({x}) : ({y})", inner, inner, inner),
+    )
+
+
+_PRESENCE = st.one_of(
+    st.builds(lambda d, i: f'has(device.attributes["{d}"].{i})', _DOMAIN, st.sampled_from(IDS)),
+    st.builds(lambda i, d: f'"{i}" in device.attributes["{d}"]', st.sampled_from(IDS), _DOMAIN),
+)
+# Well-typed selectors combined with logic: mostly values, with missing ids as the errors.
+SELECTORS = st.recursive(st.one_of(_TYPED, _PRESENCE), _logic, max_leaves=5)
+
+
 def _outcome(selector: selectors.CompiledSelector, env: devices.DeviceEnv) -> tuple[str, object]:
     try:
         return "value", selector.evaluate(env)
@@ -134,10 +184,7 @@ def _compiled(expression: str) -> selectors.CompiledSelector | None:
         return None
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(expression=EXPRESSIONS, envs=st.lists(device_envs(), min_size=1, max_size=3))
-def test_fast_path_matches_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
-    """Same result, or the same CELRuntimeError message, as the celpy program."""
+def _assert_same(expression: str, envs: list[devices.DeviceEnv]) -> None:
     selector = _compiled(expression)
     if selector is None:
         return
@@ -146,6 +193,20 @@ def test_fast_path_matches_reference(expression: str, envs: list[devices.DeviceE
     assert not reference.has_fast_path
     for env in envs:
         assert _outcome(selector, env) == _outcome(reference, env), expression
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression=EXPRESSIONS, envs=st.lists(device_envs(), min_size=1, max_size=3))
+def test_fast_path_matches_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
+    """Same result, or the same CELRuntimeError message, as the celpy program."""
+    _assert_same(expression, envs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression=SELECTORS, envs=st.lists(device_envs(), min_size=1, max_size=3))
+def test_typed_selectors_match_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
+    """Selectors as people write them: same outcome as the celpy program."""
+    _assert_same(expression, envs)
 
 
 @settings(max_examples=100, deadline=None)
