@@ -20,3 +20,8 @@ def pod(name: str, namespace: str = "default", **spec: Any) -> Obj:
 
 ALLOCATION: Obj = {"devices": {"results": [
     {"request": "gpu", "driver": "gpu.dralloc.dev", "pool": "node-0", "device": "gpu-0"}]}}
+
+
+def configmap(name: str, namespace: str = "default", labels: dict[str, str] | None = None) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "data": {"k": name}}

@@ -120,6 +120,6 @@ class TestFromStatus:
     def test_from_api_exception_reads_body(self) -> None:
         """The library's exception (as it raises it) maps by its status and Status body."""
         exc = ApiException(status=404, reason="Not Found")
-        exc.body = '{"kind": "Status", "code": 404, "reason": "NotFound", "message": "pods \\"p\\" not found"}'
+        exc.body = b'{"kind": "Status", "code": 404, "reason": "NotFound", "message": "pods \\"p\\" not found"}'
         err = errors.from_api_exception(exc)
         assert type(err) is errors.NotFoundError and err.message == 'pods "p" not found'

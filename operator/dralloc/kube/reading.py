@@ -17,7 +17,7 @@ inside the stream: the caller must list again. Consume it with
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
@@ -77,7 +77,7 @@ async def watch_objects(
     label_selector: str | None = None,
     field_selector: str | None = None,
     timeout_seconds: int = 300,
-) -> AsyncIterator[tuple[str, Obj]]:
+) -> AsyncGenerator[tuple[str, Obj], None]:
     """Events after `resource_version`: ("ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", object)."""
     query: dict[str, str | int | bool | None] = {
         "watch": True, "resourceVersion": resource_version, "allowWatchBookmarks": True,
