@@ -45,6 +45,11 @@ async def serve(args: argparse.Namespace) -> None:
             objects.extend(seeds.demo_objects())
         elif seed != "empty":
             objects.extend(seeds.load_files([seed]))
+    stop = asyncio.Event()  # handlers first: a signal right after the "listening" line must stop us cleanly
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     server = apiserver.ApiServer(host=args.listen, port=args.port, token=args.token, seed=objects,
                                  state_file=args.state, simulate_pods=args.simulate_pods, faults=args.faults,
                                  bookmark_interval=args.bookmark_interval)
@@ -58,11 +63,6 @@ async def serve(args: argparse.Namespace) -> None:
         print(f"sandbox API server listening on {server.url}", flush=True)
         if args.kubeconfig:
             print(f"kubeconfig: {args.kubeconfig}  (export KUBECONFIG={args.kubeconfig})", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
         await server.stop()

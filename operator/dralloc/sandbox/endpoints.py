@@ -26,6 +26,7 @@ from dralloc.sandbox import store as store_
 Obj = dict[str, Any]
 JSON = "application/json"
 _TRUE = ("true", "1")
+_LIVENESS = 5.0  # how often an idle watch checks that its client is still there
 
 
 def respond(obj: Obj | bytes, status: int = 200) -> web.Response:
@@ -190,16 +191,17 @@ class Endpoints:
         next_bookmark = loop.time() + self.bookmark_interval
         try:
             while True:
-                wait = next_bookmark - loop.time() if bookmarks else None
+                wait = min(next_bookmark - loop.time(), _LIVENESS) if bookmarks else _LIVENESS
                 if deadline is not None:
                     left = deadline - loop.time()
-                    wait = left if wait is None else min(wait, left)
+                    wait = min(wait, left)
                     if left <= 0:
                         break
                 try:
-                    line = await asyncio.wait_for(watcher.queue.get(), wait) if wait is not None \
-                        else await watcher.queue.get()
+                    line = await asyncio.wait_for(watcher.queue.get(), wait)
                 except TimeoutError:
+                    if request.transport is None or request.transport.is_closing():
+                        break  # the client left; aiohttp does not cancel the handler for us
                     if bookmarks and loop.time() >= next_bookmark:
                         self.hub.bookmark(watcher, self.store.rv)
                         next_bookmark = loop.time() + self.bookmark_interval
