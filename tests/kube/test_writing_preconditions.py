@@ -159,3 +159,33 @@ class TestEviction:
     async def test_evict_missing_pod_is_not_found(self, session: Session) -> None:
         with pytest.raises(errors.NotFoundError):
             await writing.evict_pod(session, "default", "nobody")
+
+
+class TestReplaceObject:
+    async def test_lease_replace_and_stale_conflict(self, session: Session) -> None:
+        """A Lease renewed from a fresh read is stored; one from a stale read is ConflictError."""
+        lease = {"metadata": {"name": "dralloc", "namespace": "default"},
+                 "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
+        created = await writing.create_object(session, resources.LEASES, lease)
+        renewed = await writing.replace_object(session, resources.LEASES,
+                                               {**created, "spec": {**created["spec"], "holderIdentity": "b"}})
+        assert renewed["spec"]["holderIdentity"] == "b" and renewed["kind"] == "Lease"
+        with pytest.raises(errors.ConflictError):
+            await writing.replace_object(session, resources.LEASES,
+                                         {**created, "spec": {**created["spec"], "holderIdentity": "c"}})
+
+    async def test_device_taint_rule_status(self, session: Session) -> None:
+        """replace_object(subresource="status") writes a DeviceTaintRule's status at the discovered version."""
+        version = await session.served_version("resource.k8s.io", "devicetaintrules")
+        assert version is not None
+        rules = resources.DEVICE_TAINT_RULES.at_version(version)
+        created = await writing.create_object(session, rules, {"metadata": {"name": "r"}, "spec": {
+            "deviceSelector": {"driver": "gpu.dralloc.dev", "pool": "node-0", "device": "gpu-1"},
+            "taint": {"key": "dralloc.io/unhealthy", "value": "xid", "effect": "NoSchedule"}}})
+        condition = {"type": "EvictionInProgress", "status": "False", "reason": "NotApplicable",
+                     "message": "NoSchedule never evicts", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                     "observedGeneration": created["metadata"].get("generation", 1)}
+        stored = await writing.replace_object(session, rules, {**created, "status": {"conditions": [condition]}},
+                                              subresource="status")
+        assert stored["status"]["conditions"][0]["type"] == "EvictionInProgress"
+        assert stored["spec"]["taint"]["effect"] == "NoSchedule"

@@ -7,6 +7,8 @@ else got there first" from "this is broken":
 - `replace_claim_status` is a PUT of the status subresource carrying the claim's
   `metadata.resourceVersion`: a stale copy gets `ConflictError` and nothing is written.
   (It is how the allocation and `reservedFor` land together in one write.)
+  `replace_object` is the same for any type and subresource (DeviceTaintRule status,
+  Leases), and also refuses to send a write without a resourceVersion.
 - `delete_object` sends uid/resourceVersion preconditions in DeleteOptions (409 when
   they no longer hold); a missing object is `NotFoundError`, and whether that counts as
   success is the caller's call.
@@ -51,14 +53,23 @@ async def replace_claim_status(session: Session, claim: Obj, status: Obj) -> Obj
     The claim's own `metadata.resourceVersion` is the precondition: `ConflictError` if
     the claim changed since it was read, and then nothing is written.
     """
-    meta = claim.get("metadata") or {}
+    return await replace_object(session, resources.RESOURCE_CLAIMS, {**claim, "status": status},
+                                subresource="status")
+
+
+async def replace_object(session: Session, resource: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
+    """PUT `obj` (named by its metadata) with its resourceVersion as precondition; the stored object.
+
+    `ConflictError` if the object changed since `obj` was read. A resourceVersion is
+    required: an unconditional replace would silently undo someone else's write.
+    """
+    meta = obj.get("metadata") or {}
     if not meta.get("resourceVersion"):
-        raise ValueError("replace_claim_status needs the claim's metadata.resourceVersion (the precondition)")
-    res = resources.RESOURCE_CLAIMS
-    body = {**claim, "apiVersion": res.api_version, "kind": res.kind, "status": status}
-    stored = await session.request("PUT", res.object_path(meta.get("name", ""), meta.get("namespace"), "status"),
-                                   body=body)
-    return reading.fill_type(res, stored)
+        raise ValueError(f"replacing a {resource.kind} needs its metadata.resourceVersion (the precondition)")
+    body = {**obj, "apiVersion": resource.api_version, "kind": resource.kind}
+    path = resource.object_path(meta.get("name", ""), meta.get("namespace") if resource.namespaced else None,
+                                subresource)
+    return reading.fill_type(resource, await session.request("PUT", path, body=body))
 
 
 async def create_object(session: Session, resource: Resource, obj: Obj) -> Obj:
