@@ -115,3 +115,8 @@ async def test_delete_collection_with_selector(http: Http) -> None:
     assert code == 200 and [i["metadata"]["name"] for i in body["items"]] == ["k1"]
     _, listed = await http.get(CM)
     assert [i["metadata"]["name"] for i in listed["items"]] == ["k2"]
+
+
+async def test_system_namespaces_cannot_be_deleted(http: Http) -> None:
+    code, status = await http.delete("/api/v1/namespaces/default")
+    assert code == 403 and status["reason"] == "Forbidden"

@@ -32,6 +32,7 @@ from dralloc.sandbox import (
     endpoints,
     errors,
     kubeconfig,
+    persistence,
     resources,
     simulator,
     watches,
@@ -101,7 +102,7 @@ class ApiServer:
         self.faults.bind("close-watches", self._in_loop(self.hub.close_all))
         self.faults.bind("compact", self._in_loop(lambda: self.hub.compact(self.store.rv)))
         if self.state_file and self.state_file.exists():
-            self.store.load(json.loads(self.state_file.read_text()))
+            persistence.load_file(self.store, self.state_file)
         elif self._initial_seed:
             self.seed(self._initial_seed)
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 2**20)
@@ -135,10 +136,7 @@ class ApiServer:
             self.save_state(self.state_file)
 
     def save_state(self, path: str | os.PathLike[str]) -> None:
-        target = pathlib.Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(self.store.dump()))
-        tmp.replace(target)
+        persistence.save_file(self.store, path)
 
     def _in_loop(self, fn: Callable[[], None]) -> Callable[[], None]:
         """`fn` runs on the server's loop, also when called from another thread (and waits)."""
