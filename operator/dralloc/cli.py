@@ -3,6 +3,7 @@
 Subcommands:
   allocate   offline: allocate claims from saved objects, explain failures
   simulate   offline: place a whole workload on a snapshot (capacity planning)
+  run        the operator: place pods, allocate claims, run the claim lifecycle
   sandbox    serve a Kubernetes-compatible API server for demos and tests
 
 Every flag is documented in README.md.
@@ -111,12 +112,62 @@ def _run_simulate(args: argparse.Namespace) -> int:
     ))
 
 
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run the operator (scheduler + claim lifecycle) against a cluster",
+                       description="Run dralloc as a kopf operator: it places pods it owns (schedulerName or "
+                       "scheduling gate), allocates their ResourceClaims, and runs the claim lifecycle.")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster in a pod, else KUBECONFIG)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--in-cluster", action="store_true", default=None, help="use the pod's service account")
+    p.add_argument("--scheduler-name", default="dralloc", help="pods with this spec.schedulerName are ours")
+    p.add_argument("--gate", default="dralloc.io/allocate",
+                   help="pods with this scheduling gate are allocated by us and bound by kube-scheduler")
+    p.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
+                   help="only handle pods and claims in these namespaces (repeatable; default all)")
+    p.add_argument("--features", default="", metavar="GATE=true,...", help="DRA feature gates (1.36 defaults)")
+    p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
+    p.add_argument("--metrics-port", type=int, default=8080, help="Prometheus /metrics port (0: off)")
+    p.add_argument("--metrics-address", default="0.0.0.0", help="address for /metrics")
+    p.add_argument("--health-port", type=int, default=8081, help="liveness/readiness port for /healthz (0: off)")
+    p.add_argument("--log-format", default="plain", choices=("plain", "json"), help="log line format")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    p.add_argument("--standalone", action="store_true",
+                   help="no kopf peering: this process is always the active replica")
+    p.add_argument("--priority", type=int, default=None,
+                   help="kopf peering priority (default: derived from the pod name, distinct per replica)")
+    p.add_argument("--peering-name", default="dralloc", help="kopf ClusterKopfPeering object to use")
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from dralloc import running
+    from dralloc.allocation import errors
+    from dralloc.allocation.features import Features, parse_gates
+    from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
+
+    try:
+        features = Features.from_gates(parse_gates(args.features))
+    except errors.AllocationInputError as exc:
+        sys.stderr.write(f"error: --features: {exc}\n")
+        return 2
+    settings = Settings(
+        connection=ConnectionSettings(kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster),
+        scheduling=SchedulingSettings(scheduler_name=args.scheduler_name, gate=args.gate,
+                                      namespaces=tuple(args.namespaces), features=features, budget=args.budget),
+        runtime=RuntimeSettings(metrics_port=args.metrics_port, metrics_address=args.metrics_address,
+                                health_port=args.health_port, log_format=args.log_format,
+                                log_level=args.log_level.upper(), standalone=args.standalone,
+                                priority=args.priority, peering_name=args.peering_name),
+    )
+    return running.run(settings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dralloc", description="A DRA allocator for Kubernetes.")
     parser.add_argument("--version", action="version", version=f"dralloc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_allocate(sub)
     _add_simulate(sub)
+    _add_run(sub)
     sub.add_parser("sandbox", help="run the Kubernetes-compatible sandbox API server (see `dralloc sandbox -h`)",
                    add_help=False)
     return parser
@@ -134,4 +185,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_allocate(args)
     if args.command == "simulate":
         return _run_simulate(args)
+    if args.command == "run":
+        return _run_operator(args)
     raise AssertionError(f"unhandled command {args.command}")

@@ -7,8 +7,10 @@ Established status. Validation follows, and what it rejects is a 422 Invalid who
 causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.expression`):
 
 - every object: metadata.name syntax, label keys and values;
-- resource.k8s.io: the real 1.37 OpenAPI schema (kubernetes-validate's copy, strict
-  when the request says `fieldValidation=Strict`), then the DRA rules in `dra.py`;
+- every built-in kind: the real 1.37 OpenAPI schema (kubernetes-validate's copy, see
+  `structural.py`): types, enums, required fields, unique list-map keys, and unknown
+  fields when the request says `fieldValidation=Strict` (as kubectl does);
+- resource.k8s.io: then the DRA rules in `dra.py`;
 - custom resources: pruned, defaulted and validated by their CRD's openAPIV3Schema
   (`customresources.py`);
 - Pods: the spec is immutable except for the fields upstream lets change (images,
@@ -72,9 +74,9 @@ class Admission:
     def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
         self.default(rt, new, old)
         causes = metadata_causes(rt, new) if old is None else []
+        if self.validate_schemas and not rt.crd:
+            causes += schema_causes(new, strict_fields.get(), old)
         if rt.group == "resource.k8s.io":
-            if self.validate_schemas:
-                causes += schema_causes(new, strict_fields.get(), old)
             if not causes:
                 causes += dra.validate(new, old, subresource)
         elif rt.plural == "pods" and old is not None and subresource == "":

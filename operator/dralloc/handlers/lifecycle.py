@@ -1,0 +1,213 @@
+"""The claim lifecycle loop: carry out what `dralloc.lifecycle` decides.
+
+For every pod that changed: create the claims of its template entries and record
+them in `pod.status.resourceClaimStatuses`. For every claim that changed, or
+whose pods changed: drop reservations of pods that are gone or done, deallocate
+claims nobody reserves, release the delete-protection finalizer, delete
+generated claims of finished pods. Runs for every pod in the cluster (as
+kube-controller-manager's resourceclaim controller does), not only ours.
+
+Each write carries a precondition (resourceVersion or UID). A conflict marks
+the object dirty again: the next pass plans from the newer state. Objects we
+wrote are put into the cluster view at once, so the next pass never plans a
+second claim for one pod entry, even before the watch delivers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import Any
+
+from dralloc import metrics
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import resources, writing
+from dralloc.lifecycle import claims as lifecycle_claims
+from dralloc.lifecycle import plans, templates
+from dralloc.model import claims as model_claims
+
+logger = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+
+
+def _owner_uids(claim: model_claims.ResourceClaim) -> set[str]:
+    return {ref.uid for ref in claim.metadata.owner_references}
+
+
+async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
+    """One pass over the dirty pods and claims; returns how many steps were executed."""
+    if everything:
+        rt.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in rt.cluster.pods.all())
+        rt.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in rt.cluster.claims.all())
+    dirty_pods, rt.dirty_pods = rt.dirty_pods, set()
+    dirty_claims, rt.dirty_claims = rt.dirty_claims, set()
+    if not dirty_pods and not dirty_claims:
+        return 0
+    executed = 0
+    all_claims = list(rt.cluster.claims.all())
+    template_map = {t.ref(): t for t in rt.cluster.templates.all()}
+    changed_pod_uids: set[str] = set()
+    for namespace, name in sorted(dirty_pods):
+        pod = rt.cluster.pods.get(namespace, name)
+        if pod is None:
+            continue
+        changed_pod_uids.add(pod.metadata.uid or "")
+        if not rt.watches_namespace(namespace):
+            continue
+        owned = [c for c in all_claims if (pod.metadata.uid or "") in _owner_uids(c)]
+        for step in templates.pod_claim_plan(pod, template_map, owned):
+            executed += await _execute(rt, step)
+    pods_by_uid = {p.metadata.uid or "": p for p in rt.cluster.pods.all()}
+    known_uids = set(pods_by_uid)
+    for claim in all_claims:
+        key = (claim.metadata.namespace or "", claim.metadata.name)
+        consumers = {r.uid for r in claim.status.reserved_for} | _owner_uids(claim)
+        # A claim is affected by pods that changed, and by pods that vanished (their uid unknown now).
+        if key in dirty_claims or consumers & changed_pod_uids or (consumers - known_uids and dirty_pods):
+            current = rt.cluster.claims.get(*key)
+            if current is None or not rt.watches_namespace(key[0]):
+                continue
+            for step in lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=dt.datetime.now(dt.UTC)):
+                executed += await _execute(rt, step)
+    return executed
+
+
+async def _execute(rt: Runtime, step: plans.PlanStep) -> int:
+    try:
+        await _carry_out(rt, step)
+        return 1
+    except kube_errors.NotFoundError:
+        return 0  # gone meanwhile: nothing left to do
+    except kube_errors.KubeError as exc:
+        if isinstance(exc, kube_errors.ConflictError):
+            metrics.observe_conflict("claim-status" if not isinstance(step, plans.CreateClaim) else "claim-create")
+        if isinstance(step, plans.CreateClaim):
+            metrics.observe_claim_create(False)
+        logger.warning("lifecycle step %s failed: %s; retrying", type(step).__name__, exc)
+        _mark_dirty_again(rt, step)
+        return 0
+
+
+def _mark_dirty_again(rt: Runtime, step: plans.PlanStep) -> None:
+    if isinstance(step, (plans.CreateClaim,)):
+        meta = step.raw.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            for pod in rt.cluster.pods.all():
+                if pod.metadata.uid == ref.get("uid"):
+                    rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
+    elif isinstance(step, plans.SetPodClaimStatuses):
+        rt.dirty_pods.add((step.pod_namespace, step.pod_name))
+    elif isinstance(step, (plans.DropReservations, plans.Deallocate)):
+        rt.dirty_claims.add((step.claim_namespace, step.claim_name))
+    elif isinstance(step, (plans.DeleteClaim, plans.RemoveFinalizer)):
+        rt.dirty_claims.add((step.namespace, step.name))
+
+
+async def _carry_out(rt: Runtime, step: plans.PlanStep) -> None:
+    session = rt.require_session()
+    if isinstance(step, plans.CreateClaim):
+        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, step.raw)
+        rt.cluster.apply("ResourceClaim", "ADDED", created)
+        metrics.observe_claim_create(True)
+        meta = created.get("metadata") or {}
+        logger.info("claim=%s/%s: created from a template", meta.get("namespace"), meta.get("name"))
+        for ref in meta.get("ownerReferences") or []:
+            for pod in rt.cluster.pods.all():
+                if pod.metadata.uid == ref.get("uid"):
+                    rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
+                    rt.lifecycle_wakeup.set()
+    elif isinstance(step, plans.SetPodClaimStatuses):
+        raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
+        if raw is None:
+            return
+        merged = _merge_statuses((raw.get("status") or {}).get("resourceClaimStatuses") or [], step.statuses)
+        patch = {"metadata": {"resourceVersion": (raw.get("metadata") or {}).get("resourceVersion")},
+                 "status": {"resourceClaimStatuses": merged}}
+        stored = await writing.merge_patch(session, resources.PODS, step.pod_name, patch, step.pod_namespace,
+                                           subresource="status")
+        rt.cluster.apply("Pod", "MODIFIED", stored)
+        rt.scheduling_wakeup.set()
+    elif isinstance(step, plans.DropReservations):
+        raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
+        status = dict(raw.get("status") or {})
+        status["reservedFor"] = list(step.keep)
+        await _write_status(rt, raw, status)
+    elif isinstance(step, plans.Deallocate):
+        raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
+        status = dict(raw.get("status") or {})
+        status.pop("allocation", None)
+        status.pop("devices", None)
+        await _write_status(rt, raw, status)
+        logger.info("claim=%s/%s: deallocated (nobody reserves it)", step.claim_namespace, step.claim_name)
+    elif isinstance(step, plans.RemoveFinalizer):
+        raw = _claim_raw(rt, step.namespace, step.name)
+        meta = raw.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if step.finalizer not in finalizers:
+            return
+        index = finalizers.index(step.finalizer)
+        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+               {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
+        stored = await writing.json_patch(session, resources.RESOURCE_CLAIMS, step.name, ops, step.namespace)
+        rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+    elif isinstance(step, plans.DeleteClaim):
+        await writing.delete_object(session, resources.RESOURCE_CLAIMS, step.name, step.namespace, uid=step.uid)
+        logger.info("claim=%s/%s: deleted (its pod is gone or done)", step.namespace, step.name)
+    elif isinstance(step, plans.EmitEvent):
+        store = rt.cluster.pods if step.regarding_kind == "Pod" else rt.cluster.claims
+        regarding = store.raw(step.namespace, step.name) or {
+            "apiVersion": "v1" if step.regarding_kind == "Pod" else "resource.k8s.io/v1",
+            "kind": step.regarding_kind,
+            "metadata": {"name": step.name, "namespace": step.namespace, "uid": step.regarding_uid},
+        }
+        await writing.post_event(session, regarding=regarding, reason=step.reason, message=step.message,
+                                 type_=step.type_, action="ClaimLifecycle",
+                                 reporting_controller="dralloc.io/claim-lifecycle")
+
+
+def _claim_raw(rt: Runtime, namespace: str, name: str) -> Raw:
+    raw = rt.cluster.claims.raw(namespace, name)
+    if raw is None:
+        raise kube_errors.NotFoundError(404, "NotFound", f"ResourceClaim {namespace}/{name} is gone")
+    return raw
+
+
+async def _write_status(rt: Runtime, raw: Raw, status: Raw) -> None:
+    stored = await writing.replace_claim_status(rt.require_session(), raw, status)
+    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+    rt.scheduling_wakeup.set()
+
+
+def _merge_statuses(existing: list[Raw], updates: tuple[Raw, ...]) -> list[Raw]:
+    by_name = {entry.get("name"): dict(entry) for entry in existing}
+    for update in updates:
+        by_name[update.get("name")] = dict(update)
+    return list(by_name.values())
+
+
+async def lifecycle_loop(rt: Runtime, stopped: asyncio.Event) -> None:
+    """Passes whenever pods or claims changed; a full pass at start and every resync period."""
+    resync = rt.settings.scheduling.resync_seconds
+    everything = True
+    loop = asyncio.get_running_loop()
+    next_full = loop.time() + resync
+    while not stopped.is_set():
+        rt.lifecycle_wakeup.clear()
+        try:
+            await run_pass(rt, everything=everything)
+        except Exception:  # the loop must survive anything one object can cause
+            logger.exception("claim lifecycle pass failed; retrying")
+            await asyncio.sleep(1.0)
+        everything = False
+        if rt.dirty_pods or rt.dirty_claims:
+            await asyncio.sleep(0.2)  # conflicts and follow-ups: a short pause, then again
+            continue
+        try:
+            await asyncio.wait_for(rt.lifecycle_wakeup.wait(), timeout=max(0.1, next_full - loop.time()))
+        except TimeoutError:
+            everything = True
+            next_full = loop.time() + resync
+

@@ -1,0 +1,64 @@
+"""What the operator's handlers share while it runs: settings, the API session,
+the cluster view, the ledger, and the signals that wake the control loops.
+
+One `Runtime` per operator process, passed to kopf as its `memo`, so every
+handler receives it as `memo`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+from dralloc.settings import Settings
+from dralloc.state.cluster import ClusterState
+from dralloc.state.ledger import Ledger
+from dralloc.state.views import Views
+
+if TYPE_CHECKING:
+    from dralloc.kube.session import Session
+
+
+@dataclasses.dataclass
+class PodMemory:
+    """What the scheduler remembers about one pod between passes."""
+
+    failures: int = 0
+    retry_at: float = 0.0  # monotonic; backoff after a failed write
+    unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
+    last_message: str = ""
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.cluster = ClusterState()
+        self.ledger = Ledger()
+        self.views = Views(self.cluster, self.ledger, settings.scheduling.features)
+        self.session: Session | None = None
+        self.policy = "first-fit"
+        self.scheduling_wakeup = asyncio.Event()
+        self.lifecycle_wakeup = asyncio.Event()
+        self.dirty_pods: set[tuple[str, str]] = set()
+        self.dirty_claims: set[tuple[str, str]] = set()
+        self.pods: dict[str, PodMemory] = {}  # by pod uid
+        self.synced = asyncio.Event()  # set once the first full list is in
+        self.started = time.monotonic()
+
+    def require_session(self) -> Session:
+        if self.session is None:
+            raise RuntimeError("the API session is not connected yet")
+        return self.session
+
+    def wake(self) -> None:
+        self.scheduling_wakeup.set()
+        self.lifecycle_wakeup.set()
+
+    def memory(self, pod_uid: str) -> PodMemory:
+        return self.pods.setdefault(pod_uid, PodMemory())
+
+    def watches_namespace(self, namespace: str | None) -> bool:
+        allowed = self.settings.scheduling.namespaces
+        return not allowed or not namespace or namespace in allowed

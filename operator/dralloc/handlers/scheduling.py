@@ -1,0 +1,384 @@
+"""The scheduling loop: place the pods dralloc owns, then write the decision.
+
+A pod is ours when it has `spec.schedulerName: <ours>` and no node yet
+(scheduler mode), or carries our scheduling gate (gate mode). Each pass takes
+the pods that are ready (their claims exist; not in backoff; not known to be
+unschedulable since the last relevant cluster change), and for each one:
+
+1. decide, without any `await`: build the claims' item, ask the `Placer`, and on
+   success record every allocation in the ledger and in the placer, so the next
+   pod of this pass cannot get the same devices;
+2. commit, in order, each write with a resourceVersion precondition: each
+   claim's `status.allocation` + `reservedFor` (one status write per claim),
+   then bind (scheduler mode) or pin the node and remove our gate (gate mode).
+
+A failed write releases the pod's ledger entries and backs the pod off
+exponentially. A crash between writes needs no journal: on the next pass the
+pod's claims are already allocated and reserved for it, the placer then
+restricts it to their node, and the pass finishes the binding; if that node no
+longer fits, the reservations are rolled back and the pod is placed afresh.
+A pod that fits nowhere gets `PodScheduled=False` with the reasons and an
+`AllocationFailed` Event (once per distinct message) and is retried only after
+something relevant changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from datetime import UTC
+from typing import Any
+
+from dralloc import metrics
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import reading, resources, writing
+from dralloc.lifecycle import claims as lifecycle_claims
+from dralloc.model import claims as model_claims
+from dralloc.model import conversion, pods
+from dralloc.scheduling import placement
+from dralloc.state.ledger import Reservation
+
+logger = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+
+
+def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
+    if pod.finished() or pod.metadata.deletion_timestamp:
+        return False
+    gates = [g.name for g in pod.spec.scheduling_gates]
+    if gate in gates:
+        return True
+    return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
+
+
+def pod_ref(pod: pods.Pod) -> Raw:
+    return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid or ""}
+
+
+def _claim_names(pod: pods.Pod) -> list[str] | None:
+    """The claim of every pod.spec.resourceClaims entry, or None while one is not created yet."""
+    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    names: list[str] = []
+    for entry in pod.spec.resource_claims:
+        if entry.resource_claim_name:
+            names.append(entry.resource_claim_name)
+        elif entry.resource_claim_template_name:
+            name = recorded.get(entry.name)
+            if not name:
+                return None
+            names.append(name)
+    return names
+
+
+class PassResult:
+    def __init__(self) -> None:
+        self.placed = 0
+        self.unschedulable = 0
+        self.waiting = 0
+
+
+def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
+    """The placement item for a pod; a string when it cannot be placed as is; None when not ready."""
+    names = _claim_names(pod)
+    if names is None:
+        return None
+    namespace = pod.metadata.namespace or "default"
+    to_allocate: list[model_claims.ResourceClaim] = []
+    allocated: list[model_claims.ResourceClaim] = []
+    for name in names:
+        claim = rt.cluster.claims.get(namespace, name)
+        if claim is None:
+            return None
+        if claim.metadata.deletion_timestamp:
+            return f"ResourceClaim {namespace}/{name} is being deleted"
+        if (claim.metadata.uid or "") in rt.ledger:
+            return None  # our write for it is not observed yet
+        if claim.status.allocation is None:
+            to_allocate.append(claim)
+        else:
+            allocated.append(claim)
+    return placement.Item(name=f"{namespace}/{pod.metadata.name}", claims=tuple(to_allocate), pod=pod,
+                          allocated=tuple(allocated))
+
+
+def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
+    settings = rt.settings.scheduling
+    found = []
+    for pod in rt.cluster.pods.all():
+        if not rt.watches_namespace(pod.metadata.namespace):
+            continue
+        if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+            continue
+        memory = rt.memory(pod.metadata.uid or "")
+        if memory.retry_at > now:
+            continue
+        if memory.unschedulable_at is not None and memory.unschedulable_at == rt.cluster.relevant_changes:
+            continue
+        found.append(pod)
+    # Higher priority first, then oldest first: the order kube-scheduler's queue uses.
+    found.sort(key=lambda p: (-(p.spec.priority or 0), p.metadata.creation_timestamp or "", p.metadata.name))
+    return found
+
+
+async def run_pass(rt: Runtime) -> PassResult:
+    """One pass over the ready pods. Decisions are synchronous; writes follow each decision."""
+    result = PassResult()
+    now = time.monotonic()
+    pods_now = ready_pods(rt, now)
+    if not pods_now:
+        return result
+    placer = rt.views.placer(rt.policy)
+    for pod in pods_now:
+        fresh = rt.cluster.pods.get(pod.metadata.namespace or "", pod.metadata.name)
+        if fresh is None or fresh.metadata.uid != pod.metadata.uid:
+            continue
+        item = _item_for(rt, fresh)
+        if item is None:
+            result.waiting += 1
+            continue
+        started = time.perf_counter()
+        if isinstance(item, str):
+            await _record_unschedulable(rt, fresh, item)
+            metrics.observe_allocation("unschedulable", time.perf_counter() - started)
+            result.unschedulable += 1
+            continue
+        decision = placer.place(item)
+        elapsed = time.perf_counter() - started
+        if isinstance(decision, placement.NoPlacement):
+            if await _roll_back_partial(rt, fresh, item):
+                continue  # reservations of an earlier attempt released; retried on the next pass
+            metrics.observe_allocation("budget-exhausted" if decision.budget_exhausted else "unschedulable", elapsed)
+            await _record_unschedulable(rt, fresh, decision.message())
+            result.unschedulable += 1
+            continue
+        metrics.observe_allocation("allocated", elapsed, decision.steps)
+        _reserve(rt, fresh, item, decision)
+        placer.commit(item, decision)
+        if await _commit(rt, fresh, item, decision):
+            result.placed += 1
+        else:
+            placer = rt.views.placer(rt.policy)  # the failed commit invalidated what the placer assumed
+    return result
+
+
+def _reserve(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> None:
+    for claim, allocation in zip(item.claims, decision.results, strict=True):
+        rt.ledger.reserve(Reservation(claim.metadata.uid or "", claim.ref(), allocation, pod.metadata.uid or ""))
+
+
+def _release(rt: Runtime, item: placement.Item) -> None:
+    for claim in item.claims:
+        rt.ledger.release(claim.metadata.uid or "")
+
+
+def _backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: Exception) -> None:
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.failures += 1
+    settings = rt.settings.scheduling
+    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
+    memory.retry_at = time.monotonic() + delay
+    metrics.observe_retry(operation)
+    if isinstance(exc, kube_errors.ConflictError):
+        metrics.observe_conflict(operation)
+    logger.info("pod=%s/%s: %s failed (%s); retrying in %.1fs", pod.metadata.namespace, pod.metadata.name,
+                operation, exc, delay)
+
+
+async def _write_claim(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
+    session = rt.require_session()
+    raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name)
+    if raw is None:
+        raise kube_errors.NotFoundError(404, "NotFound", f"ResourceClaim {claim.ref()} is gone")
+    stored = await writing.replace_claim_status(session, raw, status)
+    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+    parsed = rt.cluster.claims.get(claim.metadata.namespace or "", claim.metadata.name)
+    if parsed is not None:
+        rt.ledger.observed(parsed)
+
+
+async def _protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
+    """Add the delete-protection finalizer before the allocation is written (as kube-scheduler does)."""
+    raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
+    meta = raw.get("metadata") or {}
+    finalizers = list(meta.get("finalizers") or [])
+    if lifecycle_claims.DELETE_PROTECTION_FINALIZER in finalizers:
+        return
+    ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
+    if finalizers:
+        ops.append({"op": "add", "path": "/metadata/finalizers/-",
+                    "value": lifecycle_claims.DELETE_PROTECTION_FINALIZER})
+    else:
+        ops.append({"op": "add", "path": "/metadata/finalizers",
+                    "value": [lifecycle_claims.DELETE_PROTECTION_FINALIZER]})
+    stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, claim.metadata.name, ops,
+                                      claim.metadata.namespace or "default")
+    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+
+
+async def _commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
+    session = rt.require_session()
+    me = pod_ref(pod)
+    operation = "claim-status"
+    try:
+        for claim, allocation in zip(item.claims, decision.results, strict=True):
+            await _protect(rt, claim)
+            raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
+            status = dict(raw.get("status") or {})
+            status["allocation"] = conversion.to_raw(allocation)
+            status["reservedFor"] = [*(status.get("reservedFor") or []), me]
+            await _write_claim(rt, claim, status)
+        for claim in item.allocated:
+            raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
+            status = dict(raw.get("status") or {})
+            reserved = list(status.get("reservedFor") or [])
+            if not any(r.get("uid") == me["uid"] for r in reserved):
+                status["reservedFor"] = [*reserved, me]
+                await _write_claim(rt, claim, status)
+        if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+            operation = "pod-patch"
+            await _pin_and_ungate(rt, pod, decision.node)
+        else:
+            operation = "bind"
+            await writing.bind_pod(session, pod.metadata.namespace or "default", pod.metadata.name,
+                                   pod.metadata.uid or "", decision.node)
+    except kube_errors.KubeError as exc:
+        _release(rt, item)
+        _backoff(rt, pod, operation, exc)
+        return False
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.failures, memory.unschedulable_at, memory.last_message = 0, None, ""
+    pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
+    await writing.post_event(
+        session, regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
+        message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
+    )
+    created = pod.metadata.creation_timestamp
+    if created:
+        metrics.observe_placement_latency(_age_seconds(created))
+    return True
+
+
+def _age_seconds(timestamp: str) -> float:
+    from datetime import datetime
+
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return (datetime.now(UTC) - then).total_seconds()
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
+    """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch)."""
+    session = rt.require_session()
+    node = rt.cluster.nodes.get("", node_name)
+    hostname = (node.metadata.labels.get("kubernetes.io/hostname") if node else None) or node_name
+    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    spec = raw.get("spec") or {}
+    ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion",
+                       "value": (raw.get("metadata") or {}).get("resourceVersion")}]
+    if spec.get("nodeSelector"):
+        ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape('kubernetes.io/hostname')}",
+                    "value": hostname})
+    else:
+        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": hostname}})
+    gates = [g.get("name") for g in spec.get("schedulingGates") or []]
+    index = gates.index(rt.settings.scheduling.gate)
+    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": rt.settings.scheduling.gate})
+    ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
+    stored = await writing.json_patch(session, resources.PODS, pod.metadata.name, ops,
+                                      pod.metadata.namespace or "default")
+    rt.cluster.apply("Pod", "MODIFIED", stored)
+
+
+async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -> bool:
+    """An unbound pod holding reservations that no longer fit anywhere: give them back."""
+    mine = [c for c in item.allocated if any(r.uid == pod.metadata.uid for r in c.status.reserved_for)]
+    if not mine:
+        return False
+    for claim in mine:
+        raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
+        status = dict(raw.get("status") or {})
+        keep = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.metadata.uid]
+        status["reservedFor"] = keep
+        if not keep:
+            status.pop("allocation", None)
+            status.pop("devices", None)
+        try:
+            await _write_claim(rt, claim, status)
+        except kube_errors.KubeError as exc:
+            _backoff(rt, pod, "claim-status", exc)
+            return True
+    logger.info("pod=%s/%s: released %d earlier reservation(s) that no longer fit", pod.metadata.namespace,
+                pod.metadata.name, len(mine))
+    return True
+
+
+async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> None:
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.unschedulable_at = rt.cluster.relevant_changes
+    text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}"
+    if memory.last_message == text:
+        return
+    memory.last_message = text
+    session = rt.require_session()
+    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                       "message": text[:32768], "lastTransitionTime": _now()})
+    try:
+        stored = await writing.merge_patch(session, resources.PODS, pod.metadata.name,
+                                           {"status": {"conditions": conditions}},
+                                           pod.metadata.namespace or "default", subresource="status")
+        rt.cluster.apply("Pod", "MODIFIED", stored)
+    except kube_errors.KubeError as exc:
+        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", pod.metadata.namespace,
+                       pod.metadata.name, exc)
+    await writing.post_event(session, regarding=raw, reason="AllocationFailed", type_="Warning",
+                             action="Scheduling", message=text)
+
+
+def _now() -> str:
+    from datetime import datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
+    """Run passes whenever something changed, or when a backoff expires."""
+    while not stopped.is_set():
+        rt.scheduling_wakeup.clear()
+        try:
+            await run_pass(rt)
+        except Exception:  # the loop must survive anything one pod can cause
+            logger.exception("scheduling pass failed; retrying")
+            await asyncio.sleep(1.0)
+        timeout = _next_retry(rt)
+        try:
+            await asyncio.wait_for(rt.scheduling_wakeup.wait(), timeout=timeout)
+        except TimeoutError:
+            pass
+
+
+def _next_retry(rt: Runtime) -> float:
+    now = time.monotonic()
+    waits = [m.retry_at - now for m in rt.pods.values() if m.retry_at > now]
+    return max(0.05, min(waits)) if waits else 5.0
+
+
+async def refresh(rt: Runtime, kinds: Sequence[tuple[str, resources.Resource]]) -> None:
+    """Full relist: objects deleted while we were not watching disappear from the view."""
+    session = rt.require_session()
+    for kind, resource in kinds:
+        items, _ = await reading.list_objects(session, resource)
+        rt.cluster.store(kind).replace_all(items)
+    rt.cluster.relevant_changes += 1

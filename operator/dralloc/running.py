@@ -1,0 +1,83 @@
+"""Start the operator: logging, the kopf runtime, and its shutdown.
+
+Separate from cli.py so tests and the demo can run the operator in a thread
+with settings they build themselves (`run_in_loop`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import threading
+from typing import Any
+
+import kopf
+
+from dralloc.handlers.runtime import Runtime
+from dralloc.settings import Settings
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {"time": self.formatTime(record), "level": record.levelname,
+                                 "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(settings: Settings) -> None:
+    handler = logging.StreamHandler()
+    if settings.runtime.log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.runtime.log_level)
+    # kopf reports every watch-event handler call at INFO ("Handler ... succeeded"): with our
+    # event handlers on every pod and claim that drowns what matters. Its warnings still show.
+    logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, root.level))
+
+
+def peering_priority(settings: Settings) -> int:
+    """Replicas must differ in priority, or kopf freezes them all: derive it from the pod name."""
+    if settings.runtime.priority is not None:
+        return settings.runtime.priority
+    name = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or "dralloc"
+    return int(hashlib.sha256(name.encode()).hexdigest()[:6], 16) % 1000 + 1
+
+
+async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threading.Event | None = None,
+                      ready_flag: asyncio.Event | threading.Event | None = None) -> None:
+    """Run the operator in the current event loop until stop_flag is set (kopf cancels this loop's tasks)."""
+    import dralloc.handlers  # noqa: F401  (registers the handlers)
+
+    if settings.connection.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.connection.kubeconfig
+    runtime = settings.runtime
+    namespaces = settings.scheduling.namespaces
+    await kopf.operator(
+        clusterwide=not namespaces,
+        namespaces=list(namespaces),
+        standalone=runtime.standalone,
+        # Naming a peering makes it mandatory in kopf: only when this replica must peer.
+        priority=None if runtime.standalone else peering_priority(settings),
+        peering_name=None if runtime.standalone else runtime.peering_name,
+        liveness_endpoint=f"http://0.0.0.0:{runtime.health_port}/healthz" if runtime.health_port else None,
+        memo=Runtime(settings),
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
+    )
+
+
+def run(settings: Settings) -> int:
+    configure_logging(settings)
+    try:
+        asyncio.run(run_in_loop(settings))
+    except KeyboardInterrupt:
+        pass
+    return 0

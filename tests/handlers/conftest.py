@@ -1,0 +1,93 @@
+"""The real operator (kopf) running against the sandbox API server.
+
+`apiserver` (from dralloc.sandbox's pytest plugin) runs the server in its own
+thread; `operator` runs `dralloc.running.run_in_loop` in another thread with its
+own event loop (kopf cancels every task of the loop it runs in), logged in
+through the sandbox's kubeconfig, standalone (no peering). The CRDs from crds/
+are installed first. Tests talk to the server over HTTP (through the sandbox
+handle or a client) and wait for the state they expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from dralloc import running
+from dralloc.sandbox import ThreadedApiServer
+from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
+from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
+
+__all__ = ["OperatorThread", "apiserver", "operator", "pytest_configure", "wait_for"]
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def crds() -> list[dict[str, Any]]:
+    return [doc for path in sorted((REPO / "crds").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll until `condition()` returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class OperatorThread:
+    """One operator process-equivalent: its own thread and event loop."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stop_flag = threading.Event()
+        self.ready_flag = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="dralloc-operator", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(running.run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag))
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def start(self) -> OperatorThread:
+        self.thread.start()
+        if not self.ready_flag.wait(30):
+            raise AssertionError(f"operator did not start: {self.error!r}")
+        return self
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+        self.thread.join(30)
+        if self.thread.is_alive():
+            raise AssertionError("operator did not stop within 30 s")
+
+
+def operator_settings(server: ThreadedApiServer, **scheduling: Any) -> Settings:
+    return Settings(
+        connection=ConnectionSettings(kubeconfig=str(server.kubeconfig)),
+        scheduling=SchedulingSettings(**scheduling),
+        runtime=RuntimeSettings(metrics_port=0, health_port=0, standalone=True),
+    )
+
+
+@pytest.fixture
+def operator(apiserver: ThreadedApiServer) -> Iterator[OperatorThread]:
+    apiserver.seed(crds())
+    running_operator = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        yield running_operator
+    finally:
+        running_operator.stop()
