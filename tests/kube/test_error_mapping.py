@@ -123,3 +123,11 @@ class TestFromStatus:
         exc.body = b'{"kind": "Status", "code": 404, "reason": "NotFound", "message": "pods \\"p\\" not found"}'
         err = errors.from_api_exception(exc)
         assert type(err) is errors.NotFoundError and err.message == 'pods "p" not found'
+
+
+async def test_request_timeout_is_transport_error(async_apiserver: ApiServer) -> None:
+    """A server slower than the session's request_timeout gives TransportError, not a hang."""
+    async_apiserver.faults.latency("GET", "/api/v1/nodes", 1.0, times=1)
+    async with await Session.connect(kubeconfig=str(async_apiserver.kubeconfig), request_timeout=0.1) as session:
+        with pytest.raises(errors.TransportError):
+            await reading.list_objects(session, resources.NODES)

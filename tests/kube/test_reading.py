@@ -153,3 +153,26 @@ async def test_list_continue_expired_is_gone(async_apiserver: ApiServer, session
     monkeypatch.setattr(session, "request", second_page_gone)
     with pytest.raises(errors.GoneError):
         await reading.list_objects(session, CONFIGMAPS, namespace="default", page_size=2)
+
+
+async def test_watch_with_label_selector(session: Session) -> None:
+    """The watch passes labelSelector on: only matching objects are seen."""
+    _, rv = await reading.list_objects(session, CONFIGMAPS, namespace="default")
+    await writing.create_object(session, CONFIGMAPS, configmap("other", labels={"app": "other"}))
+    await writing.create_object(session, CONFIGMAPS, configmap("mine", labels={"app": "dralloc"}))
+    seen = await _events(session, CONFIGMAPS, rv, 1, namespace="default", label_selector="app=dralloc")
+    assert [(t, o["metadata"]["name"]) for t, o in seen] == [("ADDED", "mine")]
+
+
+async def test_server_closing_watches_ends_the_stream(async_apiserver: ApiServer, session: Session) -> None:
+    """A server that drops its watch streams (restart, load balancer) ends the iteration cleanly."""
+    _, rv = await reading.list_objects(session, CONFIGMAPS, namespace="default")
+    await writing.create_object(session, CONFIGMAPS, configmap("a"))
+    seen: list[str] = []
+    async with asyncio.timeout(20):
+        async with contextlib.aclosing(reading.watch_objects(session, CONFIGMAPS, resource_version=rv,
+                                                             namespace="default")) as events:
+            async for kind, _obj in events:
+                seen.append(kind)
+                async_apiserver.close_watches()
+    assert seen == ["ADDED"]
