@@ -11,7 +11,7 @@ Modules:
     session.py    login (in-cluster or kubeconfig), one ApiClient, raw requests, discovery
     resources.py  what we talk to: group/version/plural descriptors, and API_CALLS for RBAC
     reading.py    get, paginated list, watch
-    writing.py    status replace with resourceVersion precondition, create, delete,
+    writing.py    replace (claim status, any object) with resourceVersion precondition, create, delete,
                   merge/JSON patch, pod binding and eviction, Events
     errors.py     the KubeError tree, mapped from HTTP statuses and Status bodies
 
