@@ -148,6 +148,20 @@ async def test_demo_seed_is_valid(http: Http) -> None:
         assert code == 201, status
 
 
+async def test_core_kinds_are_checked_against_their_schema(http: Http) -> None:
+    code, status = await http.post(PODS, {"metadata": {"name": "bad"}, "spec": {"containers": "nginx"}})
+    assert code == 422 and fields(status) == ["spec.containers"]
+    pod = {"metadata": {"name": "typo"}, "spec": {"containers": [{"name": "c", "image": "i",
+                                                                  "ports": [{"containerPort": "http"}]}]}}
+    code, status = await http.post(PODS, pod)
+    assert code == 422 and fields(status) == ["spec.containers[0].ports[0].containerPort"]
+    pod = {"metadata": {"name": "extra"}, "spec": {"containers": [{"name": "c", "image": "i", "colour": 1}]}}
+    code, status = await http.post(PODS, pod, fieldValidation="Strict")
+    assert code == 422 and fields(status) == ["spec.containers[0].colour"]
+    code, _ = await http.post(PODS, pod)
+    assert code == 201, "unknown fields are only refused when the client asks for strict validation"
+
+
 class TestPods:
     async def _pod(self, http: Http, name: str = "p", **spec: Any) -> dict[str, Any]:
         code, obj = await http.post(PODS, {"metadata": {"name": name}, "spec": {

@@ -8,7 +8,8 @@ causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.exp
 
 - every object: metadata.name syntax, label keys and values;
 - every built-in kind: the real 1.37 OpenAPI schema (kubernetes-validate's copy, see
-  `structural.py`): types, enums, required fields, unique list-map keys, and unknown
+  `structural.py`): types, enums, unique list-map keys, required fields (resource.k8s.io
+  only: elsewhere the schema's `required` is not what the server checks), and unknown
   fields when the request says `fieldValidation=Strict` (as kubectl does);
 - resource.k8s.io: then the DRA rules in `dra.py`;
 - custom resources: pruned, defaulted and validated by their CRD's openAPIV3Schema
@@ -40,7 +41,9 @@ _FREE_NAMES = {"events", "nodes"}  # upstream is lenient for these (node names m
 
 
 def schema_causes(obj: Obj, strict: bool, old: Obj | None = None) -> Causes:
-    return structural.validate(obj, strict=strict, old=old)
+    # resource.k8s.io marks required fields deliberately; older groups' `required` is unreliable
+    dra_group = str(obj.get("apiVersion", "")).startswith("resource.k8s.io/")
+    return structural.validate(obj, strict=strict, old=old, required=dra_group)
 
 
 def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:

@@ -46,7 +46,7 @@ def _join(path: str, key: str) -> str:
 
 
 def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, *, strict: bool,
-          defs: dict[str, schemas.Schema]) -> None:
+          defs: dict[str, schemas.Schema], required: bool = True) -> None:
     while schema is not None and "$ref" in schema:
         schema = defs.get(schema["$ref"].rsplit("/", 1)[-1])
     if schema is None or value is None:
@@ -65,15 +65,15 @@ def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, 
         causes.append((path, f"Unsupported value: {value!r}: supported values: {allowed}"))
     if isinstance(value, dict):
         props = schema.get("properties") or {}
-        for key in schema.get("required") or ():
+        for key in (schema.get("required") or ()) if required else ():
             if key not in value:
                 causes.append((_join(path, key), "Required value"))
         extra = schema.get("additionalProperties")
         for key, item in value.items():
             if key in props:
-                check(item, props[key], _join(path, key), causes, strict=strict, defs=defs)
+                check(item, props[key], _join(path, key), causes, strict=strict, defs=defs, required=required)
             elif isinstance(extra, dict):
-                check(item, extra, f"{path}[{key}]", causes, strict=strict, defs=defs)
+                check(item, extra, f"{path}[{key}]", causes, strict=strict, defs=defs, required=required)
             elif strict and (extra is False or props) and key not in ("apiVersion", "kind"):
                 causes.append((_join(path, key), f'Invalid value: unknown field "{_join(path, key)}"'))
     elif isinstance(value, list):
@@ -82,7 +82,7 @@ def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, 
         seen: set[tuple[Any, ...]] = set()
         for i, item in enumerate(value):
             if isinstance(item_schema, dict):
-                check(item, item_schema, f"{path}[{i}]", causes, strict=strict, defs=defs)
+                check(item, item_schema, f"{path}[{i}]", causes, strict=strict, defs=defs, required=required)
             if keys and isinstance(item, dict):
                 ident = tuple(str(item.get(k)) for k in keys)
                 if ident in seen:
@@ -90,8 +90,12 @@ def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, 
                 seen.add(ident)
 
 
-def validate(obj: dict[str, Any], *, strict: bool = False, old: dict[str, Any] | None = None) -> Causes:
+def validate(obj: dict[str, Any], *, strict: bool = False, old: dict[str, Any] | None = None,
+             required: bool = True) -> Causes:
     """Causes for `obj` against the definition of its apiVersion and kind (none if unknown).
+
+    `required=False` skips required-field checks: for the older core types the schema's
+    `required` only mirrors JSON tags without omitempty, not what the server validates.
 
     With `old` (an update), top-level fields equal to the old ones were checked when they
     were written and are skipped: a status write does not pay for its spec again.
@@ -105,7 +109,7 @@ def validate(obj: dict[str, Any], *, strict: bool = False, old: dict[str, Any] |
         props = defs[name].get("properties") or {}
         for key, value in obj.items():
             if key in props and old.get(key) != value:
-                check(value, props[key], key, causes, strict=strict, defs=defs)
+                check(value, props[key], key, causes, strict=strict, defs=defs, required=required)
     else:
-        check(obj, defs[name], "", causes, strict=strict, defs=defs)
+        check(obj, defs[name], "", causes, strict=strict, defs=defs, required=required)
     return [(p, m) for p, m in causes if not p.startswith("metadata.") or p in ("metadata.name",)]
