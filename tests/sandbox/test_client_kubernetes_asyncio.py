@@ -109,3 +109,19 @@ async def test_not_found_and_invalid_map_to_api_exceptions(api: client.ApiClient
         await res.create_namespaced_resource_claim("default", bad)
     assert err.value.status == 422
     assert json.loads(err.value.body)["details"]["causes"][0]["field"].endswith("cel.expression")
+
+
+async def test_watch_after_compaction_raises_410_then_relist_works(async_apiserver: ApiServer,
+                                                                  api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    old = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "gone"}})
+    async_apiserver.compact()
+    with pytest.raises(client.ApiException) as err:
+        async with watch.Watch() as w:
+            async for _ in w.stream(core.list_namespaced_config_map, "default", resource_version=old,
+                                    timeout_seconds=5):
+                pass
+    assert err.value.status == 410
+    fresh = await core.list_namespaced_config_map("default")
+    assert [c.metadata.name for c in fresh.items] == ["gone"]
