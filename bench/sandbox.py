@@ -10,6 +10,8 @@ one, over HTTP on 127.0.0.1. Measured:
   write);
 - list latency of 10,000 ResourceSlices (4 devices each), as one unpaginated LIST;
 - watch event latency p50/p99: a write, then the time until a watcher has its event;
+- the server's own CPU per request (from /proc), which does not depend on how much
+  of a core the machine's other work leaves it, and the rate that implies per core;
 - for reference, the same creates and status writes in-process (store + admission, no
   HTTP), which is the server's own cost per write; the rest is HTTP on loopback and the
   client, which share this machine's cores.
@@ -42,6 +44,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class ServerCpu:
+    """CPU seconds the server process used (Linux /proc), to tell its cost from contention."""
+
+    def __init__(self, pid: int) -> None:
+        self.path = f"/proc/{pid}/stat"
+
+    def seconds(self) -> float:
+        try:
+            fields = open(self.path).read().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def report(self, since: float, count: int, wall: float) -> str:
+        used = self.seconds() - since
+        return (f"server CPU {used / count * 1000:.2f} ms per request (~{count / used:,.0f}/s per core), "
+                f"it got {used / wall:.0%} of a core")
 
 
 def claim(i: int) -> dict[str, Any]:
@@ -94,16 +115,17 @@ async def watcher(session: aiohttp.ClientSession, url: str, rv: str, expect: int
     done.append(time.perf_counter())
 
 
-async def bench(args: argparse.Namespace, url: str) -> None:
+async def bench(args: argparse.Namespace, url: str, cpu: ServerCpu) -> None:
     connector = aiohttp.TCPConnector(limit=args.concurrency + 8)
     async with aiohttp.ClientSession(connector=connector) as session:
         # creates/s
         bodies = [(CLAIMS, claim(i)) for i in range(args.claims)]
-        start = time.perf_counter()
+        used, start = cpu.seconds(), time.perf_counter()
         codes = await run_all(session, "POST", url, bodies, args.concurrency)
         elapsed = time.perf_counter() - start
         print(f"creates/s (ResourceClaims, {args.claims}, concurrency {args.concurrency}): "
-              f"{args.claims / elapsed:,.0f}  [{codes.count(201)} created]")
+              f"{args.claims / elapsed:,.0f}  [{codes.count(201)} created; "
+              f"{cpu.report(used, args.claims, elapsed)}]")
 
         # status patches/s with 3 watchers
         async with session.get(url + CLAIMS) as resp:
@@ -115,13 +137,14 @@ async def bench(args: argparse.Namespace, url: str) -> None:
                                           "device": "gpu-0"}]}}
         patches = [(f"{CLAIMS}/claim-{i}/status", {"status": {"allocation": alloc, "reservedFor": [
             {"resource": "pods", "name": f"pod-{i}", "uid": f"uid-{i}"}]}}) for i in range(args.claims)]
-        start = time.perf_counter()
+        used, start = cpu.seconds(), time.perf_counter()
         codes = await run_all(session, "PATCH", url, patches, args.concurrency, "application/merge-patch+json")
         elapsed = time.perf_counter() - start
         await asyncio.gather(*watchers)
         lag = max(done) - start - elapsed
         print(f"status patches/s with 3 watchers: {args.claims / elapsed:,.0f}  "
-              f"[{codes.count(200)} ok; last watcher done {max(lag, 0) * 1000:.0f} ms after the last write]")
+              f"[{codes.count(200)} ok; last watcher done {max(lag, 0) * 1000:.0f} ms after the last write; "
+              f"{cpu.report(used, args.claims, max(done) - start)}]")
 
         # list latency of N ResourceSlices
         bodies = [(SLICES, resource_slice(i)) for i in range(args.slices)]
@@ -202,7 +225,7 @@ def main() -> int:
     try:
         assert server.stdout is not None
         server.stdout.readline()
-        asyncio.run(bench(args, f"http://127.0.0.1:{port}"))
+        asyncio.run(bench(args, f"http://127.0.0.1:{port}", ServerCpu(server.pid)))
     finally:
         server.terminate()
         server.wait(30)
