@@ -25,13 +25,14 @@ from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
 JSON = "application/json"
+_JSON_HEADERS = {"Content-Type": JSON}
 _TRUE = ("true", "1")
 _LIVENESS = 5.0  # how often an idle watch checks that its client is still there
 
 
 def respond(obj: Obj | bytes, status: int = 200) -> web.Response:
     body = obj if isinstance(obj, bytes) else json.dumps(obj, separators=(",", ":")).encode()
-    return web.Response(body=body, status=status, content_type=JSON)
+    return web.Response(body=body, status=status, headers=_JSON_HEADERS)
 
 
 def _flag(request: web.Request, name: str) -> bool:
