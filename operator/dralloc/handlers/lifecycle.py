@@ -16,6 +16,7 @@ second claim for one pod entry, even before the watch delivers it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 from typing import Any
@@ -70,12 +71,32 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             current = rt.cluster.claims.get(*key)
             if current is None or not rt.watches_namespace(key[0]):
                 continue
-            for step in lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=dt.datetime.now(dt.UTC)):
-                executed += await _execute(rt, step)
+            steps = lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=dt.datetime.now(dt.UTC))
+            for combined in _combined(steps):
+                executed += await _execute(rt, combined)
     return executed
 
 
-async def _execute(rt: Runtime, step: plans.PlanStep) -> int:
+def _combined(steps: plans.Plan) -> list[plans.PlanStep | _DropAndDeallocate]:
+    """Dropping the last reservation and deallocating must be one status write: a crash between
+    two writes would strand the allocation until the stranded-claim repair."""
+    out: list[plans.PlanStep | _DropAndDeallocate] = []
+    for step in steps:
+        previous = out[-1] if out else None
+        if (isinstance(step, plans.Deallocate) and isinstance(previous, plans.DropReservations)
+                and (previous.claim_namespace, previous.claim_name) == (step.claim_namespace, step.claim_name)):
+            out[-1] = _DropAndDeallocate(previous)
+        else:
+            out.append(step)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _DropAndDeallocate:
+    drop: plans.DropReservations
+
+
+async def _execute(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> int:
     try:
         await _carry_out(rt, step)
         return 1
@@ -91,8 +112,10 @@ async def _execute(rt: Runtime, step: plans.PlanStep) -> int:
         return 0
 
 
-def _mark_dirty_again(rt: Runtime, step: plans.PlanStep) -> None:
-    if isinstance(step, (plans.CreateClaim,)):
+def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> None:
+    if isinstance(step, _DropAndDeallocate):
+        rt.dirty_claims.add((step.drop.claim_namespace, step.drop.claim_name))
+    elif isinstance(step, plans.CreateClaim):
         meta = step.raw.get("metadata") or {}
         for ref in meta.get("ownerReferences") or []:
             for pod in rt.cluster.pods.all():
@@ -106,9 +129,17 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep) -> None:
         rt.dirty_claims.add((step.namespace, step.name))
 
 
-async def _carry_out(rt: Runtime, step: plans.PlanStep) -> None:
+async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> None:
     session = rt.require_session()
-    if isinstance(step, plans.CreateClaim):
+    if isinstance(step, _DropAndDeallocate):
+        raw = _claim_raw(rt, step.drop.claim_namespace, step.drop.claim_name)
+        status = dict(raw.get("status") or {})
+        status["reservedFor"] = list(step.drop.keep)
+        status.pop("allocation", None)
+        status.pop("devices", None)
+        await _write_status(rt, raw, status)
+        logger.info("claim=%s/%s: released and deallocated", step.drop.claim_namespace, step.drop.claim_name)
+    elif isinstance(step, plans.CreateClaim):
         created = await writing.create_object(session, resources.RESOURCE_CLAIMS, step.raw)
         rt.cluster.apply("ResourceClaim", "ADDED", created)
         metrics.observe_claim_create(True)
@@ -120,11 +151,11 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep) -> None:
                     rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
                     rt.lifecycle_wakeup.set()
     elif isinstance(step, plans.SetPodClaimStatuses):
-        raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
-        if raw is None:
+        pod_raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
+        if pod_raw is None:
             return
-        merged = _merge_statuses((raw.get("status") or {}).get("resourceClaimStatuses") or [], step.statuses)
-        patch = {"metadata": {"resourceVersion": (raw.get("metadata") or {}).get("resourceVersion")},
+        merged = _merge_statuses((pod_raw.get("status") or {}).get("resourceClaimStatuses") or [], step.statuses)
+        patch = {"metadata": {"resourceVersion": (pod_raw.get("metadata") or {}).get("resourceVersion")},
                  "status": {"resourceClaimStatuses": merged}}
         stored = await writing.merge_patch(session, resources.PODS, step.pod_name, patch, step.pod_namespace,
                                            subresource="status")

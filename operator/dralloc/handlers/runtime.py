@@ -2,7 +2,7 @@
 the cluster view, the ledger, and the signals that wake the control loops.
 
 One `Runtime` per operator process, passed to kopf as its `memo`, so every
-handler receives it as `memo`.
+handler receives it as `memo` (kopf's per-object copies are this very object).
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ class Runtime:
         self.pods: dict[str, PodMemory] = {}  # by pod uid
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
+
+    def __copy__(self) -> Runtime:
+        # kopf gives every object's handlers a shallow copy of the memo; the operator's state must
+        # be one and the same for all of them, or a handler's assignment would go unseen.
+        return self
 
     def require_session(self) -> Session:
         if self.session is None:

@@ -1,0 +1,66 @@
+"""Claims follow their pods: shared claims, release on completion, deletion with the pod."""
+
+from __future__ import annotations
+
+from dralloc.sandbox import ThreadedApiServer
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import OperatorThread, wait_for
+
+
+def _seed_gpus(server: ThreadedApiServer, count: int = 2) -> None:
+    server.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", count), cluster.gpu_class(),
+                 cluster.template("one-gpu")])
+
+
+def test_shared_claim_serves_two_pods_on_one_node(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+    """Two pods naming one ResourceClaim both land on its node and both appear in reservedFor."""
+    apiserver.seed([cluster.node("node-a"), cluster.node("node-b"), cluster.gpu_slice("node-b", 1),
+                    cluster.gpu_class(), cluster.claim("shared-gpu")])
+    apiserver.seed([cluster.pod("reader-1", claim_name="shared-gpu"), cluster.pod("reader-2", claim_name="shared-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "reader-1") and helpers.node_of(apiserver, "reader-2"),
+             what="both pods bound")
+    assert helpers.node_of(apiserver, "reader-1") == helpers.node_of(apiserver, "reader-2") == "node-b"
+    reserved = {r["name"] for r in helpers.claim(apiserver, "shared-gpu")["status"]["reservedFor"]}
+    assert reserved == {"reader-1", "reader-2"}
+
+
+def test_finished_pod_releases_and_deletes_its_generated_claim(
+    apiserver: ThreadedApiServer, operator: OperatorThread
+) -> None:
+    """When the pod succeeds, its claim is released, deallocated and deleted; the device is free again."""
+    _seed_gpus(apiserver, 1)
+    apiserver.seed([cluster.pod("job", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "job"), what="pod bound")
+    helpers.set_pod_phase(apiserver, "job", "Succeeded")
+    wait_for(lambda: not helpers.claims(apiserver), what="generated claim deleted")
+    apiserver.seed([cluster.pod("next-job", template_name="one-gpu")])
+    assert wait_for(lambda: helpers.node_of(apiserver, "next-job"), what="next pod bound") == "node-a"
+
+
+def test_unplaceable_pod_explains_and_is_placed_when_a_device_frees(
+    apiserver: ThreadedApiServer, operator: OperatorThread
+) -> None:
+    """No free GPU: PodScheduled=False with the reason and an AllocationFailed event; placed once one frees up."""
+    _seed_gpus(apiserver, 1)
+    apiserver.seed([cluster.pod("first", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "first"), what="first pod bound")
+    apiserver.seed([cluster.pod("second", template_name="one-gpu")])
+    scheduled = wait_for(lambda: helpers.condition(helpers.pod(apiserver, "second"), "PodScheduled"),
+                         what="PodScheduled condition")
+    assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+    assert "in use" in scheduled["message"] and "request gpu" in scheduled["message"]
+    assert wait_for(lambda: helpers.events(apiserver, "AllocationFailed"), what="AllocationFailed event")
+    helpers.set_pod_phase(apiserver, "first", "Succeeded")
+    assert wait_for(lambda: helpers.node_of(apiserver, "second"), what="second pod bound") == "node-a"
+
+
+def test_gate_mode_pins_node_and_removes_gate(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+    """A gated pod for another scheduler: claims allocated, node pinned by nodeSelector, our gate removed, not bound."""
+    _seed_gpus(apiserver, 1)
+    apiserver.seed([cluster.pod("gated", template_name="one-gpu", scheduler=None, gate="dralloc.io/allocate")])
+    wait_for(lambda: not (helpers.pod(apiserver, "gated")["spec"].get("schedulingGates")), what="gate removed")
+    spec = helpers.pod(apiserver, "gated")["spec"]
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "node-a"}
+    assert not spec.get("nodeName")
+    (claim,) = helpers.claims(apiserver)
+    assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
