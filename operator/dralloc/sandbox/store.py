@@ -85,7 +85,8 @@ class Store:
         self.uids: dict[str, Key] = {}
         self.dependents: dict[str, set[Key]] = defaultdict(set)  # owner uid -> dependents
         self.listeners: list[Callable[[watches.Event], None]] = []
-        self.graceful_pods = False  # bound pods terminate gracefully (only with a simulated kubelet)
+        # seconds an object gets to terminate on DELETE; set by the pod simulator (a kubelet's job)
+        self.grace_period: Callable[[Obj, Obj], int] | None = None
         for name in INITIAL_NAMESPACES:
             self.create(self._rt("", "v1", "namespaces"), "", {"metadata": {"name": name}})
 
@@ -354,17 +355,8 @@ class Store:
         if dry_run:
             return rt.outward(old)
         key = (rt.storage, meta.get("namespace", ""), name)
-        return rt.outward(self.remove(key, policy or "Background", self._grace(old, options)))
-
-    def _grace(self, obj: Obj, options: Obj) -> int:
-        """Seconds a pod gets to terminate: 0 unless a kubelet is simulated and the pod runs on a node."""
-        if obj.get("kind") != "Pod" or not self.graceful_pods:
-            return 0
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-            return 0
-        grace = options.get("gracePeriodSeconds")
-        return int(spec.get("terminationGracePeriodSeconds", 30) if grace is None else grace)
+        grace = self.grace_period(old, options) if self.grace_period is not None else 0
+        return rt.outward(self.remove(key, policy or "Background", grace))
 
     def remove(self, key: Key, policy: str = "Background", grace: int = 0) -> Obj:
         """Delete now, or start a graceful deletion when finalizers, Foreground or a grace period hold it."""
