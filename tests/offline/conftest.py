@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from dralloc import cli
-from dralloc.offline import allocating, simulating
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -34,15 +33,8 @@ Invoke = Callable[..., Run]
 
 @pytest.fixture
 def dralloc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Invoke:
-    """`dralloc(*argv)` runs `cli.main(argv)` in-process and returns exit code, stdout and stderr.
-
-    `allocating.run` and `simulating.run` bind `sys.stdout`/`sys.stderr` as default arguments when
-    they are imported (see test_output_follows_redirected_stdout), so point those defaults at the
-    streams capsys installed for this test.
-    """
+    """`dralloc(*argv)` runs `cli.main(argv)` in-process and returns exit code, stdout and stderr."""
     def invoke(*argv: str) -> Run:
-        monkeypatch.setattr(allocating.run, "__defaults__", (sys.stdout, sys.stderr))
-        monkeypatch.setattr(simulating.run, "__defaults__", (sys.stdout, sys.stderr))
         code = cli.main(list(argv))
         captured = capsys.readouterr()
         return Run(code, captured.out, captured.err)

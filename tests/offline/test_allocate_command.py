@@ -323,8 +323,6 @@ class TestReadmeExample:
         assert "$ dralloc allocate -f examples/snapshot.yaml --claim ml/trainer-1-gpus --policy binpack\n" in readme
 
 
-@pytest.mark.xfail(strict=True, reason="bug: allocating.run/simulating.run bind sys.stdout and sys.stderr as "
-                   "default arguments at import, so cli.main ignores a later redirect of sys.stdout")
 def test_output_follows_redirected_stdout(cluster: str) -> None:
     """cli.main writes to the sys.stdout of the moment it runs (contextlib.redirect_stdout works)."""
     buffer = io.StringIO()

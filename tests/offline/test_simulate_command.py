@@ -129,8 +129,6 @@ class TestPods:
         workload = documents(tmp_path / "w.yaml", [pod_raw("p", claims=[{"name": "s", "resourceClaimName": "shared"}])])
         assert placements(dralloc, tmp_path, "-f", snapshot, "--workload", workload) == (0, "p node-b\n")
 
-    @pytest.mark.xfail(strict=True, reason="bug: simulate looks templates/claims up as default/NAME for a pod "
-                       "without namespace, but keys objects without metadata.namespace by bare NAME")
     def test_objects_without_namespace_are_in_default(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """A pod and its template written without metadata.namespace are both in 'default' and found."""
         template = {**TEMPLATE, "metadata": {"name": "one-gpu"}}

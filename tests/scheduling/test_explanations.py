@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from tests.builders import claim, class_, device, result, slice_, snapshot
 from tests.scheduling.objects import node_, node_taint, pod_
 
@@ -171,8 +170,6 @@ class TestMessage:
 
 
 class TestExplanationCache:
-    @pytest.mark.xfail(strict=True, reason="bug: NoPlacement is cached per item shape, which leaves out claim "
-                       "names, so a second item of the same shape is explained with the first item's claim")
     def test_explanation_names_the_items_own_claim(self) -> None:
         """Two unplaceable items of one shape: each explanation names its own claim."""
         p = placer({"a": {}}, gpus={"a": 1})

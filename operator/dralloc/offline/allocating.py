@@ -173,7 +173,9 @@ def _print_table(answer: Answer, out: TextIO) -> None:
         out.write(f"{answer.message}\n")
 
 
-def run(request: Request, output: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run(request: Request, output: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
     try:
         answer = decide(request)
     except (inputs.InputError, errors.AllocationInputError) as exc:

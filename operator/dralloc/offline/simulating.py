@@ -25,7 +25,7 @@ from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import pods as model_pods
-from dralloc.model.base import ObjectMeta
+from dralloc.model.base import Object, ObjectMeta
 from dralloc.offline import inputs
 from dralloc.scheduling import placement
 
@@ -49,6 +49,11 @@ class ItemResult:
     item: placement.Item
     placement: placement.Placement | None
     reason: str = ""
+
+
+def _ref(obj: Object) -> str:
+    """namespace/name, with the namespace a namespaced object gets when none is written: default."""
+    return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
 
 
 def _pod_item(pod: model_pods.Pod, templates: dict[str, model_claims.ResourceClaimTemplate],
@@ -183,7 +188,8 @@ class _Progress:
             self.err.write("\n")
 
 
-def simulate(request: Request, err: TextIO = sys.stderr) -> dict[str, Any]:
+def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
+    err = err if err is not None else sys.stderr
     """Run the simulation; raises InputError / AllocationInputError on bad input."""
     cluster = inputs.load(request.snapshot_files)
     workload, workload_cluster = _workload(request, cluster)
@@ -202,8 +208,8 @@ def simulate(request: Request, err: TextIO = sys.stderr) -> dict[str, Any]:
         raise inputs.InputError("the snapshot has no Node objects: simulate places onto Nodes")
     placer = placement.Placer(node_list=node_list, snapshot=snapshot, features=features, policy=request.policy,
                               bound_pods=[p for p in cluster.pods if p.spec.node_name])
-    templates = {t.ref(): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
-    claims_by_ref = {c.ref(): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
+    templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
+    claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
     results: list[ItemResult] = []
     progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
     start = time.perf_counter()
@@ -212,7 +218,7 @@ def simulate(request: Request, err: TextIO = sys.stderr) -> dict[str, Any]:
             item = _pod_item(obj, templates, claims_by_ref)
         else:
             assert isinstance(obj, model_claims.ResourceClaim)
-            current = claims_by_ref.get(obj.ref(), obj)
+            current = claims_by_ref.get(_ref(obj), obj)
             if current.status.allocation is not None:
                 continue  # allocated earlier in this run, as a pod's shared claim
             item = placement.Item(name=obj.metadata.name, claims=(current,))
@@ -220,8 +226,8 @@ def simulate(request: Request, err: TextIO = sys.stderr) -> dict[str, Any]:
         if isinstance(decision, placement.Placement):
             placer.commit(item, decision)
             for claim, result in zip(item.claims, decision.results, strict=True):
-                if claim.ref() in claims_by_ref:
-                    claims_by_ref[claim.ref()] = claim.model_copy(
+                if _ref(claim) in claims_by_ref:
+                    claims_by_ref[_ref(claim)] = claim.model_copy(
                         update={"status": claim.status.model_copy(update={"allocation": result})})
             results.append(ItemResult(item, decision))
         else:
@@ -263,7 +269,9 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
         out.write(f"  {name:30} " + " ".join(f"{counts[str(k)]:6d}" for k in FRAGMENTATION_SIZES) + "\n")
 
 
-def run(request: Request, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
     try:
         report = simulate(request, err)
     except (inputs.InputError, errors.AllocationInputError) as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Sequence
 
 from dralloc import allocation
@@ -92,6 +93,19 @@ def _shape(item: Item) -> str:
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 
 
+def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlacement:
+    """An explanation computed for another item of the same shape, with this item's claim names."""
+    pairs = [(f"claim {a.ref()}", f"claim {b.ref()}") for a, b in zip(explained.claims, item.claims, strict=True)
+             if a.ref() != b.ref()]
+    if not pairs:
+        return explanation
+    pattern = re.compile("|".join(re.escape(old) + r"(?=[,:; ]|$)" for old, _ in pairs))
+    mapping = dict(pairs)
+    reasons = tuple((pattern.sub(lambda m: mapping[m.group(0)], reason), where)
+                    for reason, where in explanation.reasons)
+    return dataclasses.replace(explanation, reasons=reasons)
+
+
 class Placer:
     """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
 
@@ -127,7 +141,7 @@ class Placer:
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
         # changes on commit/release, so an explanation stays true until the next one.
         self._changes = 0
-        self._explained: dict[str, tuple[int, NoPlacement]] = {}
+        self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
 
     # ---- deciding ---------------------------------------------------------------------
 
@@ -193,10 +207,10 @@ class Placer:
                 continue
             self._record_failure(shape, index)
         cached = self._explained.get(shape)
-        if cached is not None and cached[0] == self._changes and cached[1].budget_exhausted == exhausted:
-            return cached[1]
+        if cached is not None and cached[0] == self._changes and cached[2].budget_exhausted == exhausted:
+            return _renamed(cached[2], cached[1], item)
         explanation = self.explain(item, budget_exhausted=exhausted)
-        self._explained[shape] = (self._changes, explanation)
+        self._explained[shape] = (self._changes, item, explanation)
         return explanation
 
     def explain(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
