@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dralloc.sandbox import ThreadedApiServer
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import OperatorThread, wait_for
+
+from dralloc.sandbox import ThreadedApiServer
 
 
 def _seed_gpus(server: ThreadedApiServer, count: int = 2) -> None:
