@@ -160,3 +160,34 @@ async def test_simulated_kubelet_terminates_bound_pods_gracefully(http: Http) ->
             break
         await asyncio.sleep(0.01)
     assert code == 404
+
+
+class TestTestingHelpers:
+    async def test_requests_are_recorded(self, async_apiserver: ApiServer, http: Http) -> None:
+        await http.post(CM, configmap("rec"))
+        await http.patch(f"{CM}/rec", {"metadata": {"resourceVersion": "1"}, "data": {"a": "b"}})
+        patches = async_apiserver.requests.matching("PATCH", f"{CM}/*")
+        assert [(r.status, r.content_type, r.body["data"]) for r in patches] == [
+            (409, "application/merge-patch+json", {"a": "b"})]
+
+    async def test_wait_for_sees_the_write(self, async_apiserver: ApiServer, http: Http) -> None:
+        await http.post(CM, configmap("later"))
+
+        async def write_soon() -> None:
+            await asyncio.sleep(0.05)
+            await http.patch(f"{CM}/later", {"data": {"v": "2"}})
+
+        task = asyncio.create_task(write_soon())
+        obj = await async_apiserver.wait_for("v1", "ConfigMap", "later", "default",
+                                             lambda o: o is not None and o.get("data", {}).get("v") == "2")
+        await task
+        assert obj is not None and obj["data"] == {"v": "2"}
+        with pytest.raises(TimeoutError):
+            await async_apiserver.wait_for("v1", "ConfigMap", "never", "default", timeout=0.1)
+
+    def test_threaded_wait_for_absence(self, apiserver: ThreadedApiServer) -> None:
+        import kubernetes
+        apiserver.seed([configmap("doomed")])
+        with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:
+            kubernetes.client.CoreV1Api(api).delete_namespaced_config_map("doomed", "default")
+        assert apiserver.wait_for("v1", "ConfigMap", "doomed", "default", lambda o: o is None) is None

@@ -15,6 +15,8 @@ Python API:
         srv.list_objects(api_version, kind, ns)
         srv.faults.next("PATCH", "/apis/resource.k8s.io/v1/*/status", status=409)
         srv.compact(); srv.close_watches()
+        await srv.wait_for(api_version, kind, name, ns, predicate)    # on every write; TimeoutError
+        srv.requests.matching("PATCH", "/apis/*/status")              # the request log
 
     with sandbox.run_in_thread(port=0) as srv:   # its own loop, for kopf and sync tests
         ...same methods, callable from any thread...

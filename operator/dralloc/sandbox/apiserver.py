@@ -33,6 +33,7 @@ from dralloc.sandbox import (
     errors,
     kubeconfig,
     persistence,
+    recording,
     resources,
     simulator,
     watches,
@@ -76,6 +77,7 @@ class ApiServer:
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
         self.endpoints = endpoints.Endpoints(self.store, self.hub, bookmark_interval=bookmark_interval)
         self.faults = faults_.Faults()
+        self.requests = recording.Recorder()
         if faults:
             self.faults.load(faults)
         self._initial_seed = list(seed)
@@ -200,6 +202,39 @@ class ApiServer:
             return []
         return [json.loads(json.dumps(rt.outward(e.obj))) for _, e in self.store.scan(rt.storage, namespace)]
 
+    async def wait_for(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str = "",
+        predicate: Callable[[Obj | None], bool] | None = None,  # None: "the object exists"
+        timeout: float = 10.0,
+    ) -> Obj | None:
+        """The object once `predicate(object or None)` holds, checked on every write to it."""
+        rt = self.registry.by_kind(api_version, kind)
+        if rt is None:
+            raise errors.ApiError(404, f"no resource serves {api_version}/{kind}")
+        check = predicate or (lambda obj: obj is not None)
+        key = (namespace if rt.namespaced else "", name)
+        done = asyncio.Event()
+
+        def listener(event: watches.Event) -> None:
+            if event.storage == rt.storage and (event.namespace, event.obj["metadata"]["name"]) == key:
+                done.set()
+
+        self.store.listeners.append(listener)
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    current = self.get(api_version, kind, name, namespace)
+                    if check(current):
+                        return current
+                    done.clear()
+                    await done.wait()
+        finally:
+            self.store.listeners.remove(listener)
+
     def compact(self) -> None:
         self.faults.compact()
 
@@ -210,7 +245,14 @@ class ApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Token check, then fault rules, then the handler; any ApiError becomes its Status."""
+        """Answer (token, faults, handler, errors as Status), then record the request."""
+        response = await self._answer(request, handler)
+        raw = await request.read() if request.method != "GET" else None  # aiohttp caches the body
+        self.requests.add(request.method, request.path, dict(request.query), request.content_type, raw,
+                          response.status)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
                 raise errors.ApiError(401, "Unauthorized")

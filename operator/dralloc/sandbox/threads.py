@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Self, TypeVar
 
-from dralloc.sandbox import apiserver, faults
+from dralloc.sandbox import apiserver, faults, recording
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -103,6 +103,23 @@ class ThreadedApiServer:
 
     def list_objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
         return self.call(lambda: self._srv.list_objects(api_version, kind, namespace))
+
+    @property
+    def requests(self) -> recording.Recorder:
+        return self._srv.requests
+
+    def wait_for(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str = "",
+        predicate: Callable[[Obj | None], bool] | None = None,  # None: "the object exists"
+        timeout: float = 10.0,
+    ) -> Obj | None:
+        """Block until `predicate(object or None)` holds (raises TimeoutError after `timeout`)."""
+        coro = self._srv.wait_for(api_version, kind, name, namespace, predicate, timeout)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout + 5)
 
     def compact(self) -> None:
         self.call(self._srv.compact)
