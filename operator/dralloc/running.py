@@ -52,23 +52,27 @@ def peering_priority(settings: Settings) -> int:
 
 
 async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threading.Event | None = None,
-                      ready_flag: asyncio.Event | threading.Event | None = None) -> None:
+                      ready_flag: asyncio.Event | threading.Event | None = None,
+                      runtime: Runtime | None = None,  # for tests: to look inside the running operator
+                      identity: str | None = None,  # for tests: kopf peering identity (default host@pid)
+                      ) -> None:
     """Run the operator in the current event loop until stop_flag is set (kopf cancels this loop's tasks)."""
     import dralloc.handlers  # noqa: F401  (registers the handlers)
 
     if settings.connection.kubeconfig:
         os.environ["KUBECONFIG"] = settings.connection.kubeconfig
-    runtime = settings.runtime
+    options = settings.runtime
     namespaces = settings.scheduling.namespaces
     await kopf.operator(
         clusterwide=not namespaces,
         namespaces=list(namespaces),
-        standalone=runtime.standalone,
+        standalone=options.standalone,
         # Naming a peering makes it mandatory in kopf: only when this replica must peer.
-        priority=None if runtime.standalone else peering_priority(settings),
-        peering_name=None if runtime.standalone else runtime.peering_name,
-        liveness_endpoint=f"http://0.0.0.0:{runtime.health_port}/healthz" if runtime.health_port else None,
-        memo=Runtime(settings),
+        priority=None if options.standalone else peering_priority(settings),
+        peering_name=None if options.standalone else options.peering_name,
+        liveness_endpoint=f"http://0.0.0.0:{options.health_port}/healthz" if options.health_port else None,
+        identity=identity,  # type: ignore[arg-type]  # kopf.Identity is a NewType of str, not exported
+        memo=runtime if runtime is not None else Runtime(settings),
         stop_flag=stop_flag,
         ready_flag=ready_flag,
     )

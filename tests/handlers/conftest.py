@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from dralloc import running
+from dralloc.handlers.runtime import Runtime
 from dralloc.sandbox import ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
 from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
@@ -49,8 +50,10 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str =
 class OperatorThread:
     """One operator process-equivalent: its own thread and event loop."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, identity: str | None = None) -> None:
         self.settings = settings
+        self.identity = identity
+        self.runtime = Runtime(settings)
         self.stop_flag = threading.Event()
         self.ready_flag = threading.Event()
         self.error: BaseException | None = None
@@ -58,7 +61,8 @@ class OperatorThread:
 
     def _main(self) -> None:
         try:
-            asyncio.run(running.run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag))
+            asyncio.run(running.run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag,
+                                            runtime=self.runtime, identity=self.identity))
         except BaseException as exc:  # reported by stop()
             self.error = exc
 
@@ -75,11 +79,15 @@ class OperatorThread:
             raise AssertionError("operator did not stop within 30 s")
 
 
-def operator_settings(server: ThreadedApiServer, **scheduling: Any) -> Settings:
+def operator_settings(server: ThreadedApiServer, *, peering: int | None = None, **scheduling: Any) -> Settings:
+    """Standalone, or with `peering=<priority>` in the ClusterKopfPeering named `default`."""
+    runtime = (RuntimeSettings(metrics_port=0, health_port=0, standalone=True) if peering is None else
+               RuntimeSettings(metrics_port=0, health_port=0, standalone=False, priority=peering,
+                               peering_name="default"))
     return Settings(
         connection=ConnectionSettings(kubeconfig=str(server.kubeconfig)),
         scheduling=SchedulingSettings(**scheduling),
-        runtime=RuntimeSettings(metrics_port=0, health_port=0, standalone=True),
+        runtime=runtime,
     )
 
 

@@ -42,7 +42,7 @@ from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
 
 import dralloc
-from dralloc.cel import checking, fastpath, functions, macros
+from dralloc.cel import checking, fastpath, functions, macros, quickparse
 from dralloc.cel.devices import DeviceEnv, to_cel
 
 # Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
@@ -147,8 +147,14 @@ def _compile_cached(expression: str) -> CompiledSelector:
             f"compilation failed: expression is longer than {MAX_EXPRESSION_LENGTH} bytes",
             expression=expression,
         )
-    tree = _parse(expression)
-    issues = checking.check(tree)
+    # The quick parser's tree, when it has one, is celpy's tree; compile errors are
+    # still reported from celpy's own parse, which knows the source positions.
+    quick = quickparse.parse(expression)
+    if quick is not None and not checking.check(quick):
+        tree, issues = quick, []
+    else:
+        tree = _parse(expression)
+        issues = checking.check(tree)
     if issues:
         raise CELCompileError(
             "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues),

@@ -46,6 +46,7 @@ class Runtime:
         self.pods: dict[str, PodMemory] = {}  # by pod uid
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
+        self.placements = 0  # pods this process placed (bound or ungated)
 
     def __copy__(self) -> Runtime:
         # kopf gives every object's handlers a shallow copy of the memo; the operator's state must

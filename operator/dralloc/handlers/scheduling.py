@@ -249,6 +249,7 @@ async def _commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pl
         _release(rt, item)
         _backoff(rt, pod, operation, exc)
         return False
+    rt.placements += 1
     memory = rt.memory(pod.metadata.uid or "")
     memory.failures, memory.unschedulable_at, memory.last_message = 0, None, ""
     pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}

@@ -1,0 +1,79 @@
+"""No device is given out twice, and no write is lost, under contention and failures."""
+
+from __future__ import annotations
+
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import OperatorThread, operator_settings, wait_for
+
+from dralloc.sandbox import ThreadedApiServer
+
+
+def _cluster(server: ThreadedApiServer, nodes: int, gpus: int) -> None:
+    objs = [cluster.gpu_class(), cluster.template("one-gpu")]
+    for i in range(nodes):
+        objs += [cluster.node(f"node-{i}"), cluster.gpu_slice(f"node-{i}", gpus)]
+    server.seed(objs)
+
+
+def _bound(server: ThreadedApiServer) -> list[str]:
+    return [p["metadata"]["name"] for p in server.list_objects("v1", "Pod", "default")
+            if (p.get("spec") or {}).get("nodeName")]
+
+
+def test_racing_pods_never_share_a_device(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+    """200 pods for 100 GPUs: exactly 100 are bound, each GPU in exactly one allocation, the rest explained."""
+    _cluster(apiserver, 10, 10)
+    apiserver.seed([cluster.pod(f"worker-{i:03d}", template_name="one-gpu") for i in range(200)])
+    wait_for(lambda: len(_bound(apiserver)) >= 100, timeout=120, what="100 pods bound")
+
+    def settled() -> bool:
+        pods = apiserver.list_objects("v1", "Pod", "default")
+        pending = [p for p in pods if not p["spec"].get("nodeName")]
+        return len(pending) == 100 and all(helpers.condition(p, "PodScheduled") for p in pending)
+
+    wait_for(settled, timeout=120, what="100 pods pending with PodScheduled=False")
+    assert len(_bound(apiserver)) == 100
+    devices = helpers.allocated_devices(apiserver)
+    assert len(devices) == 100
+    assert set(devices.values()) == {1}
+
+
+def test_failed_bind_is_retried_without_a_second_allocation(
+    apiserver: ThreadedApiServer, operator: OperatorThread
+) -> None:
+    """The binding fails twice (500): the pod is retried with backoff and bound with its one allocation."""
+    _cluster(apiserver, 1, 2)
+    apiserver.faults.next("POST", "/api/v1/namespaces/default/pods/*/binding", status=500, times=2)
+    apiserver.seed([cluster.pod("flaky", template_name="one-gpu")])
+    assert wait_for(lambda: helpers.node_of(apiserver, "flaky"), timeout=60, what="pod bound") == "node-0"
+    (claim,) = helpers.claims(apiserver)
+    assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
+    assert sum(helpers.allocated_devices(apiserver).values()) == 1
+
+
+def test_operator_killed_between_claim_write_and_bind_recovers(apiserver: ThreadedApiServer) -> None:
+    """Claims written, then the operator dies before binding: a new operator binds with the same devices."""
+    from tests.handlers.conftest import crds
+
+    apiserver.seed(crds())
+    _cluster(apiserver, 2, 2)
+    apiserver.faults.next("POST", "/api/v1/namespaces/default/pods/*/binding", status=500, times=10_000)
+    first = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        apiserver.seed([cluster.pod("survivor", template_name="one-gpu")])
+        allocated = wait_for(
+            lambda: [c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("reservedFor")],
+            timeout=60, what="claim allocated and reserved")
+    finally:
+        first.stop()
+    devices_before = allocated[0]["status"]["allocation"]["devices"]["results"]
+    apiserver.faults.clear()
+    second = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        node = wait_for(lambda: helpers.node_of(apiserver, "survivor"), timeout=60, what="pod bound after restart")
+    finally:
+        second.stop()
+    (claim,) = helpers.claims(apiserver)
+    assert claim["status"]["allocation"]["devices"]["results"] == devices_before
+    assert node == devices_before[0]["pool"]
+    assert sum(helpers.allocated_devices(apiserver).values()) == 1

@@ -1,0 +1,31 @@
+"""Two replicas with kopf peering: only the active one places pods; the other takes over when it stops."""
+
+from __future__ import annotations
+
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import OperatorThread, crds, operator_settings, wait_for
+
+from dralloc.sandbox import ThreadedApiServer, kopf_peering_objects
+
+
+def test_only_the_active_replica_places_and_the_standby_takes_over(apiserver: ThreadedApiServer) -> None:
+    """Higher priority places every pod; after it stops, the standby places the next one."""
+    apiserver.seed([*crds(), *kopf_peering_objects()])
+    apiserver.seed([cluster.gpu_class(), cluster.template("one-gpu"), cluster.node("node-0"),
+                    cluster.gpu_slice("node-0", 4)])
+    active = OperatorThread(operator_settings(apiserver, peering=200), identity="replica-a").start()
+    standby = OperatorThread(operator_settings(apiserver, peering=100), identity="replica-b").start()
+    try:
+        apiserver.seed([cluster.pod(f"p-{i}", template_name="one-gpu") for i in range(3)])
+        wait_for(lambda: all(helpers.node_of(apiserver, f"p-{i}") for i in range(3)), timeout=60,
+                 what="three pods bound")
+        assert (active.runtime.placements, standby.runtime.placements) == (3, 0)
+        active.stop()
+        apiserver.seed([cluster.pod("p-3", template_name="one-gpu")])
+        wait_for(lambda: helpers.node_of(apiserver, "p-3"), timeout=90, what="standby binds the next pod")
+        assert standby.runtime.placements == 1
+    finally:
+        for replica in (active, standby):
+            if replica.thread.is_alive():
+                replica.stop()
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
