@@ -24,10 +24,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/allocation.py
 
-# Until the operator demo lands: the offline allocator on the example cluster.
+# The demo: sandbox cluster + operator + examples/demo, then where every pod went.
+# `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
 run: $(STAMP)
-	@echo "dralloc allocate -f examples/snapshot.yaml --explain  (the operator demo replaces this in a later issue)"
-	@$(BIN)/dralloc allocate -f examples/snapshot.yaml --explain $(ARGS) || test $$? -eq 1
+	$(BIN)/dralloc demo $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -4,6 +4,7 @@ Subcommands:
   allocate   offline: allocate claims from saved objects, explain failures
   simulate   offline: place a whole workload on a snapshot (capacity planning)
   run        the operator: place pods, allocate claims, run the claim lifecycle
+  demo       the sandbox + the operator + examples/demo, and where everything went
   sandbox    serve a Kubernetes-compatible API server for demos and tests
 
 Every flag is documented in README.md.
@@ -161,6 +162,39 @@ def _run_operator(args: argparse.Namespace) -> int:
     return running.run(settings)
 
 
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="run the sandbox demo cluster and the operator, apply examples/demo, show placements",
+        description="Start the sandbox API server seeded with the demo GPU cluster and dralloc's CRDs, run the "
+        "operator against it, apply examples/demo/*.yaml, wait until every demo pod is placed (or --timeout), "
+        "print pod -> node -> devices per claim and every pod not placed with its reason, then keep running "
+        "for kubectl until Ctrl-C. With --once: exit 0 when every demo pod is placed, 1 otherwise.",
+    )
+    p.add_argument("--kubeconfig", default="dralloc-demo.kubeconfig", metavar="PATH",
+                   help="where to write the kubeconfig for the sandbox (default ./dralloc-demo.kubeconfig)")
+    p.add_argument("--port", type=int, default=None,
+                   help="sandbox API server port (default 6443 when free, else a free port; 0: a free port)")
+    p.add_argument("--metrics-port", type=int, default=8080, help="operator /metrics port (0: off)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for every demo pod to be placed (default 60)")
+    p.add_argument("--once", action="store_true", help="exit after the table: 0 all placed, 1 otherwise")
+    p.add_argument("--examples", metavar="DIR", default=None,
+                   help="directory of YAML to apply (default: the repository's examples/demo)")
+    p.add_argument("--log-level", default="WARNING", help="operator log level (default WARNING; INFO shows more)")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    import pathlib
+
+    from dralloc import demo
+
+    options = demo.Options(kubeconfig=args.kubeconfig, port=args.port, metrics_port=args.metrics_port,
+                           timeout=args.timeout, once=args.once, log_level=args.log_level.upper(),
+                           examples=pathlib.Path(args.examples) if args.examples else demo.DEFAULT_EXAMPLES)
+    return demo.run(options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dralloc", description="A DRA allocator for Kubernetes.")
     parser.add_argument("--version", action="version", version=f"dralloc {__version__}")
@@ -168,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_allocate(sub)
     _add_simulate(sub)
     _add_run(sub)
+    _add_demo(sub)
     sub.add_parser("sandbox", help="run the Kubernetes-compatible sandbox API server (see `dralloc sandbox -h`)",
                    add_help=False)
     return parser
@@ -187,4 +222,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_simulate(args)
     if args.command == "run":
         return _run_operator(args)
+    if args.command == "demo":
+        return _run_demo(args)
     raise AssertionError(f"unhandled command {args.command}")
