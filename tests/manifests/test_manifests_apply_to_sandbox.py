@@ -1,0 +1,119 @@
+"""`kubectl apply` of the rendered manifests, against the sandbox API server.
+
+CRDs go first (as a fresh cluster needs them before the ClusterKopfPeering), then every
+object of a kind the sandbox serves. The sandbox serves the core, DRA, CRD, Event, Lease
+and ConfigMap types but no apps/v1, rbac, ServiceAccount or Service, and the Prometheus
+Operator's types are CRDs it does not have: those objects are skipped here and checked
+offline instead (test_kustomize_renders validates the built-in ones against the
+Kubernetes 1.32 schemas; test_monitoring checks the monitoring ones).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import urllib.request
+from typing import Any
+
+import pytest
+import yaml
+from tests.manifests.rendered import KUBECTL, is_crd, needs_kubectl, render
+
+from dralloc.sandbox import ThreadedApiServer
+from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
+
+__all__ = ["apiserver", "pytest_configure"]
+
+pytestmark = needs_kubectl
+
+MUST_APPLY = {"Namespace", "CustomResourceDefinition", "ClusterKopfPeering", "ConfigMap"}
+# Kinds this sandbox does not serve (see the module docstring); anything else must apply.
+NOT_SERVED = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceMonitor",
+              "PrometheusRule"}
+
+Obj = dict[str, Any]
+
+
+def _get(server: ThreadedApiServer, path: str) -> Obj:
+    request = urllib.request.Request(server.url + path)
+    if server.token:
+        request.add_header("Authorization", f"Bearer {server.token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        result: Obj = json.loads(response.read())
+        return result
+
+
+def served(server: ThreadedApiServer) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every type discovery lists."""
+    versions = ["/api/v1"] + [f"/apis/{v['groupVersion']}" for g in _get(server, "/apis")["groups"]
+                              for v in g["versions"]]
+    out = set()
+    for path in versions:
+        doc = _get(server, path)
+        out |= {(doc["groupVersion"], r["kind"]) for r in doc["resources"] if "/" not in r["name"]}
+    return out
+
+
+def kubectl(server: ThreadedApiServer, tmp_path: pathlib.Path, *args: str, objs: list[Obj] | None = None) -> str:
+    assert KUBECTL is not None
+    command = [KUBECTL, "--kubeconfig", str(server.kubeconfig), *args]
+    if objs is not None:
+        path = tmp_path / "objects.yaml"
+        path.write_text(yaml.safe_dump_all(objs))
+        command += ["-f", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"kubectl {' '.join(args)} failed:\n{done.stderr}"
+    return done.stdout
+
+
+def _key(obj: Obj) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def test_rendered_manifests_apply(apiserver: ThreadedApiServer, tmp_path: pathlib.Path) -> None:
+    objs = render()
+    crds = [o for o in objs if is_crd(o)]
+    out = kubectl(apiserver, tmp_path, "apply", objs=crds)
+    assert out.count(" created") == len(crds) == 4, out
+    kubectl(apiserver, tmp_path, "wait", "--for=condition=Established", "--timeout=20s",
+            *(f"crd/{c['metadata']['name']}" for c in crds))
+
+    kinds = served(apiserver)
+    rest = [o for o in objs if not is_crd(o)]
+    applied = [o for o in rest if (o["apiVersion"], o["kind"]) in kinds]
+    skipped = {o["kind"] for o in rest if (o["apiVersion"], o["kind"]) not in kinds}
+    assert skipped <= NOT_SERVED, f"the sandbox serves these but they were not applied: {skipped - NOT_SERVED}"
+    assert MUST_APPLY <= {o["kind"] for o in [*crds, *applied]}
+    out = kubectl(apiserver, tmp_path, "apply", objs=applied)
+    assert out.count(" created") == len(applied), out
+
+    for obj in [*crds, *applied]:
+        meta = obj["metadata"]
+        stored = apiserver.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace", ""))
+        assert stored is not None, f"{_key(obj)} was not stored"
+        assert (meta.get("labels") or {}).items() <= (stored["metadata"].get("labels") or {}).items(), _key(obj)
+        assert stored.get("data") == obj.get("data"), _key(obj)
+
+    # Applying the same manifests again changes nothing.
+    again = kubectl(apiserver, tmp_path, "apply", objs=[*crds, *applied])
+    assert again.count(" unchanged") == len(crds) + len(applied), again
+
+
+def test_the_operator_peering_object_is_usable(apiserver: ThreadedApiServer, tmp_path: pathlib.Path) -> None:
+    """kopf patches its heartbeat into the ClusterKopfPeering's status (no status subresource)."""
+    objs = render()
+    kubectl(apiserver, tmp_path, "apply", objs=[o for o in objs if is_crd(o)])
+    kubectl(apiserver, tmp_path, "wait", "--for=condition=Established", "--timeout=20s",
+            "crd/clusterkopfpeerings.kopf.dev")
+    kubectl(apiserver, tmp_path, "apply", objs=[o for o in objs if o["kind"] == "ClusterKopfPeering"])
+    heartbeat = {"status": {"dralloc-0": {"priority": 100, "lifetime": 60, "lastseen": "2026-01-01T00:00:00"}}}
+    kubectl(apiserver, tmp_path, "patch", "clusterkopfpeering", "dralloc", "--type=merge", "-p", json.dumps(heartbeat))
+    stored = apiserver.get("kopf.dev/v1", "ClusterKopfPeering", "dralloc")
+    assert stored is not None and stored["status"] == heartbeat["status"]
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_SERVED))
+def test_kinds_the_sandbox_does_not_serve_are_still_rendered(kind: str) -> None:
+    """Skipped above, so at least present and checked offline elsewhere."""
+    assert any(o["kind"] == kind for o in render())
