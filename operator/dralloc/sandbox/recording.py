@@ -23,8 +23,18 @@ class Request:
     path: str
     query: dict[str, str]
     content_type: str
-    body: Any  # decoded JSON (None without a body; the text when it is not JSON)
+    raw: bytes | None
     status: int
+
+    @property
+    def body(self) -> Any:
+        """The decoded JSON body (None without one; the text when it is not JSON)."""
+        if not self.raw:
+            return None
+        try:
+            return json.loads(self.raw)
+        except ValueError:
+            return self.raw.decode(errors="replace")
 
 
 class Recorder:
@@ -34,14 +44,8 @@ class Recorder:
 
     def add(self, method: str, path: str, query: dict[str, str], content_type: str, raw: bytes | None,
             status: int) -> None:
-        body: Any = None
-        if raw:
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                body = raw.decode(errors="replace")
         with self._lock:
-            self._log.append(Request(method, path, query, content_type, body, status))
+            self._log.append(Request(method, path, query, content_type, raw, status))
 
     def all(self) -> list[Request]:
         with self._lock:
