@@ -199,7 +199,8 @@ class Endpoints:
                     if left <= 0:
                         break
                 try:
-                    line = await asyncio.wait_for(watcher.queue.get(), wait)
+                    line = watcher.queue.get_nowait() if not watcher.queue.empty() \
+                        else await asyncio.wait_for(watcher.queue.get(), wait)
                 except TimeoutError:
                     if request.transport is None or request.transport.is_closing():
                         break  # the client left; aiohttp does not cancel the handler for us
