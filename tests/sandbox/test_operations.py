@@ -8,6 +8,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import aiohttp
 import pytest
@@ -191,3 +192,63 @@ class TestTestingHelpers:
         with kubernetes.config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:
             kubernetes.client.CoreV1Api(api).delete_namespaced_config_map("doomed", "default")
         assert apiserver.wait_for("v1", "ConfigMap", "doomed", "default", lambda o: o is None) is None
+
+
+@pytest.mark.sandbox(simulate_pods=True, sim_start_delay=0.05)
+class TestSchedulerStandIn:
+    """With --simulate-pods, ungated default-scheduler pods get bound (gate mode's last step)."""
+
+    async def _setup(self, http: Http) -> None:
+        for i in range(2):
+            await http.post("/api/v1/nodes", {"metadata": {"name": f"n{i}", "labels": {"zone": f"z{i}"}}})
+        await http.post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", {
+            "metadata": {"name": "c"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+
+    async def _wait_phase(self, http: Http, name: str, check: Any) -> dict[str, Any]:
+        for _ in range(300):
+            _, pod = await http.get(f"/api/v1/namespaces/default/pods/{name}")
+            if check(pod):
+                return pod  # type: ignore[no-any-return]
+            await asyncio.sleep(0.01)
+        return pod  # type: ignore[no-any-return]
+
+    async def test_gated_pod_binds_after_allocation_and_gate_removal(self, http: Http) -> None:
+        await self._setup(http)
+        pods = "/api/v1/namespaces/default/pods"
+        await http.post(pods, {"metadata": {"name": "p"}, "spec": {
+            "schedulingGates": [{"name": "dralloc.io/allocate"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+            "containers": [{"name": "c", "image": "i"}]}})
+        alloc = {"devices": {"results": [{"request": "gpu", "driver": "gpu.dralloc.dev", "pool": "n1",
+                                          "device": "gpu-0"}]},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                     {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}
+        await http.patch("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c/status",
+                         {"status": {"allocation": alloc}})
+        code, _ = await http.patch(f"{pods}/p", {"spec": {"schedulingGates": None,
+                                                          "nodeSelector": {"zone": "z1"}}})
+        assert code == 200
+        pod = await self._wait_phase(http, "p", lambda p: p["status"]["phase"] == "Running")
+        assert pod["spec"]["nodeName"] == "n1" and pod["status"]["phase"] == "Running"
+        _, claim = await http.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c")
+        assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p"]
+
+    async def test_unallocated_claim_keeps_the_pod_pending(self, http: Http) -> None:
+        await self._setup(http)
+        await http.post("/api/v1/namespaces/default/pods", {"metadata": {"name": "q"}, "spec": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+            "containers": [{"name": "c", "image": "i"}]}})
+        pod = await self._wait_phase(http, "q", lambda p: any(
+            c["type"] == "PodScheduled" for c in p["status"].get("conditions") or []))
+        condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+        assert "not allocated" in condition["message"] and "nodeName" not in pod["spec"]
+
+    async def test_dralloc_pods_are_left_alone(self, http: Http) -> None:
+        await self._setup(http)
+        await http.post("/api/v1/namespaces/default/pods", {"metadata": {"name": "mine"}, "spec": {
+            "schedulerName": "dralloc", "containers": [{"name": "c", "image": "i"}]}})
+        await asyncio.sleep(0.2)
+        _, pod = await http.get("/api/v1/namespaces/default/pods/mine")
+        assert "nodeName" not in pod["spec"] and not pod["status"].get("conditions")

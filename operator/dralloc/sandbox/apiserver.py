@@ -35,6 +35,7 @@ from dralloc.sandbox import (
     persistence,
     recording,
     resources,
+    scheduler,
     simulator,
     watches,
 )
@@ -75,6 +76,8 @@ class ApiServer:
         self.store = store_.Store(self.registry, self.hub, admission.Admission(validate_schemas=validate_schemas))
         self.collector = collecting.Collector(self.store)
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
+        self.scheduler = scheduler.SchedulerStandIn(self.store, delay=min(sim_start_delay, 0.05)) \
+            if simulate_pods else None
         self.endpoints = endpoints.Endpoints(self.store, self.hub, bookmark_interval=bookmark_interval)
         self.faults = faults_.Faults()
         self.requests = recording.Recorder()
@@ -125,6 +128,8 @@ class ApiServer:
         self.hub.close_all()
         if self.simulator is not None:
             self.simulator.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from dralloc.sandbox import admission, errors, patching, protobuf, resources, selectors, watches
+from dralloc.sandbox import admission, errors, patching, pods, protobuf, resources, selectors, watches
 from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
@@ -279,22 +279,7 @@ class Endpoints:
         if not target:
             raise errors.invalid("Binding", "", name, [("target.name", "Required value")])
         pod = json.loads(entry.raw)
-        if pod["metadata"].get("deletionTimestamp"):
-            raise errors.conflict(rt.plural, name, why="pod is being deleted, cannot be assigned to a host")
-        if (pod.get("spec") or {}).get("nodeName"):
-            raise errors.conflict(rt.plural, name, why=f"pod {name} is already assigned to node "
-                                                       f"\"{pod['spec']['nodeName']}\"")
-        if (pod.get("spec") or {}).get("schedulingGates"):
-            raise errors.conflict(rt.plural, name, why=f"pod {name} has non-empty .spec.schedulingGates")
-        wanted_uid = (body.get("metadata") or {}).get("uid")
-        if wanted_uid and wanted_uid != pod["metadata"]["uid"]:
-            raise errors.conflict(rt.plural, name, why="the UID in the binding does not match the pod")
-        pod.setdefault("spec", {})["nodeName"] = target
-        status = pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": store_.now()})
-        status["conditions"] = conditions
+        pods.bind(pod, target, (body.get("metadata") or {}).get("uid"))
         self.store.put_internal((rt.storage, ns, name), pod, entry.obj)
         return errors.status_body(201)
 

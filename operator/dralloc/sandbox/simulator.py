@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
+from dralloc.sandbox import pods, watches
 from dralloc.sandbox import store as store_
-from dralloc.sandbox import watches
 
 DURATION_ANNOTATION = "dralloc.io/sim-duration"
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -30,23 +30,12 @@ def parse_duration(text: str) -> float | None:
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
-def grace_period(obj: dict[str, Any], options: dict[str, Any]) -> int:
-    """Seconds a deleted pod gets: only pods running on a node have a kubelet to stop them."""
-    if obj.get("kind") != "Pod":
-        return 0
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-        return 0
-    grace = options.get("gracePeriodSeconds")
-    return int(spec.get("terminationGracePeriodSeconds", 30) if grace is None else grace)
-
-
 class PodSimulator:
     def __init__(self, store: store_.Store, *, start_delay: float = 0.5, stop_delay: float | None = None) -> None:
         self.store = store
         self.start_delay = start_delay
         self.stop_delay = start_delay if stop_delay is None else stop_delay
-        store.grace_period = grace_period
+        store.grace_period = pods.grace_period
         self._timers: dict[str, asyncio.TimerHandle] = {}
         store.listeners.append(self._on_event)
 
