@@ -26,8 +26,9 @@ def parser() -> argparse.ArgumentParser:
                                 description="A Kubernetes-compatible API server for DRA demos and tests.")
     p.add_argument("--port", type=int, default=6443, help="port to listen on (0 = any free port)")
     p.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1 only)")
-    p.add_argument("--seed", action="append", default=[], metavar="demo|empty|FILE",
-                   help="objects to start with: the demo cluster, nothing, or YAML/JSON files (repeatable)")
+    p.add_argument("--seed", action="extend", nargs="+", default=[], metavar="demo|empty|FILE",
+                   help="objects to start with: the demo cluster (default), nothing, or YAML/JSON files "
+                        "(several, and repeatable: --seed demo extra.yaml)")
     p.add_argument("--kubeconfig", metavar="PATH", help="write a kubeconfig for this server to PATH")
     p.add_argument("--faults", metavar="SPEC", help="fault rules, e.g. 'PATCH /apis/* 409 x3; compact every=60'")
     p.add_argument("--state", metavar="FILE", help="load the cluster from FILE at start, save it there on exit")
