@@ -202,3 +202,29 @@ class TestPods:
         code, _ = await http.patch(f"{PODS}/p", {"spec": {"containers": [{"name": "c", "image": "img2"}]}},
                                    STRATEGIC)
         assert code == 200
+
+
+async def test_admin_access_needs_the_namespace_label(http: Http) -> None:
+    code, status = await http.post(CLAIMS, claim("admin", adminAccess=True))
+    assert code == 422 and fields(status) == ["spec.devices.requests[0].exactly.adminAccess"]
+    await http.post("/api/v1/namespaces", {"metadata": {"name": "ops", "labels": {
+        "resource.kubernetes.io/admin-access": "true"}}})
+    code, _ = await http.post("/apis/resource.k8s.io/v1/namespaces/ops/resourceclaims", claim("admin", adminAccess=True))
+    assert code == 201
+
+
+async def test_template_spec_is_immutable(http: Http) -> None:
+    path = f"{RES}/namespaces/default/resourceclaimtemplates"
+    body = {"metadata": {"name": "t"}, "spec": {"spec": claim()["spec"]}}
+    code, _ = await http.post(path, body)
+    assert code == 201
+    code, status = await http.patch(f"{path}/t", {"spec": {"spec": {"devices": {"requests": [
+        {"name": "other", "exactly": {"deviceClassName": "gpu"}}]}}}})
+    assert code == 422 and fields(status) == ["spec"]
+
+
+async def test_device_taint_rule_effect(http: Http) -> None:
+    body = {"metadata": {"name": "r"}, "spec": {"deviceSelector": {"driver": "gpu.dralloc.dev"},
+                                                "taint": {"key": "k", "effect": "Sometimes"}}}
+    code, status = await http.post(f"{RES}/devicetaintrules", body)
+    assert code == 422 and fields(status) == ["spec.taint.effect"]

@@ -11,7 +11,9 @@ causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.exp
   `structural.py`): types, enums, unique list-map keys, required fields (resource.k8s.io
   only: elsewhere the schema's `required` is not what the server checks), and unknown
   fields when the request says `fieldValidation=Strict` (as kubectl does);
-- resource.k8s.io: then the DRA rules in `dra.py`;
+- resource.k8s.io: then the DRA rules in `dra.py`, including that admin access to
+  devices is only requested in namespaces labelled
+  `resource.kubernetes.io/admin-access: "true"` (DRAAdminAccess);
 - custom resources: pruned, defaulted and validated by their CRD's openAPIV3Schema
   (`customresources.py`);
 - Pods: the spec is immutable except for the fields upstream lets change (images,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+from collections.abc import Callable
 from typing import Any
 
 from dralloc.sandbox import customresources, dra, errors, resources, structural
@@ -71,8 +74,14 @@ def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
 class Admission:
     """The `store.Admission` the server uses; `validate_schemas=False` skips the OpenAPI check."""
 
-    def __init__(self, *, validate_schemas: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        validate_schemas: bool = True,
+        namespace_labels: Callable[[str], dict[str, str]] | None = None,  # None: no namespace rules
+    ) -> None:
         self.validate_schemas = validate_schemas
+        self.namespace_labels = namespace_labels
 
     def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
         self.default(rt, new, old)
@@ -82,6 +91,9 @@ class Admission:
         if rt.group == "resource.k8s.io":
             if not causes:
                 causes += dra.validate(new, old, subresource)
+            if not causes and old is None and self.namespace_labels is not None:
+                labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
+                causes += dra.admin_access_causes(new, labels)
         elif rt.plural == "pods" and old is not None and subresource == "":
             causes += pod_update_causes(new, old)
         elif rt.crd and rt.schema:

@@ -73,7 +73,9 @@ class ApiServer:
         self.state_file = pathlib.Path(state_file) if state_file else None
         self.registry = resources.Registry()
         self.hub = watches.Hub(history)
-        self.store = store_.Store(self.registry, self.hub, admission.Admission(validate_schemas=validate_schemas))
+        self.admission = admission.Admission(validate_schemas=validate_schemas,
+                                             namespace_labels=self._namespace_labels)
+        self.store = store_.Store(self.registry, self.hub, self.admission)
         self.collector = collecting.Collector(self.store)
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
         self.scheduler = scheduler.SchedulerStandIn(self.store, delay=min(sim_start_delay, 0.05)) \
@@ -88,6 +90,10 @@ class ApiServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.kubeconfig: pathlib.Path | None = None  # set by write_kubeconfig()
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        entry = self.store.objects["/namespaces"].get(("", namespace))
+        return dict((entry.obj["metadata"].get("labels") or {}) if entry else {})
 
     # ---- lifecycle --------------------------------------------------------------------------
 

@@ -290,6 +290,32 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
     return []
 
 
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def admin_access_causes(obj: Obj, namespace_labels: dict[str, str]) -> Causes:
+    """Requests with `adminAccess: true` need the admin-access label on their namespace."""
+    kind = obj.get("kind")
+    if kind not in ("ResourceClaim", "ResourceClaimTemplate"):
+        return []
+    spec, base = (obj.get("spec") or {}, "spec")
+    if kind == "ResourceClaimTemplate":
+        spec, base = (spec.get("spec") or {}), "spec.spec"
+    if namespace_labels.get(ADMIN_ACCESS_LABEL) == "true":
+        return []
+    causes: Causes = []
+    for i, req in enumerate((spec.get("devices") or {}).get("requests") or []):
+        bodies = [(f"{base}.devices.requests[{i}].exactly", req.get("exactly"))]
+        bodies += [(f"{base}.devices.requests[{i}].firstAvailable[{j}]", sub)
+                   for j, sub in enumerate(req.get("firstAvailable") or [])]
+        for path, body in bodies:
+            if isinstance(body, dict) and body.get("adminAccess") is True:
+                causes.append((f"{path}.adminAccess", f'Forbidden: admin access to devices requires the '
+                                                      f'`{ADMIN_ACCESS_LABEL}: "true"` label on the containing '
+                                                      "namespace"))
+    return causes
+
+
 def default(obj: Obj) -> None:
     """The defaults upstream applies to device requests and tolerations."""
     kind = obj.get("kind")
