@@ -217,8 +217,6 @@ def test_peering_patch_is_limited_to_our_peering_object() -> None:
     assert not allowed(("kopf.dev", "clusterkopfpeerings", "patch"), name="default")
 
 
-@pytest.mark.xfail(strict=True, reason="API_CALLS (kube/resources.py) lacks dralloc.io allocationpolicies create, "
-                   "which handlers/operating.py ensure_default_policy() makes at startup; the ClusterRole grants it")
 def test_api_calls_declare_every_call_in_the_code() -> None:
     undeclared = sorted(code_calls() - set(resources.API_CALLS))
     assert not undeclared, f"called but not in API_CALLS: {undeclared}"

@@ -70,7 +70,7 @@ async def cleanup(memo: Runtime, **_: Any) -> None:
 
 
 @kopf.on.probe(id="synced")
-def synced(memo: Runtime, **_: Any) -> bool:
+async def synced(memo: Runtime, **_: Any) -> bool:
     return memo.synced.is_set()
 
 
@@ -98,7 +98,7 @@ def _strategy(spec: dict[str, Any]) -> tuple[str, str | None]:
 @kopf.on.resume("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
 @kopf.on.create("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
 @kopf.on.update("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
-def policy_changed(**kwargs: Any) -> None:
+async def policy_changed(**kwargs: Any) -> None:
     spec, meta, patch, memo = kwargs["spec"], kwargs["meta"], kwargs["patch"], kwargs["memo"]
     policy, problem = _strategy(dict(spec))
     memo.policy = policy

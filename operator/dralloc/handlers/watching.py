@@ -49,7 +49,9 @@ def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) ->
 
 def _register(kind: str, group: str, version: str, plural: str) -> None:
     @kopf.on.event(group=group, version=version, plural=plural, id=f"watch-{plural}")
-    def on_event(**kwargs: Any) -> None:
+    async def on_event(**kwargs: Any) -> None:
+        # async on purpose: kopf runs sync handlers in a thread pool, and the cluster view and the
+        # loops' wake-up events belong to the event loop's thread.
         event, memo = kwargs["event"], kwargs["memo"]
         raw = event.get("object")
         if isinstance(raw, dict) and isinstance(memo, Runtime):

@@ -76,8 +76,9 @@ DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRu
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
+# Every resource the operator reads or writes (leases are described but unused: peering is kopf's).
 ALL: tuple[Resource, ...] = (
-    PODS, NODES, NAMESPACES, EVENTS, LEASES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
+    PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
 )
 
@@ -107,12 +108,13 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     # Health: DeviceTaintRules are ours to write, with eviction progress in status.
     add(DEVICE_TAINT_RULES, "devicetaintrules", "create", "delete", "patch", "update")
     add(DEVICE_TAINT_RULES, "devicetaintrules/status", "patch", "update")
-    # Our CRDs: status conditions (and kopf-style annotations/finalizers by patch).
+    # Our CRDs: status conditions (and kopf-style annotations/finalizers by patch); the
+    # `default` AllocationPolicy is created at startup when missing.
+    add(ALLOCATION_POLICIES, ALLOCATION_POLICIES.plural, "create")
     for resource in (ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES):
         add(resource, resource.plural, "patch")
         add(resource, f"{resource.plural}/status", "patch", "update")
     add(EVENTS, "events", "create")
-    add(LEASES, "leases", "create", "update", "patch")
     return tuple(calls)
 
 

@@ -16,7 +16,9 @@ causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.exp
   `resource.kubernetes.io/admin-access: "true"` (DRAAdminAccess);
 - custom resources: pruned, defaulted and validated by their CRD's openAPIV3Schema
   (`customresources.py`);
-- Pods: the spec is immutable except for the fields upstream lets change (images,
+- Pods: containers (named, with an image), resourceClaims entries (a DNS label name,
+  exactly one of resourceClaimName / resourceClaimTemplateName) and container
+  `resources.claims` naming them; after creation the spec is immutable except for the fields upstream lets change (images,
   activeDeadlineSeconds, added tolerations, removed scheduling gates, and nodeSelector
   and affinity while the pod is still gated).
 """
@@ -94,6 +96,8 @@ class Admission:
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
+        elif rt.plural == "pods" and old is None and not causes:  # shapes are right from here on
+            causes += pod_create_causes(new)
         elif rt.plural == "pods" and old is not None and subresource == "":
             causes += pod_update_causes(new, old)
         elif rt.crd and rt.schema:
@@ -132,6 +136,45 @@ class Admission:
             }
         elif rt.group == "resource.k8s.io":
             dra.default(obj)
+
+
+def pod_create_causes(pod: Obj) -> Causes:
+    """What upstream refuses in a new Pod that users (and DRA) get wrong: containers, claims."""
+    spec = pod.get("spec") or {}
+    causes: Causes = []
+    containers = spec.get("containers") or []
+    if not containers:
+        causes.append(("spec.containers", "Required value"))
+    claim_names = set()
+    for i, ref in enumerate(spec.get("resourceClaims") or []):
+        where = f"spec.resourceClaims[{i}]"
+        name = ref.get("name", "")
+        if not _DNS_LABEL.match(name) or len(name) > 63:
+            causes.append((f"{where}.name", f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist "
+                                            "of lower case alphanumeric characters or '-'"))
+        if name in claim_names:
+            causes.append((f"{where}.name", f"Duplicate value: {name!r}"))
+        claim_names.add(name)
+        if bool(ref.get("resourceClaimName")) == bool(ref.get("resourceClaimTemplateName")):
+            causes.append((where, "Invalid value: must specify one of: `resourceClaimName`, "
+                                  "`resourceClaimTemplateName`"))
+    for field in ("initContainers", "containers"):
+        seen: set[str] = set()
+        for i, container in enumerate(spec.get(field) or []):
+            where = f"spec.{field}[{i}]"
+            cname = container.get("name", "")
+            if not cname:
+                causes.append((f"{where}.name", "Required value"))
+            elif cname in seen:
+                causes.append((f"{where}.name", f"Duplicate value: {cname!r}"))
+            seen.add(cname)
+            if not container.get("image"):
+                causes.append((f"{where}.image", "Required value"))
+            for j, claim in enumerate(((container.get("resources") or {}).get("claims")) or []):
+                if claim.get("name") not in claim_names:
+                    causes.append((f"{where}.resources.claims[{j}].name", f"Not found: {claim.get('name')!r}: "
+                                                                          "must be one of spec.resourceClaims"))
+    return causes
 
 
 _POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeSelector", "affinity",
