@@ -228,3 +228,16 @@ async def test_device_taint_rule_effect(http: Http) -> None:
                                                 "taint": {"key": "k", "effect": "Sometimes"}}}
     code, status = await http.post(f"{RES}/devicetaintrules", body)
     assert code == 422 and fields(status) == ["spec.taint.effect"]
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({}, "spec.containers"),
+    ({"containers": [{"name": "c"}]}, "spec.containers[0].image"),
+    ({"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}, "spec.containers[1]"),
+    ({"containers": [{"name": "c", "image": "i"}], "resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims[0]"),
+    ({"containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}]},
+     "spec.containers[0].resources.claims[0].name"),
+])
+async def test_invalid_pods(http: Http, spec: dict[str, Any], field: str) -> None:
+    code, status = await http.post(PODS, {"metadata": {"name": "p"}, "spec": spec})
+    assert code == 422 and field in fields(status)
