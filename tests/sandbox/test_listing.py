@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from tests.sandbox.conftest import Http, configmap
 
+from dralloc.sandbox import ApiServer
+
 CM = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -99,3 +101,31 @@ async def test_events_are_one_storage_in_two_groups(http: Http) -> None:
         "reportingController": "dralloc", "reportingInstance": "x", "action": "Allocate"})
     _, core = await http.get("/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=q")
     assert [(e["message"], e["reportingComponent"]) for e in core["items"]] == [("n", "dralloc")]
+
+
+async def test_pages_show_one_moment(http: Http) -> None:
+    """Writes between pages do not leak into later pages: every page is as of the first one."""
+    for i in range(6):
+        await http.post(CM, configmap(f"page-{i}", {"v": "old"}))
+    _, first = await http.get(CM, limit=2)
+    await http.patch(f"{CM}/page-4", {"data": {"v": "new"}})
+    await http.delete(f"{CM}/page-3")
+    await http.post(CM, configmap("page-5a"))
+    seen = [(i["metadata"]["name"], i["data"]["v"]) for i in first["items"]]
+    token = first["metadata"]["continue"]
+    while token:
+        _, page = await http.get(CM, limit=2, **{"continue": token})
+        assert page["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        seen += [(i["metadata"]["name"], i["data"]["v"]) for i in page["items"]]
+        token = page["metadata"].get("continue")
+    assert seen == [(f"page-{i}", "old") for i in range(6)]
+
+
+async def test_expired_continue_token_is_410(async_apiserver: ApiServer, http: Http) -> None:
+    for i in range(3):
+        await http.post(CM, configmap(f"x-{i}"))
+    _, first = await http.get(CM, limit=1)
+    await http.post(CM, configmap("x-9"))
+    async_apiserver.compact()
+    code, status = await http.get(CM, limit=1, **{"continue": first["metadata"]["continue"]})
+    assert code == 410 and status["reason"] == "Expired"

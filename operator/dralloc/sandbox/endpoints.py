@@ -86,7 +86,7 @@ class Endpoints:
                 if name is None:
                     if legacy_watch or _flag(request, "watch"):
                         return await self.watch(request, rt, ns)
-                    return self.list(request, rt, ns)
+                    return self.listing(request, rt, ns)
                 return self.get(request, rt, ns or "", name)
             dry_run = request.query.get("dryRun") == "All"
             if method == "POST" and name is None:
@@ -131,7 +131,7 @@ class Endpoints:
             selectors.label_matcher(request.query.get("labelSelector")),
             selectors.field_matcher(request.query.get("fieldSelector"), rt.field_paths()))
 
-    def list(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.Response:
+    def listing(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.Response:
         matcher = self._matcher(request, rt)
         limit = int(request.query.get("limit") or 0)
         start, list_rv = _decode_continue(request.query.get("continue"))
@@ -142,7 +142,8 @@ class Endpoints:
         table = _wants_table(request)
         last: tuple[str, str] | None = None
         more = False
-        for key, entry in self.store.scan(rt.storage, ns):
+        entries = self.store.scan(rt.storage, ns) if start is None else self._snapshot(rt, ns, list_rv)
+        for key, entry in entries:
             if start is not None and key <= start:
                 continue
             obj = entry.obj if same_shape else rt.outward(entry.obj)
@@ -168,6 +169,24 @@ class Endpoints:
         head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta},
                           separators=(",", ":")).encode()
         return respond(head[:-1] + b',"items":[' + b",".join(chunks) + b"]}")
+
+    def _snapshot(self, rt: resources.ResourceType, ns: str | None,
+                  rv: int) -> list[tuple[tuple[str, str], store_.Entry]]:
+        """The objects as they were at `rv`, from the current state and the watch history,
+        so that every page of a paginated list shows the same moment (410 once compacted)."""
+        if rv < self.hub.compacted_rv:
+            raise errors.gone("The provided continue parameter is too old to display a consistent list result. "
+                              "You can start a new list without the continue parameter.")
+        then: dict[tuple[str, str], store_.Entry | None] = {}
+        for event in self.hub.history:
+            if event.rv <= rv or event.storage != rt.storage or (ns is not None and event.namespace != ns):
+                continue
+            key = (event.namespace, event.obj["metadata"]["name"])
+            if key not in then:  # the first change after `rv` knows what was there before it
+                then[key] = None if event.prev is None else store_.Entry(event.prev, store_.dumps(event.prev))
+        current = dict(self.store.scan(rt.storage, ns))
+        keys = sorted(set(current) | set(then))
+        return [(k, e) for k in keys if (e := then[k] if k in then else current.get(k)) is not None]
 
     async def watch(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.StreamResponse:
         watcher = watches.Watcher(rt, ns, self._matcher(request, rt))
