@@ -35,7 +35,7 @@ import yaml
 
 from dralloc import running
 from dralloc.model import quantities
-from dralloc.sandbox import ThreadedApiServer, demo_objects
+from dralloc.sandbox import ApiError, ThreadedApiServer, demo_objects
 from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
 
 Obj = dict[str, Any]
@@ -345,7 +345,10 @@ def _run(options: Options, out: TextIO) -> int:
             operator.start()
             out.write("operator: running (standalone"
                       + (f", metrics on http://127.0.0.1:{metrics_port}/metrics)\n" if metrics_port else ")\n"))
-            server.seed(examples)
+            try:
+                server.seed(examples)
+            except ApiError as exc:  # admission rejected an example: name it, no traceback
+                raise DemoError(f"{_shown(options.examples)}: {exc}") from exc
             out.write(f"applied {_shown(options.examples)}: {len(examples)} objects, {len(pods)} pods; "
                       f"waiting up to {options.timeout:g}s for placement...\n\n")
             out.flush()
