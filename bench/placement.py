@@ -59,54 +59,107 @@ def decisions(node_count: int, gpus: int) -> None:
           f"({placer.allocator_calls} allocator calls)")
 
 
+class _Server:
+    """The sandbox in its own process: the operator must not share a GIL with the API server."""
+
+    def __init__(self, directory: pathlib.Path, seed: list[dict[str, object]]) -> None:
+        import json
+        import socket
+        import subprocess
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        seed_file = directory / "seed.json"
+        seed_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": seed}))
+        self.kubeconfig = directory / "kubeconfig"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dralloc.sandbox", "--port", str(self.port), "--seed", str(seed_file),
+             "--kubeconfig", str(self.kubeconfig)],
+            env={**__import__("os").environ, "PYTHONPATH": str(REPO / "operator")},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not self.kubeconfig.exists() or not self._ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError("sandbox did not start")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        try:
+            self.request("GET", "/version")
+            return True
+        except OSError:
+            return False
+
+    def request(self, method: str, path: str, body: object = None,
+                content_type: str = "application/json") -> dict[str, object]:
+        import json
+        import urllib.request
+
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
+        request.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            result: dict[str, object] = json.loads(response.read() or b"{}")
+            return result
+
+    def pods(self) -> list[dict[str, object]]:
+        items = self.request("GET", "/api/v1/namespaces/default/pods")["items"]
+        assert isinstance(items, list)
+        return items
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
 def end_to_end(node_count: int, gpus: int, pod_count: int) -> None:
-    from dralloc.sandbox import run_in_thread
-    from tests.handlers import helpers
+    from types import SimpleNamespace
+
     from tests.handlers.conftest import OperatorThread, crds, operator_settings
 
-    with run_in_thread() as server, tempfile.TemporaryDirectory() as tmp:
-        server.kubeconfig = server.write_kubeconfig(pathlib.Path(tmp) / "kubeconfig")
-        server.seed(crds())
-        objs = [cluster.gpu_class(), cluster.template("one-gpu")]
-        for i in range(node_count):
-            objs += [cluster.node(f"node-{i:03d}"), cluster.gpu_slice(f"node-{i:03d}", gpus)]
-        server.seed(objs)
-        operator = OperatorThread(operator_settings(server)).start()
+    seed = [*crds(), cluster.gpu_class(), cluster.template("one-gpu")]
+    for i in range(node_count):
+        seed += [cluster.node(f"node-{i:03d}"), cluster.gpu_slice(f"node-{i:03d}", gpus)]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = _Server(pathlib.Path(tmp), seed)
+        operator = OperatorThread(operator_settings(SimpleNamespace(kubeconfig=server.kubeconfig))).start()  # type: ignore[arg-type]
+
+        def bound(prefix: str) -> int:
+            return sum(1 for p in server.pods()
+                       if str(p["metadata"]["name"]).startswith(prefix) and p["spec"].get("nodeName"))  # type: ignore[index,union-attr]
+
+        def wait(prefix: str, count: int, start: float) -> tuple[int, float]:
+            done = 0
+            while done < count and time.perf_counter() - start < 600:
+                time.sleep(0.5)
+                done = bound(prefix)
+            return done, time.perf_counter() - start
+
         try:
             start = time.perf_counter()
-            server.seed([cluster.pod(f"fill-{i:05d}", template_name="one-gpu") for i in range(pod_count)])
+            for i in range(pod_count):
+                server.request("POST", "/api/v1/namespaces/default/pods",
+                               cluster.pod(f"fill-{i:05d}", template_name="one-gpu"))
             created = time.perf_counter() - start
-
-            def bound() -> int:
-                return sum(1 for p in server.list_objects("v1", "Pod", "default") if p["spec"].get("nodeName"))
-
-            done = 0
-            while done < pod_count and time.perf_counter() - start < 600:
-                time.sleep(0.25)
-                done = bound()
-            elapsed = time.perf_counter() - start
+            done, elapsed = wait("fill-", pod_count, start)
             print(f"end-to-end   {done} of {pod_count} pods bound in {elapsed:.2f} s = {done / elapsed:6.0f} pods/s "
                   f"(creating them took {created:.2f} s)")
             # Churn: half the pods finish, as many new ones arrive; time until all new ones are bound.
             churn = pod_count // 2
             start = time.perf_counter()
             for i in range(churn):
-                helpers.set_pod_phase(server, f"fill-{i:05d}", "Succeeded")
-            server.seed([cluster.pod(f"churn-{i:05d}", template_name="one-gpu") for i in range(churn)])
-
-            def churned() -> int:
-                return sum(1 for p in server.list_objects("v1", "Pod", "default")
-                           if p["metadata"]["name"].startswith("churn-") and p["spec"].get("nodeName"))
-
-            done = 0
-            while done < churn and time.perf_counter() - start < 600:
-                time.sleep(0.25)
-                done = churned()
-            elapsed = time.perf_counter() - start
+                server.request("PATCH", f"/api/v1/namespaces/default/pods/fill-{i:05d}/status",
+                               {"status": {"phase": "Succeeded"}}, "application/merge-patch+json")
+                server.request("POST", "/api/v1/namespaces/default/pods",
+                               cluster.pod(f"churn-{i:05d}", template_name="one-gpu"))
+            done, elapsed = wait("churn-", churn, start)
             print(f"churn        {done} of {churn} replacement pods bound in {elapsed:.2f} s = "
-                  f"{done / elapsed:6.0f} pods/s (old pods finishing, claims released, new ones placed)")
+                  f"{done / elapsed:6.0f} pods/s (pods finishing, claims released, new ones placed)")
         finally:
             operator.stop()
+            server.stop()
 
 
 def main() -> int:

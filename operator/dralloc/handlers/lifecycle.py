@@ -27,15 +27,11 @@ from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.lifecycle import plans, templates
-from dralloc.model import claims as model_claims
+from dralloc.state.cluster import PodsByUid
 
 logger = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
-
-
-def _owner_uids(claim: model_claims.ResourceClaim) -> set[str]:
-    return {ref.uid for ref in claim.metadata.owner_references}
 
 
 async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
@@ -48,32 +44,34 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     if not dirty_pods and not dirty_claims:
         return 0
     executed = 0
-    all_claims = list(rt.cluster.claims.all())
     template_map = {t.ref(): t for t in rt.cluster.templates.all()}
-    changed_pod_uids: set[str] = set()
+    cluster = rt.cluster
+    affected_claims = set(dirty_claims)
     for namespace, name in sorted(dirty_pods):
-        pod = rt.cluster.pods.get(namespace, name)
+        pod = cluster.pods.get(namespace, name)
         if pod is None:
             continue
-        changed_pod_uids.add(pod.metadata.uid or "")
+        uid = pod.metadata.uid or ""
+        affected_claims |= cluster.claims_of.get(uid, set())
         if not rt.watches_namespace(namespace):
             continue
-        owned = [c for c in all_claims if (pod.metadata.uid or "") in _owner_uids(c)]
+        owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
+                 if (c := cluster.claims.get(*key)) is not None]
         for step in templates.pod_claim_plan(pod, template_map, owned):
             executed += await _execute(rt, step)
-    pods_by_uid = {p.metadata.uid or "": p for p in rt.cluster.pods.all()}
-    known_uids = set(pods_by_uid)
-    for claim in all_claims:
-        key = (claim.metadata.namespace or "", claim.metadata.name)
-        consumers = {r.uid for r in claim.status.reserved_for} | _owner_uids(claim)
-        # A claim is affected by pods that changed, and by pods that vanished (their uid unknown now).
-        if key in dirty_claims or consumers & changed_pod_uids or (consumers - known_uids and dirty_pods):
-            current = rt.cluster.claims.get(*key)
-            if current is None or not rt.watches_namespace(key[0]):
-                continue
-            steps = lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=dt.datetime.now(dt.UTC))
-            for combined in _combined(steps):
-                executed += await _execute(rt, combined)
+    # Pods that vanished leave their claims behind: those claims name uids no pod has any more.
+    if dirty_pods:
+        for uid in [u for u in cluster.claims_of if u not in cluster.pod_keys]:
+            affected_claims |= cluster.claims_of.get(uid, set())
+    pods_by_uid = PodsByUid(cluster)
+    now = dt.datetime.now(dt.UTC)
+    for key in sorted(affected_claims):
+        current = cluster.claims.get(*key)
+        if current is None or not rt.watches_namespace(key[0]):
+            continue
+        steps = lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now)
+        for combined in _combined(steps):
+            executed += await _execute(rt, combined)
     return executed
 
 

@@ -381,5 +381,4 @@ async def refresh(rt: Runtime, kinds: Sequence[tuple[str, resources.Resource]]) 
     session = rt.require_session()
     for kind, resource in kinds:
         items, _ = await reading.list_objects(session, resource)
-        rt.cluster.store(kind).replace_all(items)
-    rt.cluster.relevant_changes += 1
+        rt.cluster.replace_all(kind, items)

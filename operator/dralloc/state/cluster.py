@@ -123,6 +123,11 @@ class ClusterState:
         self.classes: Store[classes.DeviceClass] = Store(classes.DeviceClass)
         self.taint_rules: Store[taints.DeviceTaintRule] = Store(taints.DeviceTaintRule)
         self.relevant_changes = 0
+        # Indexes the claim lifecycle needs on every pass, kept current on every apply:
+        # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys.
+        self.pod_keys: dict[str, Key] = {}
+        self.claims_of: dict[str, set[Key]] = {}
+        self._claim_uids: dict[Key, set[str]] = {}
 
     def store(self, kind: str) -> Store[Any]:
         stores: Mapping[str, Store[Any]] = {
@@ -135,11 +140,75 @@ class ClusterState:
     def apply(self, kind: str, event_type: str | None, raw: Raw) -> bool:
         """Apply one watch event (None: an object seen while listing). True when something changed."""
         store = self.store(kind)
-        before = store.raw(*Store.key_of(raw)) if kind == "Pod" else None
+        key = Store.key_of(raw)
+        before = store.raw(*key) if kind == "Pod" else None
         changed = store.remove(raw) if event_type == "DELETED" else store.put(raw)
+        if changed:
+            if kind == "Pod":
+                self._index_pod(key, before, None if event_type == "DELETED" else raw)
+            elif kind == "ResourceClaim":
+                self._index_claim(key, None if event_type == "DELETED" else raw)
         if changed and (kind != "Pod" or _pod_change_matters(before, raw, event_type)):
             self.relevant_changes += 1
         return changed
+
+    def replace_all(self, kind: str, items: list[Raw]) -> None:
+        """A full list from the API for one kind: anything not in it is gone."""
+        self.store(kind).replace_all(items)
+        if kind == "Pod":
+            self.pod_keys = {_uid(raw): Store.key_of(raw) for raw in items}
+        elif kind == "ResourceClaim":
+            self.claims_of.clear()
+            self._claim_uids.clear()
+            for raw in items:
+                self._index_claim(Store.key_of(raw), raw)
+        self.relevant_changes += 1
+
+    def _index_pod(self, key: Key, before: Raw | None, after: Raw | None) -> None:
+        if before is not None and self.pod_keys.get(_uid(before)) == key:
+            del self.pod_keys[_uid(before)]
+        if after is not None:
+            self.pod_keys[_uid(after)] = key
+
+    def _index_claim(self, key: Key, raw: Raw | None) -> None:
+        for uid in self._claim_uids.pop(key, set()):
+            keys = self.claims_of.get(uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.claims_of[uid]
+        if raw is None:
+            return
+        meta, status = raw.get("metadata") or {}, raw.get("status") or {}
+        uids = {str(ref.get("uid") or "") for ref in meta.get("ownerReferences") or []}
+        uids |= {str(ref.get("uid") or "") for ref in status.get("reservedFor") or []}
+        uids.discard("")
+        self._claim_uids[key] = uids
+        for uid in uids:
+            self.claims_of.setdefault(uid, set()).add(key)
+
+    def pod_by_uid(self, uid: str) -> pods.Pod | None:
+        key = self.pod_keys.get(uid)
+        return self.pods.get(*key) if key is not None else None
+
+
+class PodsByUid(Mapping[str, pods.Pod]):
+    """A read-only uid -> Pod view over the cluster state (parses only the pods looked up)."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+
+    def __getitem__(self, uid: str) -> pods.Pod:
+        pod = self.cluster.pod_by_uid(uid)
+        if pod is None:
+            raise KeyError(uid)
+        return pod
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.cluster.pod_keys))
+
+    def __len__(self) -> int:
+        return len(self.cluster.pod_keys)
 
 
 def _pod_change_matters(before: Raw | None, after: Raw, event_type: str | None) -> bool:
