@@ -27,8 +27,8 @@ def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceIn
         return Cause.INVALID_POOL
     if info.binding_conditions and not search.features.binding_conditions:
         return Cause.BINDING_CONDITIONS
-    if not plan.admin_access and search.in_use_before(info):
-        return Cause.IN_USE
+    # Selectors before "in use" (the search checks in the other order): a busy device the
+    # request could never use must be reported as not matching, not as busy.
     try:
         probe = RequestPlan(**{**plan.__dict__, "selectors": (), "selectable": {}})
         if not search.statically_selectable(probe, info):
@@ -37,6 +37,8 @@ def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceIn
             return Cause.REQUEST_SELECTOR
     except errors.AllocationInputError:
         return Cause.REQUEST_SELECTOR
+    if not plan.admin_access and search.in_use_before(info):
+        return Cause.IN_USE
     if info.consumes and not search.features.partitionable_devices:
         return Cause.COUNTERS
     if not search.capacity_amounts(plan, info, in_call=False)[0]:
@@ -87,6 +89,12 @@ def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...]) -> 
                     note=note,
                 ))
     # Requests that lack candidates on their own are the culprits; the others only failed
-    # with them. Report every request only when none is short on its own.
-    short = [r for r in reasons if r.candidates < r.needed or (r.needed == 0 and r.note)]
+    # with them. A firstAvailable request is short only when every alternative is, and then
+    # every alternative is reported: the user needs to know why the fallbacks failed too.
+    # Report every request only when none is short on its own.
+    groups: dict[tuple[str, str], list[RequestReason]] = {}
+    for reason in reasons:
+        groups.setdefault((reason.claim, reason.request.split("/")[0]), []).append(reason)
+    short = [r for group in groups.values()
+             if all(g.candidates < g.needed or (g.needed == 0 and g.note) for g in group) for r in group]
     return tuple(short or reasons)

@@ -22,6 +22,7 @@ import logging
 from typing import Any
 
 from dralloc import metrics
+from dralloc.handlers import scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -47,6 +48,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     template_map = {t.ref(): t for t in rt.cluster.templates.all()}
     cluster = rt.cluster
     affected_claims = set(dirty_claims)
+    # Plans are made synchronously; each object's steps run in order, objects concurrently.
+    work: list[list[Any]] = []
     for namespace, name in sorted(dirty_pods):
         pod = cluster.pods.get(namespace, name)
         if pod is None:
@@ -57,8 +60,11 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             continue
         owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
                  if (c := cluster.claims.get(*key)) is not None]
-        for step in templates.pod_claim_plan(pod, template_map, owned):
-            executed += await _execute(rt, step)
+        steps = list(templates.pod_claim_plan(pod, template_map, owned))
+        if steps:
+            work.append(steps)
+    executed += await _run_concurrently(rt, work)
+    work = []
     # Pods that vanished leave their claims behind: those claims name uids no pod has any more.
     if dirty_pods:
         for uid in [u for u in cluster.claims_of if u not in cluster.pod_keys]:
@@ -69,10 +75,31 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         current = cluster.claims.get(*key)
         if current is None or not rt.watches_namespace(key[0]):
             continue
-        steps = lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now)
-        for combined in _combined(steps):
-            executed += await _execute(rt, combined)
+        planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now))
+        if planned:
+            work.append(planned)
+    executed += await _run_concurrently(rt, work)
     return executed
+
+
+CONCURRENCY = 32  # objects whose steps are in flight at once
+
+
+async def _run_concurrently(rt: Runtime, work: list[list[Any]]) -> int:
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def run(steps: list[Any]) -> int:
+        async with limit:
+            count = 0
+            for step in steps:
+                done = await _execute(rt, step)
+                count += done
+                if not done:
+                    break  # a failed step: the object is dirty again, the rest is planned anew
+            return count
+
+    results = await asyncio.gather(*(run(steps) for steps in work))
+    return sum(results)
 
 
 def _combined(steps: plans.Plan) -> list[plans.PlanStep | _DropAndDeallocate]:
@@ -132,13 +159,13 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
     if isinstance(step, _DropAndDeallocate):
         raw = _claim_raw(rt, step.drop.claim_namespace, step.drop.claim_name)
         status = dict(raw.get("status") or {})
-        status["reservedFor"] = list(step.drop.keep)
+        _set_reserved(status, step.drop.keep)
         status.pop("allocation", None)
         status.pop("devices", None)
         await _write_status(rt, raw, status)
         logger.info("claim=%s/%s: released and deallocated", step.drop.claim_namespace, step.drop.claim_name)
     elif isinstance(step, plans.CreateClaim):
-        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, step.raw)
+        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, _protected(rt, step.raw))
         rt.cluster.apply("ResourceClaim", "ADDED", created)
         metrics.observe_claim_create(True)
         meta = created.get("metadata") or {}
@@ -162,7 +189,7 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
     elif isinstance(step, plans.DropReservations):
         raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
         status = dict(raw.get("status") or {})
-        status["reservedFor"] = list(step.keep)
+        _set_reserved(status, step.keep)
         await _write_status(rt, raw, status)
     elif isinstance(step, plans.Deallocate):
         raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
@@ -195,6 +222,32 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         await writing.post_event(session, regarding=regarding, reason=step.reason, message=step.message,
                                  type_=step.type_, action="ClaimLifecycle",
                                  reporting_controller="dralloc.io/claim-lifecycle")
+
+
+def _set_reserved(status: Raw, keep: tuple[Raw, ...]) -> None:
+    if keep:
+        status["reservedFor"] = list(keep)
+    else:
+        status.pop("reservedFor", None)  # as the API writes it: no empty list
+
+
+def _protected(rt: Runtime, raw: Raw) -> Raw:
+    """A claim for a pod we will place gets the delete-protection finalizer when it is created.
+
+    Upstream's scheduler adds it right before writing the allocation, one more write per
+    claim; adding it at creation is equivalent for claims we allocate (the lifecycle removes it
+    from an unallocated claim being deleted) and saves that write on the placement path.
+    """
+    meta = raw.get("metadata") or {}
+    settings = rt.settings.scheduling
+    for ref in meta.get("ownerReferences") or []:
+        pod = rt.cluster.pod_by_uid(str(ref.get("uid") or ""))
+        if pod is not None and scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+            finalizers = list(meta.get("finalizers") or [])
+            if lifecycle_claims.DELETE_PROTECTION_FINALIZER not in finalizers:
+                finalizers.append(lifecycle_claims.DELETE_PROTECTION_FINALIZER)
+            return {**raw, "metadata": {**meta, "finalizers": finalizers}}
+    return raw
 
 
 def _claim_raw(rt: Runtime, namespace: str, name: str) -> Raw:

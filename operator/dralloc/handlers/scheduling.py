@@ -44,6 +44,7 @@ from dralloc.state.ledger import Reservation
 logger = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
+COMMIT_CONCURRENCY = 32  # pods whose writes are in flight at once
 
 
 def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
@@ -132,6 +133,15 @@ async def run_pass(rt: Runtime) -> PassResult:
     if not pods_now:
         return result
     placer = rt.views.placer(rt.policy)
+    # Decisions are made one after another without awaits; the writes of decided pods run
+    # concurrently (each pod's own writes stay in order), as kube-scheduler binds asynchronously.
+    commits: set[asyncio.Task[bool]] = set()
+    limit = asyncio.Semaphore(COMMIT_CONCURRENCY)
+
+    async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
+        async with limit:
+            return await _commit(rt, pod, item, decision)
+
     for pod in pods_now:
         fresh = rt.cluster.pods.get(pod.metadata.namespace or "", pod.metadata.name)
         if fresh is None or fresh.metadata.uid != pod.metadata.uid:
@@ -158,10 +168,13 @@ async def run_pass(rt: Runtime) -> PassResult:
         metrics.observe_allocation("allocated", elapsed, decision.steps)
         _reserve(rt, fresh, item, decision)
         placer.commit(item, decision)
-        if await _commit(rt, fresh, item, decision):
-            result.placed += 1
-        else:
-            placer = rt.views.placer(rt.policy)  # the failed commit invalidated what the placer assumed
+        commits.add(asyncio.create_task(commit(fresh, item, decision)))
+        if len(commits) >= COMMIT_CONCURRENCY * 4:
+            done, commits = await asyncio.wait(commits, return_when=asyncio.FIRST_COMPLETED)
+            result.placed += sum(1 for task in done if task.result())
+    if commits:
+        done, _ = await asyncio.wait(commits)
+        result.placed += sum(1 for task in done if task.result())
     return result
 
 
@@ -312,6 +325,7 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
         keep = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.metadata.uid]
         status["reservedFor"] = keep
         if not keep:
+            status.pop("reservedFor")
             status.pop("allocation", None)
             status.pop("devices", None)
         try:
