@@ -73,7 +73,15 @@ class Session:
         except (config.ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
             raise errors.ConfigError(f"cannot load {'in-cluster' if in_cluster else 'kubeconfig'} "
                                      f"credentials: {exc}") from exc
-        return cls(client.ApiClient(conf), request_timeout=request_timeout)
+        api = client.ApiClient(conf)
+        # kubernetes-asyncio opens its aiohttp session with trust_env=True: every request then
+        # reads ~/.netrc and the proxy variables in a worker thread, which was the single largest
+        # cost of a placement. The API server address comes from the kubeconfig; proxies for it
+        # are set there (proxy-url), not in the environment.
+        pool = getattr(api.rest_client, "pool_manager", None)
+        if pool is not None and hasattr(pool, "_trust_env") and not conf.proxy:
+            pool._trust_env = False
+        return cls(api, request_timeout=request_timeout)
 
     async def close(self) -> None:
         await self._api.close()
