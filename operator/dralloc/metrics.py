@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -25,6 +25,12 @@ ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
 QUEUE_STATES = ("pending", "backoff", "unschedulable")
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
+EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
+HEALTH_STATES = ("healthy", "suspect", "unhealthy", "recovering")
+# kube-controller-manager's taint-eviction pod_deletion_duration_seconds buckets (5 ms ... 240 s).
+EVICTION_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240)
 
 allocation_attempts = Counter(
     "dralloc_allocation_attempts_total", "Placement attempts for pods, by result.", ["result"], registry=REGISTRY)
@@ -51,6 +57,32 @@ evictions = Counter(
     "dralloc_device_taint_pod_deletions_total", "Pods deleted because of NoExecute device taints.",
     registry=REGISTRY)
 
+eviction_outcomes = Counter(
+    "dralloc_device_taint_evictions_total",
+    "Pods evicted for NoExecute device taints, by outcome (deleted, dry-run: only reported, failed).",
+    ["outcome"], registry=REGISTRY)
+eviction_latency = Histogram(
+    "dralloc_device_taint_pod_deletion_duration_seconds",
+    "From the NoExecute taint (its timeAdded, or when dralloc first saw it) to the pod's deletion; "
+    "includes tolerationSeconds and rate-limit waits.", registry=REGISTRY, buckets=EVICTION_LATENCY_BUCKETS)
+pending_evictions = Gauge(
+    "dralloc_device_taint_pending_evictions", "Pods that NoExecute device taints will evict (due or scheduled).",
+    registry=REGISTRY)
+devices_tainted = Gauge(
+    "dralloc_devices_tainted", "Devices with a taint in effect, by effect and source (slice, rule, policy).",
+    ["effect", "source"], registry=REGISTRY)
+health_transitions = Counter(
+    "dralloc_device_health_transitions_total",
+    "Device health state changes made by DeviceHealthPolicies, by the state entered.", ["state"],
+    registry=REGISTRY)
+
+for _outcome in EVICTION_OUTCOMES:
+    eviction_outcomes.labels(_outcome)
+for _effect in TAINT_EFFECTS:
+    for _source in TAINT_SOURCES:
+        devices_tainted.labels(_effect, _source)
+for _state in HEALTH_STATES:
+    health_transitions.labels(_state)
 for _result in ALLOCATION_RESULTS:
     allocation_attempts.labels(_result)
     allocation_duration.labels(_result)
@@ -128,6 +160,30 @@ def observe_retry(operation: str) -> None:
 
 def observe_eviction() -> None:
     evictions.inc()
+
+
+def observe_eviction_outcome(outcome: str) -> None:
+    eviction_outcomes.labels(outcome).inc()
+
+
+def observe_eviction_latency(seconds: float) -> None:
+    eviction_latency.observe(max(seconds, 0.0))
+
+
+def set_pending_evictions(count: int) -> None:
+    pending_evictions.set(count)
+
+
+def set_devices_tainted(counts: Mapping[tuple[str, str], int]) -> None:
+    """Devices per (effect, source); effects or sources outside the closed sets are not exported."""
+    for effect in TAINT_EFFECTS:
+        for source in TAINT_SOURCES:
+            devices_tainted.labels(effect, source).set(counts.get((effect, source), 0))
+
+
+def observe_health_transition(state: str) -> None:
+    if state in HEALTH_STATES:
+        health_transitions.labels(state).inc()
 
 
 def serve(port: int, address: str = "0.0.0.0") -> None:

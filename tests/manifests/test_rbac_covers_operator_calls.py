@@ -25,7 +25,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import kopf
-import pytest
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import OperatorThread, wait_for
 from tests.manifests.rendered import MANIFESTS, REPO, find, load
@@ -131,7 +130,11 @@ KUBE_FUNCTIONS: dict[str, tuple[str, str | None]] = {
     "post_event": ("create", "events.k8s.io events"),
 }
 # Calls whose resource is a variable, and where its values come from.
-DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]}
+DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED],
+           # DeviceTaintRules at the version the cluster serves (Runtime.taint_rule_resource)
+           **{(f, call): [resources.DEVICE_TAINT_RULES] for f, call in (
+               ("watching.py", "list_objects"), ("watching.py", "watch_objects"), ("evicting.py", "merge_patch"),
+               ("health.py", "create_object"), ("health.py", "delete_object"), ("health.py", "merge_patch"))}}
 
 
 def _code_calls() -> Iterator[tuple[str, int, Call]]:

@@ -19,7 +19,7 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import lifecycle, scheduling
+from dralloc.handlers import evicting, lifecycle, scheduling, watching
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -119,18 +119,22 @@ async def control_loops(**kwargs: Any) -> None:
     spec, stopped, memo = kwargs["spec"], kwargs["stopped"], kwargs["memo"]
     memo.policy, _problem = _strategy(dict(spec))
     await scheduling.refresh(memo, RELISTED)
+    rules_version = await watching.relist_taint_rules(memo)  # before any placement: rules are in effect
     memo.synced.set()
     memo.wake()
     stop = asyncio.Event()
     tasks = [
         asyncio.create_task(scheduling.scheduling_loop(memo, stop), name="dralloc-scheduling"),
         asyncio.create_task(lifecycle.lifecycle_loop(memo, stop), name="dralloc-lifecycle"),
+        asyncio.create_task(watching.taint_rule_feed(memo, stop, rules_version), name="dralloc-taint-rules"),
+        asyncio.create_task(evicting.eviction_loop(memo, stop), name="dralloc-eviction"),
     ]
     try:
         await stopped.wait()
     finally:
         stop.set()
         memo.wake()
+        memo.eviction_wakeup.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from typing import TYPE_CHECKING
 
+from dralloc.lifecycle import eviction
 from dralloc.settings import Settings
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
 from dralloc.state.views import Views
 
 if TYPE_CHECKING:
+    from dralloc.kube.resources import Resource
     from dralloc.kube.session import Session
 
 
@@ -47,6 +50,13 @@ class Runtime:
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
         self.placements = 0  # pods this process placed (bound or ungated)
+        # Device health (handlers/evicting.py, handlers/health.py): the DeviceTaintRule version
+        # this cluster serves (None: none), the loops' wake-ups, and the eviction limits
+        # (DRALLOC_EVICTION_* environment variables; tests replace them before starting).
+        self.taint_rule_resource: Resource | None = None
+        self.eviction_wakeup = asyncio.Event()
+        self.health_wakeup = asyncio.Event()
+        self.eviction_limits = eviction.Limits.from_environment(os.environ)
 
     def __copy__(self) -> Runtime:
         # kopf gives every object's handlers a shallow copy of the memo; the operator's state must

@@ -3,15 +3,31 @@
 `@kopf.on.event` handlers neither patch nor store progress on the objects: they
 only feed `Runtime.cluster`. When kopf pauses this replica (peering), they stop
 with everything else; the active replica relists when it (re)starts its loops.
+
+DeviceTaintRules are the exception: their served version differs between clusters
+(resource.k8s.io v1 from Kubernetes 1.37, v1beta2/v1alpha3 before) and kopf needs a
+concrete version when the decorator runs, at import, before we can ask the server.
+So they are fed by `taint_rule_feed`, a list + watch task the control-loop daemon
+starts (active replica only) after finding the served version through discovery.
+Its first list happens before the loops start (`relist_taint_rules`), so no
+placement is ever made without the rules; a cluster that serves no version of
+the type simply has no rules.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import Any
 
 import kopf
 
 from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import reading, resources
+
+logger = logging.getLogger(__name__)
 
 # (kind, group, version, plural): what the operator watches.
 WATCHED = (
@@ -22,6 +38,7 @@ WATCHED = (
     ("ResourceSlice", "resource.k8s.io", "v1", "resourceslices"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
 )
+TAINT_RULE_RETRY = 1.0  # seconds before re-watching after the API went away
 
 
 def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) -> None:
@@ -44,7 +61,61 @@ def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) ->
     elif kind == "ResourceClaimTemplate":
         rt.dirty_pods.update(k for k in rt.cluster.pods.entries if k[0] == key[0])
         rt.lifecycle_wakeup.set()
+    elif kind == "DeviceTaintRule":
+        # A rule changes what the allocator may use: the very next placement must see it.
+        rt.lifecycle_wakeup.set()
     rt.scheduling_wakeup.set()
+    rt.eviction_wakeup.set()
+    rt.health_wakeup.set()
+
+
+async def relist_taint_rules(rt: Runtime) -> str:
+    """Find the served DeviceTaintRule version, list the rules into the view; the list's resourceVersion."""
+    session = rt.require_session()
+    version = await session.served_version(resources.RESOURCE, resources.DEVICE_TAINT_RULES.plural)
+    if version is None:
+        rt.taint_rule_resource = None
+        rt.cluster.replace_all("DeviceTaintRule", [])
+        logger.info("this cluster serves no DeviceTaintRule version: no rules to apply")
+        return ""
+    rt.taint_rule_resource = resources.DEVICE_TAINT_RULES.at_version(version)
+    items, list_rv = await reading.list_objects(session, rt.taint_rule_resource)
+    rt.cluster.replace_all("DeviceTaintRule", items)
+    rt.wake()
+    rt.eviction_wakeup.set()
+    return list_rv
+
+
+async def taint_rule_feed(rt: Runtime, stopped: asyncio.Event, resource_version: str) -> None:
+    """Watch DeviceTaintRules from `resource_version`, resuming and relisting as needed, until stopped."""
+    while not stopped.is_set():
+        resource = rt.taint_rule_resource
+        try:
+            if resource is None or not resource_version:
+                await asyncio.sleep(30.0 if resource is None else TAINT_RULE_RETRY)  # served later? look again
+                resource_version = await relist_taint_rules(rt)
+                continue
+            async with contextlib.aclosing(reading.watch_objects(
+                    rt.require_session(), resource, resource_version=resource_version)) as events:
+                async for event_type, raw in events:
+                    resource_version = str((raw.get("metadata") or {}).get("resourceVersion") or resource_version)
+                    if event_type != "BOOKMARK":
+                        feed(rt, "DeviceTaintRule", event_type, raw)
+        except kube_errors.GoneError:
+            resource_version = await _relist_later(rt, 0.0)
+        except (kube_errors.KubeError, OSError) as exc:
+            logger.warning("watching DeviceTaintRules failed (%s); relisting in %.0fs", exc, TAINT_RULE_RETRY)
+            resource_version = await _relist_later(rt, TAINT_RULE_RETRY)
+
+
+async def _relist_later(rt: Runtime, delay: float) -> str:
+    if delay:
+        await asyncio.sleep(delay)
+    try:
+        return await relist_taint_rules(rt)
+    except (kube_errors.KubeError, OSError) as exc:
+        logger.warning("listing DeviceTaintRules failed: %s", exc)
+        return ""
 
 
 def _register(kind: str, group: str, version: str, plural: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from dralloc.allocation import taintrules
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import SliceIndex
+from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.scheduling import placement
 from dralloc.state.cluster import ClusterState
@@ -28,6 +28,8 @@ class Views:
         self._index_key: tuple[int, ...] = ()
         self._snapshot: Snapshot | None = None
         self._snapshot_key: tuple[Any, ...] = ()
+        self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
+        self._effective_key: tuple[int, ...] = ()
 
     def slice_index(self) -> SliceIndex:
         key = (self.cluster.slices.version,)
@@ -46,14 +48,25 @@ class Views:
             state = AllocatedState.from_claims(observed, self.features)
             pending = [r.allocation for r in self.ledger.pending() if r.claim_uid not in observed_uids]
             state = state.plus((res for a in pending for res in a.devices.results), self.features)
+            device_classes = {c.metadata.name: c for c in self.cluster.classes.all()}
             self._snapshot = Snapshot(
-                classes={c.metadata.name: c for c in self.cluster.classes.all()},
+                classes=device_classes,
                 slices=index,
                 allocated=state,
-                extra_taints=taintrules.rule_taints(self.cluster.taint_rules.all(), index),
+                extra_taints=taintrules.rule_taints(self.cluster.taint_rules.all(), index, device_classes),
             )
             self._snapshot_key = key
         return self._snapshot
+
+    def effective_taints(self) -> dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]]:
+        """Per tainted device, its slice taints and the DeviceTaintRule taints that select it."""
+        index = self.slice_index()
+        key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.taint_rules.version)
+        if self._effective is None or key != self._effective_key:
+            device_classes = {c.metadata.name: c for c in self.cluster.classes.all()}
+            self._effective = taintrules.effective_taints(self.cluster.taint_rules.all(), index, device_classes)
+            self._effective_key = key
+        return self._effective
 
     def placer(self, policy: str) -> placement.Placer:
         nodes = list(self.cluster.nodes.all())
