@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from dralloc.allocation import errors
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
@@ -90,6 +92,14 @@ def _add_unique(into: list[nodes.NodeSelectorRequirement], more: tuple[nodes.Nod
             into.append(requirement)
 
 
+@functools.lru_cache(maxsize=4096)
+def _pinned(node_name: str) -> nodes.NodeSelector:
+    """The selector of an allocation bound to one node; immutable, so one instance per node."""
+    return nodes.NodeSelector(node_selector_terms=(nodes.NodeSelectorTerm(match_fields=(
+        nodes.NodeSelectorRequirement(key="metadata.name", operator="In", values=(node_name,)),
+    )),))
+
+
 def node_selector(picks: list[Pick], node: NodeView, features: Features) -> nodes.NodeSelector | None:
     fields: list[nodes.NodeSelectorRequirement] = []
     expressions: list[nodes.NodeSelectorRequirement] = []
@@ -97,9 +107,7 @@ def node_selector(picks: list[Pick], node: NodeView, features: Features) -> node
         info = pick.info
         node_name, selector = info.node_fields()
         if node_name or (info.binds_to_node and features.binding_conditions):
-            return nodes.NodeSelector(node_selector_terms=(nodes.NodeSelectorTerm(match_fields=(
-                nodes.NodeSelectorRequirement(key="metadata.name", operator="In", values=(node.name,)),
-            )),))
+            return _pinned(node.name)
         if selector is None or not selector.node_selector_terms:
             continue
         if len(selector.node_selector_terms) > 1:

@@ -14,7 +14,7 @@ placement loops (scheduler, simulator, benchmarks) stay cheap.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set as AbstractSet
 from fractions import Fraction
 
 from dralloc.allocation.features import Features
@@ -23,11 +23,65 @@ from dralloc.model import claims, devices, taints
 from dralloc.model import classes as model_classes
 
 
+class DeviceSet(AbstractSet[DeviceID]):
+    """An immutable set of devices that grows in O(added), not O(size).
+
+    Placement loops add a claim's devices to the in-use state thousands of times; copying
+    a frozenset each time would make a fill-up quadratic. Versions of one set share an
+    append-only table (device -> the version that added it): a version sees the devices
+    added at or before it. Only the newest version extends the table in place; any other
+    version that grows, and every removal, copies.
+    """
+
+    __slots__ = ("_added", "_size", "_table", "_version")
+
+    def __init__(self, devices: Iterable[DeviceID] = ()) -> None:
+        self._table: dict[DeviceID, int] = {d: 0 for d in devices}
+        self._version = 0
+        self._added = [0]  # the table's newest version, shared by every version of this set
+        self._size = len(self._table)
+
+    @classmethod
+    def _view(cls, table: dict[DeviceID, int], version: int, added: list[int], size: int) -> DeviceSet:
+        view = cls.__new__(cls)
+        view._table, view._version, view._added, view._size = table, version, added, size
+        return view
+
+    def __contains__(self, device: object) -> bool:
+        version = self._table.get(device)  # type: ignore[call-overload]
+        return version is not None and version <= self._version
+
+    def __iter__(self) -> Iterator[DeviceID]:
+        return (d for d, v in self._table.items() if v <= self._version)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __hash__(self) -> int:
+        return self._hash()
+
+    def with_devices(self, devices: Iterable[DeviceID]) -> DeviceSet:
+        new = [d for d in devices if d not in self]
+        if not new:
+            return self
+        if self._added[0] == self._version:
+            version = self._version + 1
+            for device in new:
+                self._table[device] = version
+            self._added[0] = version
+            return DeviceSet._view(self._table, version, self._added, self._size + len(set(new)))
+        return DeviceSet([*self, *new])
+
+    def without(self, devices: Iterable[DeviceID]) -> DeviceSet:
+        gone = set(devices)
+        return DeviceSet(d for d in self if d not in gone)
+
+
 @dataclasses.dataclass(frozen=True)
 class AllocatedState:
     """Devices held by allocations that already exist."""
 
-    exclusive: frozenset[DeviceID] = frozenset()
+    exclusive: DeviceSet = dataclasses.field(default_factory=DeviceSet)
     # Devices with at least one share (consumable capacity), and the capacity those shares consume.
     shared: frozenset[DeviceID] = frozenset()
     consumed_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = dataclasses.field(default_factory=dict)
@@ -58,14 +112,14 @@ class AllocatedState:
                     totals[name] = totals.get(name, Fraction(0)) + quantity.value
             else:
                 exclusive.add(device_id)
-        return cls(frozenset(exclusive), frozenset(counts), consumed, counts)
+        return cls(DeviceSet(exclusive), frozenset(counts), consumed, counts)
 
     def plus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state with more allocation results added."""
         extra = AllocatedState.from_results(results, features)
         if not extra.shared:
-            return AllocatedState(self.exclusive | extra.exclusive, self.shared, self.consumed_capacity,
-                                  self.share_counts)
+            return AllocatedState(self.exclusive.with_devices(extra.exclusive), self.shared,
+                                  self.consumed_capacity, self.share_counts)
         consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
         for device_id, totals in extra.consumed_capacity.items():
             mine = consumed.setdefault(device_id, {})
@@ -74,7 +128,8 @@ class AllocatedState:
         counts = dict(self.share_counts)
         for device_id, count in extra.share_counts.items():
             counts[device_id] = counts.get(device_id, 0) + count
-        return AllocatedState(self.exclusive | extra.exclusive, self.shared | extra.shared, consumed, counts)
+        return AllocatedState(self.exclusive.with_devices(extra.exclusive), self.shared | extra.shared, consumed,
+                              counts)
 
     def minus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state after these allocation results were released (deallocation)."""
@@ -90,7 +145,7 @@ class AllocatedState:
             if counts[device_id] <= 0:
                 del counts[device_id]
                 consumed.pop(device_id, None)
-        return AllocatedState(self.exclusive - gone.exclusive, frozenset(counts), consumed, counts)
+        return AllocatedState(self.exclusive.without(gone.exclusive), frozenset(counts), consumed, counts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -106,7 +106,7 @@ def utilization(snapshot: Snapshot, views: Sequence[NodeView], features: Feature
     """Devices per class and per pool: total and in use."""
     from dralloc.allocation import selectors
 
-    busy = snapshot.allocated.exclusive | snapshot.allocated.shared
+    busy = set(snapshot.allocated.exclusive) | snapshot.allocated.shared
     per_pool: dict[str, list[int]] = {}
     per_class: dict[str, list[int]] = {name: [0, 0] for name in snapshot.classes}
     seen: set[object] = set()
