@@ -19,7 +19,7 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import evicting, lifecycle, scheduling, watching
+from dralloc.handlers import evicting, health, lifecycle, scheduling, watching
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -33,6 +33,7 @@ RELISTED = (
     ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
     ("ResourceSlice", resources.RESOURCE_SLICES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
     ("ResourceClaim", resources.RESOURCE_CLAIMS), ("Pod", resources.PODS),
+    ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
 )
 
 
@@ -128,6 +129,7 @@ async def control_loops(**kwargs: Any) -> None:
         asyncio.create_task(lifecycle.lifecycle_loop(memo, stop), name="dralloc-lifecycle"),
         asyncio.create_task(watching.taint_rule_feed(memo, stop, rules_version), name="dralloc-taint-rules"),
         asyncio.create_task(evicting.eviction_loop(memo, stop), name="dralloc-eviction"),
+        asyncio.create_task(health.health_loop(memo, stop), name="dralloc-health"),
     ]
     try:
         await stopped.wait()
@@ -135,6 +137,7 @@ async def control_loops(**kwargs: Any) -> None:
         stop.set()
         memo.wake()
         memo.eviction_wakeup.set()
+        memo.health_wakeup.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -153,7 +156,7 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
         claims[key] = claims.get(key, 0) + 1
     devices: dict[tuple[str, ...], float] = {}
     snapshot = rt.views.snapshot()
-    busy = snapshot.allocated.exclusive | snapshot.allocated.shared
+    busy = set(snapshot.allocated.exclusive) | snapshot.allocated.shared
     for s in snapshot.slices.slices:
         for info in snapshot.slices.device_infos(s):
             classes = [name for name, c in snapshot.classes.items() if _matches(info, c)] or ["none"]

@@ -37,6 +37,7 @@ WATCHED = (
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("ResourceSlice", "resource.k8s.io", "v1", "resourceslices"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
+    ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),
 )
 TAINT_RULE_RETRY = 1.0  # seconds before re-watching after the API went away
 

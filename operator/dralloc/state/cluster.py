@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
+from dralloc.lifecycle import health
 from dralloc.model import claims, classes, conversion, devices, nodes, pods, taints
 from dralloc.model.base import Object
 
@@ -24,7 +25,7 @@ Key = tuple[str, str]  # (namespace or "", name)
 M = TypeVar("M", bound=Object)
 
 KINDS = ("Pod", "Node", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass",
-         "DeviceTaintRule")
+         "DeviceTaintRule", "DeviceHealthPolicy")
 
 
 @dataclasses.dataclass
@@ -122,6 +123,7 @@ class ClusterState:
         self.slices: Store[devices.ResourceSlice] = Store(devices.ResourceSlice)
         self.classes: Store[classes.DeviceClass] = Store(classes.DeviceClass)
         self.taint_rules: Store[taints.DeviceTaintRule] = Store(taints.DeviceTaintRule)
+        self.health_policies: Store[health.DeviceHealthPolicy] = Store(health.DeviceHealthPolicy)
         self.relevant_changes = 0
         # Indexes the claim lifecycle needs on every pass, kept current on every apply:
         # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys.
@@ -134,6 +136,7 @@ class ClusterState:
             "Pod": self.pods, "Node": self.nodes, "ResourceClaim": self.claims,
             "ResourceClaimTemplate": self.templates, "ResourceSlice": self.slices,
             "DeviceClass": self.classes, "DeviceTaintRule": self.taint_rules,
+            "DeviceHealthPolicy": self.health_policies,
         }
         return stores[kind]
 
@@ -148,7 +151,7 @@ class ClusterState:
                 self._index_pod(key, before, None if event_type == "DELETED" else raw)
             elif kind == "ResourceClaim":
                 self._index_claim(key, None if event_type == "DELETED" else raw)
-        if changed and (kind != "Pod" or _pod_change_matters(before, raw, event_type)):
+        if changed and kind != "DeviceHealthPolicy" and (kind != "Pod" or _pod_change_matters(before, raw, event_type)):
             self.relevant_changes += 1
         return changed
 

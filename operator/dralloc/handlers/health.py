@@ -1,0 +1,259 @@
+"""The health loop: DeviceHealthPolicies turn health signals into DeviceTaintRules.
+
+Runs on the active replica only, started by the control-loop daemon. Each pass (on
+any claim, pod, slice, policy or rule change, and when a persistence or recovery
+window ends), for every DeviceHealthPolicy:
+
+1. `health.signals_for` reads the signals from the view;
+2. `health.step` advances each device's state (damping, injected clock);
+3. the policy's DeviceTaintRules are made to match the tainted devices: one rule
+   per device, named `<policy>.<pool>.<device>` (made a valid name, with a hash
+   suffix when it had to be changed), labelled `dralloc.io/health-policy: <policy>`
+   and owned by the policy (deleting the policy garbage-collects its rules);
+   rules no longer wanted are deleted with a uid precondition;
+4. Events on the policy for each taint and untaint, and its status: the devices
+   not healthy now, the last transitions, a `Ready` condition.
+
+The eviction loop then treats these rules like any other (NoExecute evicts).
+States live in memory: after a restart (or a failover), the devices that have one
+of the policy's rules start as unhealthy and must be healthy for the recovery
+window again before it is removed; a signal still being held restarts its
+persistence window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import hashlib
+import logging
+import re
+from typing import Any
+
+from dralloc import metrics
+from dralloc.allocation.pools import DeviceID
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import resources, writing
+from dralloc.lifecycle import health
+from dralloc.model import taints
+
+logger = logging.getLogger(__name__)
+
+POLICY_LABEL = "dralloc.io/health-policy"
+DEVICE_ANNOTATION = "dralloc.io/device"
+CONTROLLER = "dralloc.io/device-health"
+MAX_TRANSITIONS = 20  # kept in the policy's status
+IDLE_WAIT = 30.0
+_INVALID = re.compile(r"[^a-z0-9.-]+")
+
+
+def rule_name(policy: str, device: DeviceID) -> str:
+    """`<policy>.<pool>.<device>`, lower-cased DNS subdomain; a hash suffix when that changed anything."""
+    wanted = f"{policy}.{device.pool}.{device.device}"
+    name = _INVALID.sub("-", wanted.lower()).strip("-.")
+    name = re.sub(r"\.\.+", ".", name)
+    if name != wanted or len(name) > 253:
+        digest = hashlib.sha256(f"{policy}/{device.driver}/{device.pool}/{device.device}".encode()).hexdigest()[:8]
+        name = f"{name[:240].rstrip('-.')}-{digest}"
+    return name
+
+
+@dataclasses.dataclass
+class PolicyMemory:
+    uid: str
+    states: dict[DeviceID, health.DeviceHealth] = dataclasses.field(default_factory=dict)
+    transitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _stamp(when: dt.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _owned_rules(rt: Runtime, policy: str) -> dict[DeviceID, taints.DeviceTaintRule]:
+    found: dict[DeviceID, taints.DeviceTaintRule] = {}
+    for rule in rt.cluster.taint_rules.all():
+        selector = rule.spec.device_selector
+        if rule.metadata.labels.get(POLICY_LABEL) != policy or selector is None:
+            continue
+        if selector.driver and selector.pool and selector.device:
+            found[DeviceID(selector.driver, selector.pool, selector.device)] = rule
+    return found
+
+
+async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
+    """One pass over every policy; seconds until a window ends."""
+    if rt.taint_rule_resource is None:
+        return IDLE_WAIT  # no DeviceTaintRules in this cluster: nothing to act with
+    now = _now()
+    waits = [IDLE_WAIT]
+    live = set()
+    index = rt.views.slice_index()
+    claims = list(rt.cluster.claims.all())
+    pods = [entry.raw for entry in rt.cluster.pods.entries.values()]
+    for policy in list(rt.cluster.health_policies.all()):
+        name, uid = policy.metadata.name, policy.metadata.uid or ""
+        live.add(name)
+        mine = memory.get(name)
+        owned = _owned_rules(rt, name)
+        if mine is None or mine.uid != uid:
+            # New to this process: rules it already has mean "unhealthy", counted from now.
+            mine = memory[name] = PolicyMemory(uid, {d: health.DeviceHealth(health.UNHEALTHY, now, "before restart")
+                                                     for d in owned})
+        signals, problem = health.signals_for(policy, claims=claims, pods=pods, index=index)
+        spec = policy.spec or health.DeviceHealthPolicySpec()
+        result = health.step(mine.states, signals, now=now,
+                             unhealthy_after=dt.timedelta(seconds=max(0, spec.unhealthy_after_seconds)),
+                             healthy_after=dt.timedelta(seconds=max(0, spec.healthy_after_seconds)))
+        mine.states = dict(result.states)
+        for t in result.transitions:
+            metrics.observe_health_transition(t.after)
+            mine.transitions.append({"driver": t.device.driver, "pool": t.device.pool, "device": t.device.device,
+                                     "from": t.before, "to": t.after, "time": _stamp(t.at), "reason": t.reason})
+        del mine.transitions[:-MAX_TRANSITIONS]
+        await _sync_rules(rt, policy, owned, result.tainted, mine)
+        await _write_status(rt, policy, mine, problem)
+        if result.next_at is not None:
+            waits.append((result.next_at - _now()).total_seconds())
+    for gone in set(memory) - live:
+        del memory[gone]
+    await _delete_orphans(rt, live)
+    return max(0.01, min(waits))
+
+
+def _rule_body(policy: health.DeviceHealthPolicy, device: DeviceID) -> dict[str, Any]:
+    taint = policy.taint
+    body_taint: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
+    if taint.value:
+        body_taint["value"] = taint.value
+    return {
+        "metadata": {
+            "name": rule_name(policy.metadata.name, device),
+            "labels": {POLICY_LABEL: policy.metadata.name},
+            "annotations": {DEVICE_ANNOTATION: f"{device.driver}/{device.pool}/{device.device}"},
+            "ownerReferences": [{"apiVersion": "dralloc.io/v1alpha1", "kind": "DeviceHealthPolicy",
+                                 "name": policy.metadata.name, "uid": policy.metadata.uid or "",
+                                 "controller": True, "blockOwnerDeletion": False}],
+        },
+        "spec": {"deviceSelector": {"driver": device.driver, "pool": device.pool, "device": device.device},
+                 "taint": body_taint},
+    }
+
+
+async def _sync_rules(rt: Runtime, policy: health.DeviceHealthPolicy, owned: dict[DeviceID, taints.DeviceTaintRule],
+                      tainted: frozenset[DeviceID], mine: PolicyMemory) -> None:
+    resource = rt.taint_rule_resource
+    assert resource is not None
+    session = rt.require_session()
+    for device in sorted(tainted - set(owned)):
+        body = _rule_body(policy, device)
+        try:
+            stored = await writing.create_object(session, resource, body)
+        except kube_errors.ConflictError:
+            continue  # exists already (AlreadyExists): the watch will show it
+        except kube_errors.KubeError as exc:
+            logger.warning("DeviceHealthPolicy %s: cannot create DeviceTaintRule for %s: %s",
+                           policy.metadata.name, device, exc)
+            continue
+        rt.cluster.apply("DeviceTaintRule", "ADDED", stored)
+        rt.eviction_wakeup.set()
+        rt.scheduling_wakeup.set()
+        reason = mine.states[device].reason if device in mine.states else ""
+        await _event(rt, policy, "DeviceTainted", "Warning",
+                     f"Device {device} is unhealthy ({reason}): DeviceTaintRule {stored['metadata']['name']} "
+                     f"taints it {policy.taint.key}:{policy.taint.effect}")
+    for device, rule in sorted(owned.items()):
+        if device in tainted:
+            wanted = _rule_body(policy, device)["spec"]["taint"]
+            have = rule.spec.taint
+            if (have.key, have.value or None, have.effect) != (wanted["key"], wanted.get("value"), wanted["effect"]):
+                try:  # the policy's taint changed: follow it
+                    stored = await writing.merge_patch(session, resource, rule.metadata.name,
+                                                       {"spec": {"taint": {**wanted, "value": wanted.get("value")}}})
+                    rt.cluster.apply("DeviceTaintRule", "MODIFIED", stored)
+                except kube_errors.KubeError as exc:
+                    logger.warning("DeviceTaintRule %s: cannot update its taint: %s", rule.metadata.name, exc)
+            continue
+        if await _delete_rule(rt, rule):
+            await _event(rt, policy, "DeviceUntainted", "Normal",
+                         f"Device {device} is healthy again: DeviceTaintRule {rule.metadata.name} removed")
+
+
+async def _delete_rule(rt: Runtime, rule: taints.DeviceTaintRule) -> bool:
+    resource = rt.taint_rule_resource
+    assert resource is not None
+    try:
+        await writing.delete_object(rt.require_session(), resource, rule.metadata.name, uid=rule.metadata.uid)
+    except kube_errors.NotFoundError:
+        pass
+    except kube_errors.KubeError as exc:
+        logger.warning("DeviceTaintRule %s: cannot delete: %s", rule.metadata.name, exc)
+        return False
+    raw = rt.cluster.taint_rules.raw("", rule.metadata.name)
+    if raw is not None:
+        rt.cluster.apply("DeviceTaintRule", "DELETED", raw)
+    rt.wake()
+    rt.eviction_wakeup.set()
+    return True
+
+
+async def _delete_orphans(rt: Runtime, live: set[str]) -> None:
+    """Rules of policies that are gone (garbage collection does this too, where it runs)."""
+    for rule in list(rt.cluster.taint_rules.all()):
+        policy = rule.metadata.labels.get(POLICY_LABEL)
+        if policy is not None and policy not in live:
+            await _delete_rule(rt, rule)
+
+
+async def _event(rt: Runtime, policy: health.DeviceHealthPolicy, reason: str, type_: str, message: str) -> None:
+    raw = rt.cluster.health_policies.raw("", policy.metadata.name) or {}
+    await writing.post_event(rt.require_session(), regarding=raw, reason=reason, type_=type_, action="DeviceHealth",
+                             message=message, reporting_controller=CONTROLLER)
+
+
+async def _write_status(rt: Runtime, policy: health.DeviceHealthPolicy, mine: PolicyMemory,
+                        problem: str | None) -> None:
+    devices = [{"driver": d.driver, "pool": d.pool, "device": d.device, "state": h.state,
+                "since": _stamp(h.since), "reason": h.reason[:256],
+                **({"rule": rule_name(policy.metadata.name, d)} if h.state in health.TAINTED_STATES else {})}
+               for d, h in sorted(mine.states.items())]
+    tainted = sum(1 for h in mine.states.values() if h.state in health.TAINTED_STATES)
+    current = dict(policy.status or {})
+    old_ready: dict[str, Any] = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready = {"type": "Ready", "status": "False" if problem else "True",
+             "reason": "InvalidSelector" if problem else "Watching",
+             "message": problem or f"{tainted} device(s) tainted",
+             "observedGeneration": policy.metadata.generation or 0}
+    keep = old_ready.get("status") == ready["status"] and old_ready.get("lastTransitionTime")
+    ready["lastTransitionTime"] = keep or _stamp(_now())
+    status = {"devices": devices, "taintedDevices": tainted, "lastTransitions": list(mine.transitions),
+              "conditions": [ready], "observedGeneration": policy.metadata.generation or 0}
+    if all(current.get(k) == v for k, v in status.items()):
+        return
+    try:
+        stored = await writing.merge_patch(rt.require_session(), resources.DEVICE_HEALTH_POLICIES, policy.metadata.name,
+                                           {"status": status}, subresource="status")
+        rt.cluster.apply("DeviceHealthPolicy", "MODIFIED", stored)
+    except kube_errors.KubeError as exc:
+        logger.warning("DeviceHealthPolicy %s: cannot write status: %s", policy.metadata.name, exc)
+
+
+async def health_loop(rt: Runtime, stopped: asyncio.Event) -> None:
+    """Run passes whenever something changed, or when a damping window ends."""
+    memory: dict[str, PolicyMemory] = {}
+    while not stopped.is_set():
+        rt.health_wakeup.clear()
+        try:
+            timeout = await run_pass(rt, memory)
+        except Exception:  # the loop must survive anything one object can cause
+            logger.exception("health pass failed; retrying")
+            timeout = 1.0
+        try:
+            await asyncio.wait_for(rt.health_wakeup.wait(), timeout=timeout)
+        except TimeoutError:
+            pass

@@ -1,0 +1,127 @@
+"""DeviceHealthPolicy end to end: a held signal taints (and evicts), recovery untaints, flaps do not."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import OperatorThread, crds, operator_settings, wait_for
+
+from dralloc.lifecycle import eviction
+from dralloc.sandbox import ThreadedApiServer
+
+Obj = dict[str, Any]
+POLICY = "gpu-health"
+
+
+@pytest.fixture
+def healer(apiserver: ThreadedApiServer) -> Iterator[OperatorThread]:
+    apiserver.seed(crds())
+    running = OperatorThread(operator_settings(apiserver))
+    running.runtime.eviction_limits = eviction.Limits(per_minute=0, max_percent=100)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def policy(*, unhealthy_after: int, healthy_after: int, effect: str = "NoExecute", **signals: Any) -> Obj:
+    return {"apiVersion": "dralloc.io/v1alpha1", "kind": "DeviceHealthPolicy", "metadata": {"name": POLICY},
+            "spec": {"selector": {"driver": cluster.DRIVER},
+                     "signals": signals or {"claimConditions": [{"type": "Ready", "status": "False"}]},
+                     "taint": {"key": "dralloc.io/unhealthy", "value": "true", "effect": effect},
+                     "unhealthyAfterSeconds": unhealthy_after, "healthyAfterSeconds": healthy_after}}
+
+
+def rules(server: ThreadedApiServer) -> list[Obj]:
+    return server.list_objects("resource.k8s.io/v1", "DeviceTaintRule")
+
+
+def claim_of(server: ThreadedApiServer, pod_name: str) -> Obj:
+    (status,) = helpers.pod(server, pod_name)["status"]["resourceClaimStatuses"]
+    return helpers.claim(server, status["resourceClaimName"])
+
+
+def set_ready(server: ThreadedApiServer, claim: Obj, ready: str) -> None:
+    """What a DRA driver does: report the allocated device's condition in the claim's status."""
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    entry = {"driver": result["driver"], "pool": result["pool"], "device": result["device"],
+             "conditions": [{"type": "Ready", "status": ready, "reason": "Probe", "message": "driver probe",
+                             "lastTransitionTime": "2030-01-01T00:00:00Z"}]}
+    name = claim["metadata"]["name"]
+    helpers._request(server, "PATCH", f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}/status",
+                     {"status": {"devices": [entry]}})
+
+
+def gone(server: ThreadedApiServer, name: str) -> bool:
+    pod = server.get("v1", "Pod", name, "default")
+    return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def test_held_signal_taints_evicts_and_recovery_untaints(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+    """Ready=False past unhealthyAfterSeconds: a rule named after the device, the pod evicted; then back in service."""
+    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 1), cluster.gpu_class(),
+                    cluster.template("one-gpu"), policy(unhealthy_after=1, healthy_after=1)])
+    apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
+    signalled = time.monotonic()
+    set_ready(apiserver, claim_of(apiserver, "worker"), "False")
+    (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="the policy's DeviceTaintRule")
+    assert time.monotonic() - signalled >= 0.9
+    assert rule["metadata"]["name"] == f"{POLICY}.node-a.gpu-0"
+    assert rule["metadata"]["labels"] == {"dralloc.io/health-policy": POLICY}
+    assert rule["metadata"]["ownerReferences"][0]["kind"] == "DeviceHealthPolicy"
+    assert rule["spec"]["deviceSelector"] == {"driver": cluster.DRIVER, "pool": "node-a", "device": "gpu-0"}
+    assert rule["spec"]["taint"]["effect"] == "NoExecute"
+    wait_for(lambda: gone(apiserver, "worker"), timeout=5, what="worker evicted")
+    assert helpers.events(apiserver, "DeviceTainted")
+    # The evicted pod's claim goes with it, and so does the signal: recovery starts.
+    wait_for(lambda: not rules(apiserver), timeout=8, what="rule removed after recovery")
+    assert helpers.events(apiserver, "DeviceUntainted")
+    stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", POLICY) or {}
+    transitions = [(t["from"], t["to"]) for t in stored["status"]["lastTransitions"]]
+    assert transitions == [("healthy", "suspect"), ("suspect", "unhealthy"), ("unhealthy", "recovering"),
+                           ("recovering", "healthy")]
+    assert stored["status"]["taintedDevices"] == 0
+    assert (helpers.condition(stored, "Ready") or {}).get("status") == "True"
+    apiserver.seed([cluster.pod("next", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "next"), timeout=10, what="device back in service")
+
+
+def test_short_signal_does_not_taint(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+    """A signal that clears within unhealthyAfterSeconds leaves the device alone."""
+    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 1), cluster.gpu_class(),
+                    cluster.template("one-gpu"), policy(unhealthy_after=3, healthy_after=0)])
+    apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
+    set_ready(apiserver, claim_of(apiserver, "worker"), "False")
+
+    def suspect() -> bool:
+        stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", POLICY) or {}
+        return [d["state"] for d in (stored.get("status") or {}).get("devices") or []] == ["suspect"]
+
+    wait_for(suspect, timeout=3, what="device suspect in the policy status")
+    set_ready(apiserver, claim_of(apiserver, "worker"), "True")
+    time.sleep(3.5)
+    assert rules(apiserver) == []
+    assert not gone(apiserver, "worker")
+
+
+def test_device_selector_signal_with_no_schedule(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+    """A CEL signal over the device's attributes taints it NoSchedule: new pods go elsewhere."""
+    slice_ = cluster.gpu_slice("node-a", 2)
+    slice_["spec"]["devices"][0]["attributes"]["healthy"] = {"bool": False}
+    expression = f'has(device.attributes["{cluster.DRIVER}"].healthy) && !device.attributes["{cluster.DRIVER}"].healthy'
+    apiserver.seed([cluster.node("node-a"), slice_, cluster.gpu_class(), cluster.template("one-gpu"),
+                    policy(unhealthy_after=0, healthy_after=0, effect="NoSchedule",
+                           deviceSelectors=[{"cel": {"expression": expression}}])])
+    (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for the unhealthy device")
+    assert rule["spec"]["deviceSelector"]["device"] == "gpu-0"
+    apiserver.seed([cluster.pod("a", template_name="one-gpu"), cluster.pod("b", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "a") or helpers.node_of(apiserver, "b"), timeout=10, what="one placed")
+    time.sleep(1.0)
+    assert sum(1 for n in ("a", "b") if helpers.node_of(apiserver, n)) == 1
