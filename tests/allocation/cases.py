@@ -31,6 +31,7 @@ from tests.builders import (
     toleration,
 )
 
+from dralloc import allocation
 from dralloc.allocation import errors, outcomes
 from dralloc.allocation.features import Features
 from dralloc.allocation.outcomes import Cause
@@ -488,7 +489,7 @@ CASES: dict[str, Case] = {
         classes=[GPU], slices=[gpus(*(f"gpu-{i}" for i in range(11)))],
         claims=[claim("c0").request("r0", "gpu", count=5), claim("c1").request("r0", "gpu", count=4),
                 claim("c2").request("r0", "gpu", count=4)],
-        max_steps=0,
+        max_steps=allocation.PROBE_STEPS + 1,
         expect=does_not_fit(),
     ),
     "more-than-32-results-is-an-error": Case(

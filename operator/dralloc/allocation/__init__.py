@@ -26,6 +26,7 @@ from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 
 DEFAULT_BUDGET = 1_000_000
+PROBE_STEPS = 200  # steps a search may take before the counting bound is consulted
 
 # Share IDs must be fresh UIDs, yet the core has no randomness: derive them from what
 # makes a share unique (claim, request, device, pick), in a namespace of our own.
@@ -106,18 +107,33 @@ def allocate(
         reasons = explaining.explain(search, plans, pools) if explain else ()
         return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
 
-    # The bound pays off only when the search could branch: more than one device to find.
+    # Most searches end within a few steps, where the counting bound would only cost time: the
+    # search first runs on a small probe budget, and only when that is not enough does the
+    # bound get to declare the claims hopeless before the full (fresh) search runs.
     demand = sum(min(p.count for p in alternatives) for plan in plans for alternatives in plan.requests)
-    if demand > 1 and bounds.impossible(
-        plans,
-        order_len=len(search.order),
-        usable=search.statically_usable,
-        exclusive=lambda plan, info: not plan.admin_access and not search.shareable(info),
-        device_at=lambda position: search.order[position][1],
-    ):
-        return failure()
+    probe = (PROBE_STEPS if budget is None else min(PROBE_STEPS, budget)) if demand > 1 else None
     try:
-        found = search.run()
+        if probe is not None:
+            search.budget = probe
+            try:
+                found = search.run()
+            except BudgetExceeded:
+                if bounds.impossible(
+                    plans,
+                    order_len=len(search.order),
+                    usable=search.statically_usable,
+                    exclusive=lambda plan, info: not plan.admin_access and not search.shareable(info),
+                    device_at=lambda position: search.order[position][1],
+                ):
+                    return failure()
+                if budget is not None and search.steps >= budget:
+                    raise
+                spent = search.steps
+                search = search.fresh(budget=None if budget is None else budget - spent)
+                search.steps = spent
+                found = search.run()
+        else:
+            found = search.run()
     except BudgetExceeded:
         return outcomes.BudgetExhausted(steps=search.steps)
     if not found:

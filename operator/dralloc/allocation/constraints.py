@@ -80,6 +80,10 @@ class Constraint:
     def remove(self) -> None:
         raise NotImplementedError
 
+    def reset(self) -> None:
+        """Forget every device (a search was abandoned midway, without its removes)."""
+        raise NotImplementedError
+
 
 class MatchAttribute(Constraint):
     def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
@@ -99,6 +103,9 @@ class MatchAttribute(Constraint):
 
     def remove(self) -> None:
         self._stack.pop()
+
+    def reset(self) -> None:
+        self._stack.clear()
 
     @property
     def current(self) -> frozenset[Element] | None:
@@ -124,3 +131,7 @@ class DistinctAttribute(Constraint):
 
     def remove(self) -> None:
         self._taken.subtract(self._stack.pop())
+
+    def reset(self) -> None:
+        self._taken.clear()
+        self._stack.clear()

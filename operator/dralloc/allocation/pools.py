@@ -60,7 +60,7 @@ class DeviceInfo:
 
     __slots__ = (
         "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
-        "binds_to_node", "capacity", "consumes", "device", "driver", "id", "per_device_node",
+        "binds_to_node", "capacity", "consumes", "device", "driver", "id", "per_device_node", "plain_capacity",
         "selector_results", "slice", "taints",
     )
 
@@ -80,6 +80,8 @@ class DeviceInfo:
                 attributes[name] = value
         self.attributes = attributes
         self.capacity = device.capacity
+        # No request policies: a request without capacity amounts takes all of every capacity.
+        self.plain_capacity = all(c.request_policy is None for c in device.capacity.values())
         # Counter amounts in exact integer nano-units: counter arithmetic is on the hot path.
         self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
             (c.counter_set, tuple((name, counter.value.nanos) for name, counter in c.counters.items()))

@@ -92,6 +92,7 @@ class Search:
         self.extra_taints = extra_taints
         self.budget = budget
         self.steps = 0
+        self.scope = scope
         self.invalid_pool_seen = scope.invalid_pool_seen
         self.order = scope.order
         self.allocating: dict[DeviceID, list[int]] = {}
@@ -100,6 +101,22 @@ class Search:
         self.results: list[list[Pick]] = [[] for _ in claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.share_count = 0
+
+    def fresh(self, *, budget: int | None) -> Search:
+        """A new search over the same claims and node, with nothing taken yet.
+
+        Constraints keep their state on the plan objects; a search stopped by its budget
+        unwound without removing its devices, so they are reset. Memoized selector results
+        stay valid.
+        """
+        for claim in self.claims:
+            for constraint in claim.constraints:
+                constraint.reset()
+        again = Search(claims=self.claims, scope=self.scope, node=self.node, allocated=self.allocated,
+                       features=self.features, extra_taints=self.extra_taints, budget=budget)
+        again.claims = self.claims
+        again.results = [[] for _ in self.claims]
+        return again
 
     # ---- per-device checks -------------------------------------------------------------
 
@@ -161,6 +178,12 @@ class Search:
         """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed."""
         if not self.features.consumable_capacity:
             return True, None
+        if not request.capacity and info.plain_capacity and not self.shareable(info):
+            # The common case, decided without arithmetic: a dedicated device whose whole
+            # capacity is taken fits exactly when nothing else consumes any of it.
+            fits = info.id not in self.allocated.consumed_capacity and (
+                not in_call or info.id not in self.in_call_capacity)
+            return fits, None
         amounts = capacity.consumption(request.capacity, info.capacity)
         if amounts is None:
             return False, None

@@ -14,7 +14,8 @@ placement loops (scheduler, simulator, benchmarks) stay cheap.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set as AbstractSet
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from fractions import Fraction
 
 from dralloc.allocation.features import Features
