@@ -23,6 +23,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/allocation.py
+	$(BIN)/python bench/simulate.py
+	$(BIN)/python bench/cel.py
+	$(BIN)/python bench/placement.py
+	$(BIN)/python bench/sandbox.py
 
 # The demo: sandbox cluster + operator + examples/demo, then where every pod went.
 # `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
