@@ -17,7 +17,6 @@ runtime dependencies.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import errno
@@ -201,7 +200,7 @@ def render(results: Sequence[PodOutcome], out: TextIO) -> None:
 
 
 def wait_until_placed(server: ThreadedApiServer, pods: Sequence[tuple[str, str]], timeout: float,
-                      operator: OperatorThread, stop: threading.Event) -> list[PodOutcome]:
+                      operator: running.OperatorThread, stop: threading.Event) -> list[PodOutcome]:
     """Poll until every pod is placed, the timeout passes, the operator dies, or the user interrupts."""
     deadline = time.monotonic() + timeout
     while True:
@@ -236,39 +235,6 @@ def start_sandbox(port: int | None, seed: Sequence[Obj]) -> ThreadedApiServer:
         if exc.errno == errno.EADDRINUSE:
             raise DemoError(f"--port {chosen}: address in use (--port 0 picks a free one)") from exc
         raise DemoError(f"cannot start the sandbox on port {chosen}: {exc}") from exc
-
-
-class OperatorThread:
-    """The operator (`running.run_in_loop`) in its own thread and event loop."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.stop_flag = threading.Event()
-        self.ready_flag = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, name="dralloc-operator", daemon=True)
-
-    def _main(self) -> None:
-        try:
-            asyncio.run(running.run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag))
-        except BaseException as exc:  # reported by the demo
-            self.error = exc
-
-    @property
-    def alive(self) -> bool:
-        return self.thread.is_alive()
-
-    def start(self, timeout: float = 30.0) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.ready_flag.wait(0.1):
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise DemoError(f"the operator did not start: {self.error!r}")
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.stop_flag.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout)
 
 
 def operator_settings(kubeconfig: pathlib.Path, options: Options) -> Settings:
@@ -333,7 +299,7 @@ def _run(options: Options, out: TextIO) -> int:
     stop = threading.Event()
     with _interrupts(stop):
         server = start_sandbox(options.port, seed)
-        operator: OperatorThread | None = None
+        operator: running.OperatorThread | None = None
         try:
             kubeconfig = server.write_kubeconfig(options.kubeconfig)
             settings = operator_settings(kubeconfig, options)
@@ -341,7 +307,7 @@ def _run(options: Options, out: TextIO) -> int:
             # kopf warns that it cannot install signal handlers in a thread: the demo handles them.
             logging.getLogger("kopf._core.reactor.running").setLevel(logging.ERROR)
             out.write(f"sandbox API server: {server.url} (demo cluster: 4 nodes x 8 GPUs, 2 NICs each)\n")
-            operator = OperatorThread(settings)
+            operator = running.OperatorThread(settings)
             operator.start()
             out.write("operator: running (standalone"
                       + (f", metrics on http://127.0.0.1:{metrics_port}/metrics)\n" if metrics_port else ")\n"))

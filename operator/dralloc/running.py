@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 import kopf
@@ -76,6 +77,51 @@ async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threadin
         stop_flag=stop_flag,
         ready_flag=ready_flag,
     )
+
+
+class OperatorThread:
+    """The operator in its own thread and event loop (kopf cancels every task of its loop).
+
+    Used by `dralloc demo` and by the tests, which run the sandbox API server in the same
+    process.
+    """
+
+    def __init__(self, settings: Settings, *, runtime: Runtime | None = None, identity: str | None = None) -> None:
+        self.settings = settings
+        self.runtime = runtime if runtime is not None else Runtime(settings)
+        self.identity = identity
+        self.stop_flag = threading.Event()
+        self.ready_flag = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="dralloc-operator", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag,
+                                    runtime=self.runtime, identity=self.identity))
+        except BaseException as exc:  # reported by start() and by whoever watches `alive`
+            self.error = exc
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> OperatorThread:
+        """Start and wait until kopf is ready; RuntimeError when it died or took too long."""
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.ready_flag.wait(0.1):
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the operator did not start: {self.error!r}")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask kopf to stop and wait for the thread; RuntimeError when it did not stop in time."""
+        self.stop_flag.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+        if self.thread.is_alive():
+            raise RuntimeError(f"the operator did not stop within {timeout:g} s")
 
 
 def run(settings: Settings) -> int:

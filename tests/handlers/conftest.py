@@ -10,9 +10,7 @@ handle or a client) and wait for the state they expect.
 
 from __future__ import annotations
 
-import asyncio
 import pathlib
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,7 +19,6 @@ import pytest
 import yaml
 
 from dralloc import running
-from dralloc.handlers.runtime import Runtime
 from dralloc.sandbox import ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
 from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
@@ -47,36 +44,21 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str =
         time.sleep(0.05)
 
 
-class OperatorThread:
-    """One operator process-equivalent: its own thread and event loop."""
+class OperatorThread(running.OperatorThread):
+    """The operator's thread, failing the test (AssertionError) when it does not start or stop."""
 
-    def __init__(self, settings: Settings, *, identity: str | None = None) -> None:
-        self.settings = settings
-        self.identity = identity
-        self.runtime = Runtime(settings)
-        self.stop_flag = threading.Event()
-        self.ready_flag = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, name="dralloc-operator", daemon=True)
-
-    def _main(self) -> None:
+    def start(self, timeout: float = 30.0) -> OperatorThread:
         try:
-            asyncio.run(running.run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag,
-                                            runtime=self.runtime, identity=self.identity))
-        except BaseException as exc:  # reported by stop()
-            self.error = exc
-
-    def start(self) -> OperatorThread:
-        self.thread.start()
-        if not self.ready_flag.wait(30):
-            raise AssertionError(f"operator did not start: {self.error!r}")
+            super().start(timeout)
+        except RuntimeError as exc:
+            raise AssertionError(str(exc)) from exc
         return self
 
-    def stop(self) -> None:
-        self.stop_flag.set()
-        self.thread.join(30)
-        if self.thread.is_alive():
-            raise AssertionError("operator did not stop within 30 s")
+    def stop(self, timeout: float = 30.0) -> None:
+        try:
+            super().stop(timeout)
+        except RuntimeError as exc:
+            raise AssertionError(str(exc)) from exc
 
 
 def operator_settings(server: ThreadedApiServer, *, peering: int | None = None, **scheduling: Any) -> Settings:

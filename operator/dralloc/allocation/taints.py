@@ -11,18 +11,29 @@ from dralloc.model import taints
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
-def tolerates(toleration: taints.DeviceToleration, taint: taints.DeviceTaint) -> bool:
-    """Whether one toleration matches one taint (upstream resourceclaim.ToleratesTaint)."""
-    if toleration.effect and toleration.effect != taint.effect:
+def toleration_matches(
+    *, key: str | None, operator: str | None, value: str | None, effect: str | None,
+    taint_key: str, taint_value: str | None, taint_effect: str,
+) -> bool:
+    """The toleration rule Kubernetes uses for node taints and device taints alike."""
+    if effect and effect != taint_effect:
         return False
-    if toleration.key and toleration.key != taint.key:
+    if key and key != taint_key:
         return False
-    operator = toleration.operator or "Equal"
+    operator = operator or "Equal"
     if operator == "Exists":
         return True
     if operator == "Equal":
-        return (toleration.value or "") == (taint.value or "")
+        return (value or "") == (taint_value or "")
     return False
+
+
+def tolerates(toleration: taints.DeviceToleration, taint: taints.DeviceTaint) -> bool:
+    """Whether one toleration matches one device taint (upstream resourceclaim.ToleratesTaint)."""
+    return toleration_matches(
+        key=toleration.key, operator=toleration.operator, value=toleration.value, effect=toleration.effect,
+        taint_key=taint.key, taint_value=taint.value, taint_effect=taint.effect,
+    )
 
 
 def blocking_taint(

@@ -18,10 +18,9 @@ from typing import Any, TextIO
 import yaml
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes, scoring, taintrules
+from dralloc.allocation import errors, outcomes, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
-from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import conversion
 from dralloc.offline import inputs
@@ -129,14 +128,7 @@ def decide(request: Request) -> Answer:
     cluster = inputs.load(request.files)
     features = request.features
     chosen = _pick_claims(cluster, request.claims)
-    snapshot = Snapshot.build(
-        device_classes=cluster.device_classes,
-        resource_slices=cluster.resource_slices,
-        allocated_claims=[c for c in cluster.resource_claims if c.status.allocation is not None],
-        features=features,
-    )
-    if cluster.taint_rules:
-        snapshot = dataclasses.replace(snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules, snapshot.slices))
+    snapshot = inputs.snapshot_of(cluster, features)
     if not chosen:
         return Answer("allocated", request.node, [], (), [], "no unallocated claims to allocate")
     # Nodes in policy order (use before placing, ties by name: what the operator's Placer does);

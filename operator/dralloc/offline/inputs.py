@@ -14,6 +14,9 @@ from collections.abc import Iterable
 
 import yaml
 
+from dralloc.allocation import taintrules
+from dralloc.allocation.features import Features
+from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices, pods, taints
 from dralloc.model import nodes as model_nodes
 from dralloc.model.base import Object
@@ -71,6 +74,20 @@ class Cluster:
                 if key in seen:
                     raise InputError(f"{kind} {key}: metadata.name: duplicate object in the input")
                 seen.add(key)
+
+
+def snapshot_of(cluster: Cluster, features: Features) -> Snapshot:
+    """The allocator's view of the objects read: claims with an allocation are in use."""
+    snapshot = Snapshot.build(
+        device_classes=cluster.device_classes,
+        resource_slices=cluster.resource_slices,
+        allocated_claims=[c for c in cluster.resource_claims if c.status.allocation is not None],
+        features=features,
+    )
+    if cluster.taint_rules:
+        snapshot = dataclasses.replace(snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules,
+                                                                                    snapshot.slices))
+    return snapshot
 
 
 def read_documents(path: str) -> list[object]:

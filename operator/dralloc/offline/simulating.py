@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes, taintrules
+from dralloc.allocation import errors, outcomes
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -189,20 +189,12 @@ class _Progress:
 
 
 def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
-    err = err if err is not None else sys.stderr
     """Run the simulation; raises InputError / AllocationInputError on bad input."""
+    err = err if err is not None else sys.stderr
     cluster = inputs.load(request.snapshot_files)
     workload, workload_cluster = _workload(request, cluster)
     features = request.features
-    snapshot = Snapshot.build(
-        device_classes=cluster.device_classes,
-        resource_slices=cluster.resource_slices,
-        allocated_claims=[c for c in cluster.resource_claims if c.status.allocation is not None],
-        features=features,
-    )
-    if cluster.taint_rules:
-        snapshot = dataclasses.replace(
-            snapshot, extra_taints=taintrules.rule_taints(cluster.taint_rules, snapshot.slices))
+    snapshot = inputs.snapshot_of(cluster, features)
     node_list = cluster.nodes
     if not node_list:
         raise inputs.InputError("the snapshot has no Node objects: simulate places onto Nodes")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from dralloc.allocation import nodeaffinity
+from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
 from dralloc.model.quantities import Quantity
 
@@ -37,14 +37,10 @@ def pod_requests(pod: pods.Pod) -> dict[str, int]:
 
 
 def tolerates(toleration: pods.Toleration, taint: nodes.Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    operator = toleration.operator or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.value or "") == (taint.value or "")
+    return taints.toleration_matches(
+        key=toleration.key, operator=toleration.operator, value=toleration.value, effect=toleration.effect,
+        taint_key=taint.key, taint_value=taint.value, taint_effect=taint.effect,
+    )
 
 
 def untolerated_taint(node: nodes.Node, tolerations: Iterable[pods.Toleration]) -> nodes.Taint | None:
