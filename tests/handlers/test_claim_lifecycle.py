@@ -65,3 +65,14 @@ def test_gate_mode_pins_node_and_removes_gate(apiserver: ThreadedApiServer, oper
     assert not spec.get("nodeName")
     (claim,) = helpers.claims(apiserver)
     assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+
+
+def test_deleted_pod_takes_its_generated_claim_with_it(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+    """Deleting a running pod releases its claim, deallocates it and deletes it; the GPU is free again."""
+    _seed_gpus(apiserver, 1)
+    apiserver.seed([cluster.pod("short-lived", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "short-lived"), what="pod bound")
+    helpers.delete(apiserver, "/api/v1/namespaces/default/pods/short-lived")
+    wait_for(lambda: not helpers.claims(apiserver), what="generated claim deleted")
+    apiserver.seed([cluster.pod("successor", template_name="one-gpu")])
+    assert wait_for(lambda: helpers.node_of(apiserver, "successor"), what="successor bound") == "node-a"
