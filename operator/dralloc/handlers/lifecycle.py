@@ -27,7 +27,9 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
-from dralloc.lifecycle import plans, templates
+from dralloc.lifecycle import extended, plans, templates
+from dralloc.model import claims as model_claims
+from dralloc.model import pods
 from dralloc.state.cluster import PodsByUid
 
 logger = logging.getLogger(__name__)
@@ -60,7 +62,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             continue
         owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
                  if (c := cluster.claims.get(*key)) is not None]
-        steps = list(templates.pod_claim_plan(pod, template_map, owned))
+        steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned))
+        steps += _extended_resource_steps(rt, pod, owned)
         if steps:
             work.append(steps)
     executed += await _run_concurrently(rt, work)
@@ -83,6 +86,39 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
 
 
 CONCURRENCY = 32  # objects whose steps are in flight at once
+
+
+@dataclasses.dataclass(frozen=True)
+class _RecordExtendedClaim:
+    """Write `pod.status.extendedResourceClaimStatus` (the pod's DRA extended-resource claim)."""
+
+    pod_namespace: str
+    pod_name: str
+    status: Raw
+
+
+def _extended_resource_steps(rt: Runtime, pod: pods.Pod, owned: list[model_claims.ResourceClaim]) -> list[Any]:
+    """For pods we place: the claim backing their DRA extended-resource requests (KEP-5004).
+
+    Upstream's scheduler makes this claim for the chosen node in PreBind, leaving resources a
+    node's device plugin offers to that plugin. dralloc creates it before placement, with DRA
+    serving every such request: a cluster mixing device plugins and DRA for one resource
+    name is not supported (documented).
+    """
+    settings = rt.settings.scheduling
+    if pod.finished() or pod.metadata.deletion_timestamp or not scheduling.owned(
+            pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+        return []
+    classes = list(rt.cluster.classes.all())
+    existing = extended.find_extended_resource_claim(pod, owned)
+    if existing is None:
+        raw = extended.extended_resource_claim(pod, classes)
+        return [plans.CreateClaim(raw=raw)] if raw is not None else []
+    if extended.recorded_claim_name(pod) == existing.name:
+        return []
+    _, mappings = extended.requests_and_mappings(pod, classes)
+    return [_RecordExtendedClaim(pod.metadata.namespace or "default", pod.metadata.name,
+                                 extended.extended_claim_status(existing.name, mappings))]
 
 
 async def _run_concurrently(rt: Runtime, work: list[list[Any]]) -> int:
@@ -146,7 +182,7 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) ->
             for pod in rt.cluster.pods.all():
                 if pod.metadata.uid == ref.get("uid"):
                     rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
-    elif isinstance(step, plans.SetPodClaimStatuses):
+    elif isinstance(step, (plans.SetPodClaimStatuses, _RecordExtendedClaim)):
         rt.dirty_pods.add((step.pod_namespace, step.pod_name))
     elif isinstance(step, (plans.DropReservations, plans.Deallocate)):
         rt.dirty_claims.add((step.claim_namespace, step.claim_name))
@@ -156,7 +192,17 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) ->
 
 async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> None:
     session = rt.require_session()
-    if isinstance(step, _DropAndDeallocate):
+    if isinstance(step, _RecordExtendedClaim):
+        pod_raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
+        if pod_raw is None:
+            return
+        patch = {"metadata": {"resourceVersion": (pod_raw.get("metadata") or {}).get("resourceVersion")},
+                 "status": {"extendedResourceClaimStatus": step.status}}
+        stored = await writing.merge_patch(session, resources.PODS, step.pod_name, patch, step.pod_namespace,
+                                           subresource="status")
+        rt.cluster.apply("Pod", "MODIFIED", stored)
+        rt.scheduling_wakeup.set()
+    elif isinstance(step, _DropAndDeallocate):
         raw = _claim_raw(rt, step.drop.claim_namespace, step.drop.claim_name)
         status = dict(raw.get("status") or {})
         _set_reserved(status, step.drop.keep)

@@ -36,7 +36,9 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
+from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
+from dralloc.model import classes as model_classes
 from dralloc.model import conversion, pods
 from dralloc.scheduling import placement
 from dralloc.state.ledger import Reservation
@@ -60,8 +62,9 @@ def pod_ref(pod: pods.Pod) -> Raw:
     return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid or ""}
 
 
-def _claim_names(pod: pods.Pod) -> list[str] | None:
-    """The claim of every pod.spec.resourceClaims entry, or None while one is not created yet."""
+def _claim_names(pod: pods.Pod, classes: list[model_classes.DeviceClass]) -> list[str] | None:
+    """The claim of every pod.spec.resourceClaims entry (and of its DRA extended resources), or
+    None while one is not created and recorded yet."""
     recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     names: list[str] = []
     for entry in pod.spec.resource_claims:
@@ -72,6 +75,11 @@ def _claim_names(pod: pods.Pod) -> list[str] | None:
             if not name:
                 return None
             names.append(name)
+    if extended.dra_resources(pod, classes):
+        name = extended.recorded_claim_name(pod)
+        if not name:
+            return None
+        names.append(name)
     return names
 
 
@@ -84,7 +92,7 @@ class PassResult:
 
 def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
     """The placement item for a pod; a string when it cannot be placed as is; None when not ready."""
-    names = _claim_names(pod)
+    names = _claim_names(pod, list(rt.cluster.classes.all()))
     if names is None:
         return None
     namespace = pod.metadata.namespace or "default"
