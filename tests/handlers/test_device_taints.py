@@ -15,6 +15,7 @@ import pytest
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import OperatorThread, crds, operator_settings, wait_for
 
+from dralloc import metrics
 from dralloc.lifecycle import eviction
 from dralloc.sandbox import ThreadedApiServer
 
@@ -105,6 +106,8 @@ def test_no_execute_evicts_an_intolerant_pod_at_once(apiserver: ThreadedApiServe
                     cluster.pod("bystander", template_name="one-gpu")])
     placed(apiserver, "victim", "bystander")
     device = device_of(apiserver, "victim")
+    deleted_before = metrics.eviction_outcomes.labels("deleted")._value.get()
+    latencies_before = metrics.eviction_latency._sum.get()
     created = time.monotonic()
     apiserver.seed([rule("broken", effect="NoExecute", device=device)])
     wait_for(lambda: gone_or_deleting(apiserver, "victim"), timeout=5, what="victim evicted")
@@ -115,6 +118,9 @@ def test_no_execute_evicts_an_intolerant_pod_at_once(apiserver: ThreadedApiServe
     assert f"node-a/{device}" in event["note"] and "example.com/broken=true:NoExecute" in event["note"]
     assert event["regarding"]["name"] == "victim"
     assert not gone_or_deleting(apiserver, "bystander")
+    assert metrics.eviction_outcomes.labels("deleted")._value.get() == deleted_before + 1
+    assert 0 <= metrics.eviction_latency._sum.get() - latencies_before < 3
+    assert metrics.devices_tainted.labels("NoExecute", "rule")._value.get() == 1
 
     def finished() -> Obj | None:
         stored = apiserver.get("resource.k8s.io/v1", "DeviceTaintRule", "broken") or {}

@@ -53,6 +53,7 @@ class Memory:
     evicted_by_rule: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     dry_run_reported: set[eviction.PodRef] = dataclasses.field(default_factory=set)
     written_conditions: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # rule uid -> cond
+    evicted: set[eviction.PodRef] = dataclasses.field(default_factory=set)  # deleted, watch may lag behind
 
 
 def _now() -> dt.datetime:
@@ -70,6 +71,9 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     limits = rt.eviction_limits
     while memory.recent and now - memory.recent[0] >= eviction.WINDOW:
         memory.recent.popleft()
+    # A pod deleted by an earlier pass may still look alive until its watch event arrives: never twice.
+    memory.evicted = {p for p in memory.evicted if p.uid in rt.cluster.pod_keys}
+    decision = dataclasses.replace(decision, due=tuple(e for e in decision.due if e.pod not in memory.evicted))
     limited = eviction.limit(decision, limits, now=now, recent=list(memory.recent))
     for pod in decision.cancelled:
         await _cancelled(rt, pod)
@@ -84,6 +88,7 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
                 await _event(rt, planned, "DeviceTaintEvictionDryRun", f"Would evict (dry run): {planned.describe()}")
             continue
         if await _evict(rt, planned):
+            memory.evicted.add(planned.pod)
             memory.recent.append(_now())
             memory.pending.discard(planned.pod)
             for rule in planned.rules:
