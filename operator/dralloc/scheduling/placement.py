@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dralloc import allocation
 from dralloc.allocation import nodeaffinity, outcomes, scoring
@@ -106,6 +106,16 @@ def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlaceme
     return dataclasses.replace(explanation, reasons=reasons)
 
 
+def node_usage(node_list: Sequence[nodes.Node], bound_pods: Iterable[pods.Pod]) -> dict[str, nodefit.NodeUsage]:
+    """What the running pods already request on each node (finished pods free their share)."""
+    usage = {n.metadata.name: nodefit.NodeUsage() for n in node_list}
+    for pod in bound_pods:
+        where = usage.get(pod.spec.node_name or "")
+        if where is not None and not pod.finished():
+            where.add(nodefit.pod_requests(pod))
+    return usage
+
+
 class Placer:
     """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
 
@@ -117,6 +127,7 @@ class Placer:
         features: Features,
         policy: str = "first-fit",
         bound_pods: Iterable[pods.Pod] = (),
+        usage: Mapping[str, nodefit.NodeUsage] | None = None,  # precomputed per node name (copied), else from bound_pods
         budget: int | None = allocation.DEFAULT_BUDGET,
     ) -> None:
         if policy not in POLICIES:
@@ -128,12 +139,14 @@ class Placer:
         self.features = features
         self.policy = policy
         self.budget = budget
-        self.usage = [nodefit.NodeUsage() for _ in self.nodes]
-        for pod in bound_pods:
-            where = self.index.get(pod.spec.node_name or "")
-            if where is not None and not pod.finished():
-                self.usage[where].add(nodefit.pod_requests(pod))
-        self.devices = [scoring.node_use(snapshot, v, features) for v in self.views]
+        if usage is not None:
+            self.usage = [dataclasses.replace(usage[n.metadata.name], requests=dict(usage[n.metadata.name].requests))
+                          if n.metadata.name in usage else nodefit.NodeUsage() for n in self.nodes]
+        else:
+            self.usage = list(node_usage(self.nodes, bound_pods).values())
+        # Device use per node orders nodes for BinPack/Spread; FirstFit never looks at it.
+        self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views] if policy != "first-fit"
+                        else [scoring.NodeUse(0, 0)] * len(self.views))
         self.release_epoch = [0] * len(self.nodes)
         self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
         self._first_unknown: dict[str, int] = {}

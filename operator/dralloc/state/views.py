@@ -14,7 +14,8 @@ from dralloc.allocation import taintrules
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
-from dralloc.scheduling import placement
+from dralloc.model import nodes
+from dralloc.scheduling import nodefit, placement
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
 
@@ -28,6 +29,8 @@ class Views:
         self._index_key: tuple[int, ...] = ()
         self._snapshot: Snapshot | None = None
         self._snapshot_key: tuple[Any, ...] = ()
+        self._usage: tuple[list[nodes.Node], dict[str, nodefit.NodeUsage]] | None = None
+        self._usage_key: tuple[int, int] = (-1, -1)
         self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
         self._effective_key: tuple[int, ...] = ()
 
@@ -69,7 +72,12 @@ class Views:
         return self._effective
 
     def placer(self, policy: str) -> placement.Placer:
-        nodes = list(self.cluster.nodes.all())
-        bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
+        key = (self.cluster.nodes.version, self.cluster.relevant_changes)
+        if self._usage is None or key != self._usage_key:
+            nodes = sorted(self.cluster.nodes.all(), key=lambda n: n.metadata.name)
+            bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
+            self._usage = (nodes, placement.node_usage(nodes, bound))
+            self._usage_key = key
+        nodes, usage = self._usage
         return placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
-                                policy=policy, bound_pods=bound)
+                                policy=policy, usage=usage)
