@@ -59,12 +59,14 @@ async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threadin
                       ) -> None:
     """Run the operator in the current event loop until stop_flag is set (kopf cancels this loop's tasks)."""
     import dralloc.handlers  # noqa: F401  (registers the handlers)
+    from dralloc.handlers.registry import REGISTRY
 
     if settings.connection.kubeconfig:
         os.environ["KUBECONFIG"] = settings.connection.kubeconfig
     options = settings.runtime
     namespaces = settings.scheduling.namespaces
     await kopf.operator(
+        registry=REGISTRY,
         clusterwide=not namespaces,
         namespaces=list(namespaces),
         standalone=options.standalone,

@@ -95,7 +95,8 @@ def _resolve(selector: Any) -> kopf.Resource:
 
 
 def kopf_calls() -> set[Call]:
-    registry = kopf.get_default_registry()
+    from dralloc.handlers.registry import REGISTRY as registry
+
     watching = [*registry._indexing.get_all_handlers(), *registry._watching.get_all_handlers(),
                 *registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()]
     patching = [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()]

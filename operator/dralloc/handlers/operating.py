@@ -20,6 +20,7 @@ import kopf
 from dralloc import metrics
 from dralloc.allocation import selectors
 from dralloc.handlers import evicting, health, lifecycle, scheduling, watching
+from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -37,14 +38,14 @@ RELISTED = (
 )
 
 
-@kopf.on.login()
+@kopf.on.login(registry=REGISTRY)
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
         return kopf.login_with_service_account(**kwargs)
     return kopf.login_with_kubeconfig(**kwargs)
 
 
-@kopf.on.startup()
+@kopf.on.startup(registry=REGISTRY)
 async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> None:
     runtime = memo.settings.runtime
     settings.posting.level = logging.WARNING  # kopf posts our warnings as Events; info goes to logs only
@@ -62,7 +63,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> N
     await ensure_default_policy(memo)
 
 
-@kopf.on.cleanup()
+@kopf.on.cleanup(registry=REGISTRY)
 async def cleanup(memo: Runtime, **_: Any) -> None:
     metrics.set_cluster_source(None)
     if memo.session is not None:
@@ -70,7 +71,7 @@ async def cleanup(memo: Runtime, **_: Any) -> None:
         memo.session = None
 
 
-@kopf.on.probe(id="synced")
+@kopf.on.probe(id="synced", registry=REGISTRY)
 async def synced(memo: Runtime, **_: Any) -> bool:
     return memo.synced.is_set()
 
@@ -96,9 +97,12 @@ def _strategy(spec: dict[str, Any]) -> tuple[str, str | None]:
     return STRATEGIES[strategy], None
 
 
-@kopf.on.resume("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
-@kopf.on.create("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
-@kopf.on.update("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME)
+@kopf.on.resume("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
+                registry=REGISTRY)
+@kopf.on.create("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
+                registry=REGISTRY)
+@kopf.on.update("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
+                registry=REGISTRY)
 async def policy_changed(**kwargs: Any) -> None:
     spec, meta, patch, memo = kwargs["spec"], kwargs["meta"], kwargs["patch"], kwargs["memo"]
     policy, problem = _strategy(dict(spec))
@@ -115,6 +119,7 @@ async def policy_changed(**kwargs: Any) -> None:
 
 
 @kopf.daemon("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
+             registry=REGISTRY,
              cancellation_timeout=10.0)
 async def control_loops(**kwargs: Any) -> None:
     spec, stopped, memo = kwargs["spec"], kwargs["stopped"], kwargs["memo"]

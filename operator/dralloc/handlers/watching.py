@@ -23,6 +23,7 @@ from typing import Any
 
 import kopf
 
+from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources
@@ -120,7 +121,7 @@ async def _relist_later(rt: Runtime, delay: float) -> str:
 
 
 def _register(kind: str, group: str, version: str, plural: str) -> None:
-    @kopf.on.event(group=group, version=version, plural=plural, id=f"watch-{plural}")
+    @kopf.on.event(group=group, version=version, plural=plural, id=f"watch-{plural}", registry=REGISTRY)
     async def on_event(**kwargs: Any) -> None:
         # async on purpose: kopf runs sync handlers in a thread pool, and the cluster view and the
         # loops' wake-up events belong to the event loop's thread.
