@@ -125,3 +125,26 @@ def test_device_selector_signal_with_no_schedule(apiserver: ThreadedApiServer, h
     wait_for(lambda: helpers.node_of(apiserver, "a") or helpers.node_of(apiserver, "b"), timeout=10, what="one placed")
     time.sleep(1.0)
     assert sum(1 for n in ("a", "b") if helpers.node_of(apiserver, n)) == 1
+
+
+def test_pod_reported_unhealthy_resource_taints_its_device(
+        apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+    """A kubelet reporting allocatedResourcesStatus health Unhealthy marks the device (here NoSchedule)."""
+    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 2), cluster.gpu_class(),
+                    cluster.template("one-gpu"),
+                    policy(unhealthy_after=0, healthy_after=0, effect="NoSchedule", podResourceHealth=True)])
+    apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
+    claim = claim_of(apiserver, "worker")
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    resource_id = f"{result['driver']}/{result['pool']}/{result['device']}"
+    status = {"containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox",
+                                     "imageID": "", "state": {"running": {}},
+                                     "allocatedResourcesStatus": [{
+                                         "name": f"claim:{claim['metadata']['name']}/gpu",
+                                         "resources": [{"resourceID": resource_id, "health": "Unhealthy"}]}]}]}
+    helpers._request(apiserver, "PATCH", "/api/v1/namespaces/default/pods/worker/status", {"status": status})
+    (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for the device the pod reports")
+    assert rule["spec"]["deviceSelector"]["device"] == result["device"]
+    assert rule["spec"]["taint"]["effect"] == "NoSchedule"
+    assert not gone(apiserver, "worker")  # NoSchedule evicts nobody

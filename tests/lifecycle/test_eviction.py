@@ -157,6 +157,14 @@ class TestDecide:
         after = decide([pod("a")], [claim("a-claim", "a", tolerations=[tol(30)])], {}, previous=pending)
         assert after.cancelled == pending
 
+    def test_pods_we_deleted_count_as_being_deleted(self) -> None:
+        """A pod deleted a moment ago whose watch event has not arrived is neither due nor pending."""
+        found = effective((GPU0, taint(), "r"))
+        by_key = {("default", "a-claim"): claim("a-claim", "a")}
+        d = eviction.decide([pod("a")], lambda ns, n: by_key.get((ns, n)), found, now=T0, first_seen={},
+                            deleted=[eviction.PodRef("default", "a", "uid-a")])
+        assert d.due == () and d.pending_by_rule == {} and d.class_deleting == {"gpu": 1}
+
     def test_earliest_taint_decides(self) -> None:
         found = effective((GPU0, taint(key="slow"), "slow-rule"), (GPU0, taint(key="fast"), "fast-rule"))
         d = decide([pod("a")], [claim("a-claim", "a", tolerations=[tol(60, key="slow"), tol(5, key="fast")])], found,

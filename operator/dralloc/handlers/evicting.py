@@ -43,6 +43,7 @@ CONDITION_REASON = "DeviceTaintEvictionByDralloc"
 CONTROLLER = "dralloc.io/device-taint-eviction"
 HEALTH_POLICY_LABEL = "dralloc.io/health-policy"  # rules created by a DeviceHealthPolicy (source "policy")
 IDLE_WAIT = 30.0
+BATCH_DELAY = 0.02  # seconds
 
 
 @dataclasses.dataclass
@@ -66,14 +67,17 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     effective = rt.views.effective_taints()
     seen = {eviction.taint_key(device, e) for device, found in effective.items() for e in found}
     memory.first_seen = {k: memory.first_seen.get(k, now) for k in seen}
-    decision = eviction.decide(rt.cluster.pods.all(), rt.cluster.claims.get, effective, now=now,
-                               first_seen=memory.first_seen, previous=memory.pending)
+    # A pod we deleted may still look alive until its watch event arrives: never evict it twice.
+    memory.evicted = {p for p in memory.evicted if p.uid in rt.cluster.pod_keys}
+
+    def decide() -> eviction.Decision:
+        return eviction.decide(rt.cluster.pods.all(), rt.cluster.claims.get, effective, now=now,
+                               first_seen=memory.first_seen, previous=memory.pending, deleted=memory.evicted)
+
+    decision = decide()
     limits = rt.eviction_limits
     while memory.recent and now - memory.recent[0] >= eviction.WINDOW:
         memory.recent.popleft()
-    # A pod deleted by an earlier pass may still look alive until its watch event arrives: never twice.
-    memory.evicted = {p for p in memory.evicted if p.uid in rt.cluster.pod_keys}
-    decision = dataclasses.replace(decision, due=tuple(e for e in decision.due if e.pod not in memory.evicted))
     limited = eviction.limit(decision, limits, now=now, recent=list(memory.recent))
     for pod in decision.cancelled:
         await _cancelled(rt, pod)
@@ -94,6 +98,8 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
             for rule in planned.rules:
                 memory.evicted_by_rule[rule] += 1
     memory.dry_run_reported &= memory.pending
+    if limited.allowed and not limits.dry_run:
+        decision = decide()  # the status counts the pods just deleted as evicted, not pending
     await _rule_statuses(rt, memory, decision, dry_run=limits.dry_run)
     _gauges(rt, effective, decision, limited)
     waits = [IDLE_WAIT]
@@ -214,3 +220,4 @@ async def eviction_loop(rt: Runtime, stopped: asyncio.Event) -> None:
             await asyncio.wait_for(rt.eviction_wakeup.wait(), timeout=timeout)
         except TimeoutError:
             pass
+        await asyncio.sleep(BATCH_DELAY)  # a burst of watch events makes one pass, not one per event

@@ -46,6 +46,7 @@ DEVICE_ANNOTATION = "dralloc.io/device"
 CONTROLLER = "dralloc.io/device-health"
 MAX_TRANSITIONS = 20  # kept in the policy's status
 IDLE_WAIT = 30.0
+BATCH_DELAY = 0.02  # seconds
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 
 
@@ -257,3 +258,4 @@ async def health_loop(rt: Runtime, stopped: asyncio.Event) -> None:
             await asyncio.wait_for(rt.health_wakeup.wait(), timeout=timeout)
         except TimeoutError:
             pass
+        await asyncio.sleep(BATCH_DELAY)  # a burst of watch events makes one pass, not one per event

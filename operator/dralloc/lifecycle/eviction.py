@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from dralloc.allocation import taints as taint_rules
@@ -168,6 +168,7 @@ def decide(
     now: dt.datetime,
     first_seen: Mapping[TaintKey, dt.datetime],
     previous: Iterable[PodRef] = (),
+    deleted: Collection[PodRef] = (),  # deleted by us, not yet seen gone: counted as being deleted
 ) -> Decision:
     """Which pods are due for eviction now, which later, and which are no longer affected."""
     due: list[Eviction] = []
@@ -181,6 +182,7 @@ def decide(
             continue
         namespace = pod.metadata.namespace or ""
         uid = pod.metadata.uid or ""
+        deleting = bool(pod.metadata.deletion_timestamp) or PodRef(namespace, pod.metadata.name, uid) in deleted
         best: Eviction | None = None
         classes: set[str] = set()
         rules: set[str] = set()
@@ -214,9 +216,9 @@ def decide(
                         rules.add(effect.rule)
                     candidates.append((at, tainted_at, device, effect))
         for device_class in classes:
-            counts = class_deleting if pod.metadata.deletion_timestamp else class_pods
+            counts = class_deleting if deleting else class_pods
             counts[device_class] = counts.get(device_class, 0) + 1
-        if pod.metadata.deletion_timestamp:
+        if deleting:
             continue  # already going: neither pending nor to be evicted again
         for rule in would:
             would_evict[rule] = would_evict.get(rule, 0) + 1
