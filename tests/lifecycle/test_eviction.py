@@ -213,6 +213,20 @@ class TestLimit:
         limited = eviction.limit(self.due(1), eviction.Limits(per_minute=0, max_percent=10), now=T0, recent=[])
         assert len(limited.allowed) == 1
 
+    def test_a_policy_group_has_its_own_tighter_budget(self) -> None:
+        """Evictions caused by a policy's rules also fit the policy's limits; other rules only the overall ones."""
+        pods = [pod(f"p{i}") for i in range(4)]
+        claims = [claim(f"p{i}-claim", f"p{i}", device=GPU0 if i < 2 else GPU1) for i in range(4)]
+        found = effective((GPU0, taint(), "policy-rule"), (GPU1, taint(), "plain-rule"))
+        d = decide(pods, claims, found)
+        groups = {"gpu-health": eviction.Group(eviction.Limits(per_minute=2, max_percent=100),
+                                               recent=[T0 - dt.timedelta(seconds=30)])}
+        limited = eviction.limit(d, eviction.Limits(per_minute=0, max_percent=100), now=T0, recent=[],
+                                 groups=groups, group_of={"policy-rule": "gpu-health"})
+        assert sorted(e.pod.name for e in limited.allowed) == ["p0", "p2", "p3"]
+        assert [e.pod.name for e in limited.held] == ["p1"]
+        assert limited.retry_at == T0 + dt.timedelta(seconds=30)
+
     def test_environment_settings(self) -> None:
         limits = eviction.Limits.from_environment({"DRALLOC_EVICTION_PER_MINUTE": "7",
                                                    "DRALLOC_EVICTION_MAX_PERCENT": "130",

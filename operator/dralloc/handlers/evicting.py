@@ -55,6 +55,7 @@ class Memory:
     dry_run_reported: set[eviction.PodRef] = dataclasses.field(default_factory=set)
     written_conditions: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # rule uid -> cond
     evicted: set[eviction.PodRef] = dataclasses.field(default_factory=set)  # deleted, watch may lag behind
+    group_recent: dict[str, collections.deque[dt.datetime]] = dataclasses.field(default_factory=dict)  # by policy
 
 
 def _now() -> dt.datetime:
@@ -71,14 +72,16 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     memory.evicted = {p for p in memory.evicted if p.uid in rt.cluster.pod_keys}
 
     def decide() -> eviction.Decision:
-        return eviction.decide(rt.cluster.pods.all(), rt.cluster.claims.get, effective, now=now,
+        pods = (p for p in rt.cluster.pods.all() if rt.watches_namespace(p.metadata.namespace))
+        return eviction.decide(pods, rt.cluster.claims.get, effective, now=now,
                                first_seen=memory.first_seen, previous=memory.pending, deleted=memory.evicted)
 
     decision = decide()
     limits = rt.eviction_limits
     while memory.recent and now - memory.recent[0] >= eviction.WINDOW:
         memory.recent.popleft()
-    limited = eviction.limit(decision, limits, now=now, recent=list(memory.recent))
+    group_of, groups = _policy_groups(rt, memory, now)
+    limited = eviction.limit(decision, limits, now=now, recent=list(memory.recent), groups=groups, group_of=group_of)
     for pod in decision.cancelled:
         await _cancelled(rt, pod)
     memory.pending = {e.pod for e in (*decision.due, *decision.later)}
@@ -94,6 +97,9 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
         if await _evict(rt, planned):
             memory.evicted.add(planned.pod)
             memory.recent.append(_now())
+            group = group_of.get(planned.taint.rule) if planned.taint.source == SOURCE_RULE else None
+            if group is not None:
+                memory.group_recent.setdefault(group, collections.deque()).append(_now())
             memory.pending.discard(planned.pod)
             for rule in planned.rules:
                 memory.evicted_by_rule[rule] += 1
@@ -110,6 +116,26 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     if limited.held and limited.retry_at is None:
         waits.append(1.0)  # held by the per-class limit: pods being deleted report back through watches
     return max(0.01, min(waits))
+
+
+def _policy_groups(rt: Runtime, memory: Memory, now: dt.datetime
+                   ) -> tuple[dict[str, str], dict[str, eviction.Group]]:
+    """DeviceHealthPolicies with `spec.eviction` limits: rule name -> policy, and each policy's limits."""
+    groups: dict[str, eviction.Group] = {}
+    for policy in rt.cluster.health_policies.all():
+        extra = policy.spec.eviction if policy.spec else None
+        if extra is None:
+            continue
+        recent = memory.group_recent.setdefault(policy.metadata.name, collections.deque())
+        while recent and now - recent[0] >= eviction.WINDOW:
+            recent.popleft()
+        groups[policy.metadata.name] = eviction.Group(
+            eviction.Limits(per_minute=max(0, extra.max_per_minute),
+                            max_percent=min(100, max(0, extra.max_percent_per_device_class))), tuple(recent))
+    memory.group_recent = {k: v for k, v in memory.group_recent.items() if k in groups}
+    group_of = {r.metadata.name: r.metadata.labels[HEALTH_POLICY_LABEL] for r in rt.cluster.taint_rules.all()
+                if r.metadata.labels.get(HEALTH_POLICY_LABEL) in groups}
+    return group_of, groups
 
 
 async def _evict(rt: Runtime, planned: eviction.Eviction) -> bool:

@@ -245,37 +245,72 @@ class Limited:
     retry_at: dt.datetime | None  # when the rate limit lets the next one through (None: on a pod change)
 
 
-def limit(decision: Decision, limits: Limits, *, now: dt.datetime, recent: Sequence[dt.datetime]) -> Limited:
-    """The due evictions that may happen now (rate and per-DeviceClass limits); the rest wait."""
-    window = sorted(t for t in recent if now - t < WINDOW)
-    budget = len(decision.due) if limits.per_minute <= 0 else max(0, limits.per_minute - len(window))
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """Extra limits on the evictions some rules cause (a DeviceHealthPolicy's `spec.eviction`)."""
+
+    limits: Limits
+    recent: Sequence[dt.datetime] = ()  # this group's evictions so far
+
+
+class _Bucket:
+    def __init__(self, limits: Limits, recent: Sequence[dt.datetime], now: dt.datetime) -> None:
+        self.limits = limits
+        self.window = sorted(t for t in recent if now - t < WINDOW)
+        self.used = 0
+        self.now = now
+
+    def has_slot(self) -> bool:
+        return self.limits.per_minute <= 0 or len(self.window) + self.used < self.limits.per_minute
+
+    def next_slot(self) -> dt.datetime:
+        # The oldest eviction in the window leaves it first and frees one slot.
+        used = [*self.window, *([self.now] * self.used)]
+        return used[0] + WINDOW if used else self.now
+
+    def within_class_limits(self, eviction: Eviction, decision: Decision, deleting: Mapping[str, int]) -> bool:
+        if self.limits.max_percent >= 100:
+            return True
+        for device_class in eviction.device_classes:
+            total = decision.class_pods.get(device_class, 0) + decision.class_deleting.get(device_class, 0)
+            cap = max(1, total * self.limits.max_percent // 100)
+            if deleting.get(device_class, 0) + 1 > cap:
+                return False
+        return True
+
+
+def limit(
+    decision: Decision,
+    limits: Limits,
+    *,
+    now: dt.datetime,
+    recent: Sequence[dt.datetime],
+    groups: Mapping[str, Group] | None = None,
+    group_of: Mapping[str, str] | None = None,  # rule name -> group name
+) -> Limited:
+    """The due evictions that may happen now (rate and per-DeviceClass limits); the rest wait.
+
+    An eviction caused by a rule of a group must also fit that group's limits.
+    """
+    overall = _Bucket(limits, recent, now)
+    buckets = {name: _Bucket(g.limits, g.recent, now) for name, g in (groups or {}).items()}
     deleting = dict(decision.class_deleting)
     allowed: list[Eviction] = []
     held: list[Eviction] = []
     for eviction in decision.due:
-        if len(allowed) >= budget or not _within_class_limits(eviction, decision, deleting, limits):
+        group = (group_of or {}).get(eviction.taint.rule) if eviction.taint.source == SOURCE_RULE else None
+        checks = [overall, *([buckets[group]] if group in buckets else [])]
+        if not all(b.has_slot() and b.within_class_limits(eviction, decision, deleting) for b in checks):
             held.append(eviction)
             continue
         allowed.append(eviction)
+        for bucket in checks:
+            bucket.used += 1
         for device_class in eviction.device_classes:
             deleting[device_class] = deleting.get(device_class, 0) + 1
-    retry_at = None
-    if held and limits.per_minute > 0 and len(allowed) >= budget:
-        # The oldest eviction in the window leaves it first and frees one slot.
-        used = [*window, *([now] * len(allowed))]
-        retry_at = used[0] + WINDOW if used else now
+    exhausted = [b.next_slot() for b in (overall, *buckets.values()) if not b.has_slot()]
+    retry_at = min(exhausted) if held and exhausted else None
     return Limited(tuple(allowed), tuple(held), retry_at)
-
-
-def _within_class_limits(eviction: Eviction, decision: Decision, deleting: Mapping[str, int], limits: Limits) -> bool:
-    if limits.max_percent >= 100:
-        return True
-    for device_class in eviction.device_classes:
-        total = decision.class_pods.get(device_class, 0) + decision.class_deleting.get(device_class, 0)
-        cap = max(1, total * limits.max_percent // 100)
-        if deleting.get(device_class, 0) + 1 > cap:
-            return False
-    return True
 
 
 def rule_condition(

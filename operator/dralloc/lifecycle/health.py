@@ -63,8 +63,16 @@ class PolicyTaint(ApiModel):
     effect: str = "NoExecute"
 
 
+class PolicyEviction(ApiModel):
+    """Limits on the evictions this policy's taints cause, on top of the operator's own."""
+
+    max_per_minute: int = 0  # 0: only the operator's limit
+    max_percent_per_device_class: int = 100
+
+
 class DeviceHealthPolicySpec(ApiModel):
     selector: PolicySelector | None = None
+    eviction: PolicyEviction | None = None
     signals: Signals | None = None
     taint: PolicyTaint | None = None
     unhealthy_after_seconds: int = 0
