@@ -13,8 +13,8 @@ to end. Usage: .venv/bin/python bench/placement.py [decisions] [end-to-end] [--p
 from __future__ import annotations
 
 import argparse
-import subprocess
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,11 +23,12 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "operator"))
 sys.path.insert(0, str(REPO))
 
+from tests.handlers import cluster  # noqa: E402
+
 from dralloc.allocation.features import Features  # noqa: E402
 from dralloc.allocation.snapshots import Snapshot  # noqa: E402
 from dralloc.model import claims, classes, conversion, devices, nodes, pods  # noqa: E402
 from dralloc.scheduling import placement  # noqa: E402
-from tests.handlers import cluster  # noqa: E402
 
 
 def decisions(node_count: int, gpus: int) -> None:
@@ -129,7 +130,7 @@ print(f"  (client: {len(requests)} requests in {time.perf_counter() - start:.2f}
 """
 
 
-def _client(port: int, requests: list[tuple[str, str, object]]) -> "subprocess.Popen[bytes]":
+def _client(port: int, requests: list[tuple[str, str, object]]) -> subprocess.Popen[bytes]:
     """Send the requests from another process, in order, so the operator keeps this one's GIL."""
     import json
     import subprocess
