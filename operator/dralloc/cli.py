@@ -15,8 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dralloc import __version__
+
+if TYPE_CHECKING:
+    from dralloc.settings import Settings
 
 
 def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -137,28 +141,50 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--priority", type=int, default=None,
                    help="kopf peering priority (default: derived from the pod name, distinct per replica)")
     p.add_argument("--peering-name", default="dralloc", help="kopf ClusterKopfPeering object to use")
+    p.add_argument("--eviction-per-minute", type=int, default=None, metavar="N",
+                   help="NoExecute device-taint evictions per minute, 0 = unlimited "
+                   "(default: $DRALLOC_EVICTION_PER_MINUTE or 60)")
+    p.add_argument("--eviction-max-percent", type=int, default=None, metavar="P",
+                   help="at most this percent of one DeviceClass's pods evicted at once, at least one "
+                   "(default: $DRALLOC_EVICTION_MAX_PERCENT or 50)")
+    p.add_argument("--eviction-dry-run", action="store_true", default=None,
+                   help="report evictions (Events, rule status, metrics) but never delete a pod")
 
 
-def _run_operator(args: argparse.Namespace) -> int:
-    from dralloc import running
-    from dralloc.allocation import errors
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The operator's settings from `dralloc run` flags (raises AllocationInputError on bad --features)."""
     from dralloc.allocation.features import Features, parse_gates
-    from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
+    from dralloc.settings import (
+        ConnectionSettings,
+        EvictionSettings,
+        RuntimeSettings,
+        SchedulingSettings,
+        Settings,
+    )
 
-    try:
-        features = Features.from_gates(parse_gates(args.features))
-    except errors.AllocationInputError as exc:
-        sys.stderr.write(f"error: --features: {exc}\n")
-        return 2
-    settings = Settings(
+    features = Features.from_gates(parse_gates(args.features))
+    return Settings(
         connection=ConnectionSettings(kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster),
         scheduling=SchedulingSettings(scheduler_name=args.scheduler_name, gate=args.gate,
                                       namespaces=tuple(args.namespaces), features=features, budget=args.budget),
+        eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
+                                  dry_run=args.eviction_dry_run),
         runtime=RuntimeSettings(metrics_port=args.metrics_port, metrics_address=args.metrics_address,
                                 health_port=args.health_port, log_format=args.log_format,
                                 log_level=args.log_level.upper(), standalone=args.standalone,
                                 priority=args.priority, peering_name=args.peering_name),
     )
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from dralloc import running
+    from dralloc.allocation import errors
+
+    try:
+        settings = settings_from_args(args)
+    except errors.AllocationInputError as exc:
+        sys.stderr.write(f"error: --features: {exc}\n")
+        return 2
     return running.run(settings)
 
 

@@ -33,6 +33,14 @@ class SchedulingSettings(_Settings):
     resync_seconds: float = 300.0
 
 
+class EvictionSettings(_Settings):
+    """NoExecute device-taint eviction limits (None: DRALLOC_EVICTION_* environment, else built-in defaults)."""
+
+    per_minute: int | None = None
+    max_percent: int | None = None
+    dry_run: bool | None = None
+
+
 class RuntimeSettings(_Settings):
     metrics_port: int = 8080  # 0 disables the metrics endpoint
     metrics_address: str = "0.0.0.0"
@@ -47,4 +55,5 @@ class RuntimeSettings(_Settings):
 class Settings(_Settings):
     connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+    eviction: EvictionSettings = Field(default_factory=EvictionSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)

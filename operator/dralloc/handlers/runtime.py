@@ -52,11 +52,17 @@ class Runtime:
         self.placements = 0  # pods this process placed (bound or ungated)
         # Device health (handlers/evicting.py, handlers/health.py): the DeviceTaintRule version
         # this cluster serves (None: none), the loops' wake-ups, and the eviction limits
-        # (DRALLOC_EVICTION_* environment variables; tests replace them before starting).
+        # (flags, else DRALLOC_EVICTION_* environment variables; tests replace them before starting).
         self.taint_rule_resource: Resource | None = None
         self.eviction_wakeup = asyncio.Event()
         self.health_wakeup = asyncio.Event()
-        self.eviction_limits = eviction.Limits.from_environment(os.environ)
+        limits = eviction.Limits.from_environment(os.environ)
+        flags = settings.eviction
+        self.eviction_limits = eviction.Limits(
+            per_minute=limits.per_minute if flags.per_minute is None else max(0, flags.per_minute),
+            max_percent=limits.max_percent if flags.max_percent is None else min(100, max(0, flags.max_percent)),
+            dry_run=limits.dry_run if flags.dry_run is None else flags.dry_run,
+        )
 
     def __copy__(self) -> Runtime:
         # kopf gives every object's handlers a shallow copy of the memo; the operator's state must
