@@ -1,4 +1,9 @@
-"""Small clusters for the operator tests, as raw API objects."""
+"""Small clusters for the operator tests, as raw API objects.
+
+Namespaced objects carry no namespace unless given one (`namespace_=`): seeding puts
+them in the test's namespace, as `kubectl apply` would. Cluster-scoped names come from
+the test (`apiserver.name("node-a")`) so that tests on a shared cluster never collide.
+"""
 
 from __future__ import annotations
 
@@ -34,22 +39,26 @@ def namespace(name: str = "default") -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def template(name: str, *, count: int = 1, namespace_: str = "default", device_class: str = "gpu") -> Obj:
+def _meta(name: str, namespace_: str | None) -> Obj:
+    return {"name": name, "namespace": namespace_} if namespace_ else {"name": name}
+
+
+def template(name: str, *, count: int = 1, namespace_: str | None = None, device_class: str = "gpu") -> Obj:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": namespace_},
+            "metadata": _meta(name, namespace_),
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                 "deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}}]}}}}
 
 
-def claim(name: str, *, count: int = 1, namespace_: str = "default") -> Obj:
+def claim(name: str, *, count: int = 1, namespace_: str | None = None, device_class: str = "gpu") -> Obj:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": namespace_},
+            "metadata": _meta(name, namespace_),
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": count}}]}}}
+                "deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}}]}}}
 
 
 def pod(name: str, *, template_name: str | None = None, claim_name: str | None = None,
-        scheduler: str | None = "dralloc", gate: str | None = None, namespace_: str = "default",
+        scheduler: str | None = "dralloc", gate: str | None = None, namespace_: str | None = None,
         cpu: str | None = None) -> Obj:
     spec: Obj = {"containers": [{"name": "main", "image": "busybox"}]}
     if scheduler:
@@ -67,4 +76,4 @@ def pod(name: str, *, template_name: str | None = None, claim_name: str | None =
         spec["resourceClaims"] = entries
         spec["containers"][0]["resources"] = {**spec["containers"][0].get("resources", {}),
                                               "claims": [{"name": e["name"]} for e in entries]}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace_}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, namespace_), "spec": spec}

@@ -1,35 +1,189 @@
-"""The real operator (kopf) running against the sandbox API server.
+"""The real operator (kopf) against an API server: the sandbox, or a real cluster.
 
-`apiserver` (from dralloc.sandbox's pytest plugin) runs the server in its own
-thread; `operator` runs `dralloc.running.run_in_loop` in another thread with its
-own event loop (kopf cancels every task of the loop it runs in), logged in
-through the sandbox's kubeconfig, standalone (no peering). The CRDs from crds/
-are installed first. Tests talk to the server over HTTP (through the sandbox
-handle or a client) and wait for the state they expect.
+Two modes, one set of tests:
+
+- default: `apiserver` is the in-process sandbox (`dralloc.sandbox.ThreadedApiServer`
+  in its own thread, fresh for every test) behind `SandboxCluster`;
+- `--e2e-real` with KUBECONFIG: `apiserver` is a `RealCluster`
+  (tests/handlers/realcluster.py) on the cluster KUBECONFIG points at.
+
+Both offer the `Cluster` interface: `seed(objects)` (create, or replace; status
+included; namespaced objects without a namespace go to the test's namespace), `get`,
+`list_objects`, `request(method, path, body)` for raw API calls, `kubeconfig`, and the
+test's scope: `namespace` (its own, never `default`) and `name(base)` (a cluster-scoped
+name unique to the test: Nodes, ResourceSlices, DeviceClasses, rules, policies).
+Tests that need server-side fault injection take the `faults` fixture, which skips
+them on a real cluster.
+
+`operator` runs `dralloc.running.run_in_loop` in another thread with its own event
+loop (kopf cancels every task of the loop it runs in), logged in through the mode's
+kubeconfig, standalone (no peering); in real mode it only handles the test's namespace.
+The CRDs from crds/ are installed first (on a real cluster: when missing). Tests talk
+to the server over HTTP and wait for the state they expect.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
+import secrets
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
 
 import pytest
 import yaml
 
 from dralloc import running
-from dralloc.sandbox import ThreadedApiServer
-from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
+from dralloc.sandbox import Faults, ThreadedApiServer, kopf_peering_objects
+from dralloc.sandbox.pytest_plugin import _options, pytest_configure
 from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
 
-__all__ = ["OperatorThread", "apiserver", "operator", "pytest_configure", "wait_for"]
+__all__ = ["Cluster", "OperatorThread", "apiserver", "faults", "operator", "pytest_configure", "wait_for"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+Obj = dict[str, Any]
+
+
+class Cluster(Protocol):
+    """What the tests use of the API server, in either mode."""
+
+    real: bool
+    namespace: str
+    operator_namespaces: tuple[str, ...]  # the operator's --namespace flags (empty: all)
+
+    @property
+    def kubeconfig(self) -> pathlib.Path | None: ...
+    @property
+    def faults(self) -> Faults: ...
+    def name(self, base: str) -> str: ...
+    def serves(self, api_version: str, kind: str) -> bool: ...
+    def seed(self, objects: Iterable[Obj]) -> list[Obj]: ...
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None: ...
+    def list_objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]: ...
+    def request(self, method: str, path: str, body: Obj | None = None,
+                content_type: str = "application/merge-patch+json") -> Obj: ...
+
+
+class SandboxCluster:
+    """The sandbox handle with the test's scope; raw calls go over HTTP as a client's would."""
+
+    real = False
+    operator_namespaces: tuple[str, ...] = ()
+
+    def __init__(self, server: ThreadedApiServer, token: str | None = None) -> None:
+        self.server = server
+        self.token_ = token or secrets.token_hex(3)
+        self.namespace = f"dralloc-test-{self.token_}"
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.token_}"
+
+    @property
+    def kubeconfig(self) -> pathlib.Path | None:
+        return self.server.kubeconfig
+
+    @property
+    def faults(self) -> Faults:
+        return self.server.faults
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        return self._namespaced(api_version, kind) is not None
+
+    def seed(self, objects: Iterable[Obj]) -> list[Obj]:
+        scoped = []
+        for obj in objects:
+            meta = obj.get("metadata") or {}
+            if not meta.get("namespace") and self._namespaced(obj.get("apiVersion", ""), obj.get("kind", "")):
+                obj = {**obj, "metadata": {**meta, "namespace": self.namespace}}
+            scoped.append(obj)
+        return self.server.seed(scoped)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
+        return self.server.get(api_version, kind, name, namespace)
+
+    def list_objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        return self.server.list_objects(api_version, kind, namespace)
+
+    def request(self, method: str, path: str, body: Obj | None = None,
+                content_type: str = "application/merge-patch+json") -> Obj:
+        return sandbox_request(self.server, method, path, body, content_type)
+
+    def _namespaced(self, api_version: str, kind: str) -> bool | None:
+        assert self.server.server is not None
+        rt = self.server.server.registry.by_kind(api_version, kind)
+        return None if rt is None else rt.namespaced
+
+
+def sandbox_request(server: ThreadedApiServer, method: str, path: str, body: Obj | None = None,
+                    content_type: str = "application/merge-patch+json") -> Obj:
+    """A raw API call to the sandbox over HTTP, as any client makes it."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(server.url + path, data=data, method=method)
+    request.add_header("Content-Type", content_type)
+    if server.token:
+        request.add_header("Authorization", f"Bearer {server.token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        result: Obj = json.loads(response.read() or b"{}")
+        return result
+
+
+def real_mode(config: pytest.Config) -> bool:
+    return bool(config.getoption("--e2e-real"))
+
+
+@pytest.fixture(scope="session")
+def real_connection(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.handlers import realcluster
+
+    connection = realcluster.Connection(request.config.getoption("--e2e-kubeconfig"),
+                                        tmp_path_factory.mktemp("discovery") / "cache.json")
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Cluster]:
+    """The sandbox (default) or the cluster KUBECONFIG points at (`--e2e-real`), scoped to this test."""
+    if real_mode(request.config):
+        from tests.handlers import realcluster
+
+        real = realcluster.RealCluster(request.getfixturevalue("real_connection")).open()
+        try:
+            yield real
+        finally:
+            real.close()
+        return
+    server = ThreadedApiServer(**_options(request)).start()
+    try:
+        server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        yield SandboxCluster(server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def faults(apiserver: Cluster) -> Faults:
+    """The sandbox's fault rules; a test asking for them skips on a real cluster."""
+    if apiserver.real:
+        pytest.skip("needs server-side fault injection (apiserver.faults), which only the sandbox has")
+    return apiserver.faults
 
 
 def crds() -> list[dict[str, Any]]:
     return [doc for path in sorted((REPO / "crds").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+
+
+def peering_objects(server: Cluster, name: str) -> list[Obj]:
+    """kopf's peering CRDs and a peering object `name`: cluster-wide, or in the operator's namespaces."""
+    crd_objects = [o for o in kopf_peering_objects() if o["kind"] == "CustomResourceDefinition"]
+    if not server.operator_namespaces:
+        return [*crd_objects, {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": name}}]
+    return [*crd_objects, *({"apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
+                             "metadata": {"name": name, "namespace": ns}} for ns in server.operator_namespaces)]
 
 
 def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
@@ -61,20 +215,23 @@ class OperatorThread(running.OperatorThread):
             raise AssertionError(str(exc)) from exc
 
 
-def operator_settings(server: ThreadedApiServer, *, peering: int | None = None, **scheduling: Any) -> Settings:
-    """Standalone, or with `peering=<priority>` in the ClusterKopfPeering named `default`."""
+def operator_settings(server: Cluster, *, peering: int | None = None, peering_name: str = "default",
+                      **scheduling: Any) -> Settings:
+    """Standalone, or with `peering=<priority>` in the kopf peering `peering_name` (see `peering_objects`)."""
     runtime = (RuntimeSettings(metrics_port=0, health_port=0, standalone=True) if peering is None else
                RuntimeSettings(metrics_port=0, health_port=0, standalone=False, priority=peering,
-                               peering_name="default"))
+                               peering_name=peering_name))
+    kubeconfig = server.kubeconfig
+    namespaces = getattr(server, "operator_namespaces", ())  # bench/ and tests/manifests/ pass a bare sandbox
     return Settings(
-        connection=ConnectionSettings(kubeconfig=str(server.kubeconfig)),
-        scheduling=SchedulingSettings(**scheduling),
+        connection=ConnectionSettings(kubeconfig=str(kubeconfig) if kubeconfig else None),
+        scheduling=SchedulingSettings(**{"namespaces": namespaces, **scheduling}),
         runtime=runtime,
     )
 
 
 @pytest.fixture
-def operator(apiserver: ThreadedApiServer) -> Iterator[OperatorThread]:
+def operator(apiserver: Cluster) -> Iterator[OperatorThread]:
     apiserver.seed(crds())
     running_operator = OperatorThread(operator_settings(apiserver)).start()
     try:

@@ -1,35 +1,57 @@
-"""Reading the sandbox's state in operator tests."""
+"""Reading and changing the cluster's state in operator tests, in either mode.
+
+`server` is the `apiserver` fixture (`conftest.Cluster`: the sandbox or a real
+cluster); `namespace=None` means the test's own namespace. A bare `ThreadedApiServer`
+(tests/manifests/ uses these helpers with one) means `default`, over HTTP.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from tests.handlers.conftest import Cluster, sandbox_request
+
 from dralloc.sandbox import ThreadedApiServer
 
 Obj = dict[str, Any]
+Server = Cluster | ThreadedApiServer
 
 
-def pod(server: ThreadedApiServer, name: str, namespace: str = "default") -> Obj:
-    return server.get("v1", "Pod", name, namespace) or {}
+def _ns(server: Server, namespace: str | None) -> str:
+    return namespace or getattr(server, "namespace", "default")
 
 
-def node_of(server: ThreadedApiServer, name: str) -> str | None:
-    return (pod(server, name).get("spec") or {}).get("nodeName")
+def pod(server: Server, name: str, namespace: str | None = None) -> Obj:
+    return server.get("v1", "Pod", name, _ns(server, namespace)) or {}
 
 
-def claims(server: ThreadedApiServer, namespace: str = "default") -> list[Obj]:
-    return server.list_objects("resource.k8s.io/v1", "ResourceClaim", namespace)
+def node_of(server: Server, name: str, namespace: str | None = None) -> str | None:
+    return (pod(server, name, namespace).get("spec") or {}).get("nodeName")
 
 
-def claim(server: ThreadedApiServer, name: str, namespace: str = "default") -> Obj:
-    return server.get("resource.k8s.io/v1", "ResourceClaim", name, namespace) or {}
+def pods(server: Server, namespace: str | None = None) -> list[Obj]:
+    return server.list_objects("v1", "Pod", _ns(server, namespace))
 
 
-def allocated_devices(server: ThreadedApiServer) -> Counter[tuple[str, str, str]]:
+def gone_or_deleting(server: Server, name: str, namespace: str | None = None) -> bool:
+    """The pod no longer exists, or is terminating (on a real cluster that can take a while)."""
+    found = server.get("v1", "Pod", name, _ns(server, namespace))
+    return found is None or bool(found["metadata"].get("deletionTimestamp"))
+
+
+def claims(server: Server, namespace: str | None = None) -> list[Obj]:
+    return server.list_objects("resource.k8s.io/v1", "ResourceClaim", _ns(server, namespace))
+
+
+def claim(server: Server, name: str, namespace: str | None = None) -> Obj:
+    return server.get("resource.k8s.io/v1", "ResourceClaim", name, _ns(server, namespace)) or {}
+
+
+def allocated_devices(server: Server, namespace: str | None = None) -> Counter[tuple[str, str, str]]:
     """How often each device appears in any allocation (admin/shared results excluded)."""
     seen: Counter[tuple[str, str, str]] = Counter()
-    for c in claims(server):
+    for c in claims(server, namespace):
         allocation = (c.get("status") or {}).get("allocation") or {}
         for r in (allocation.get("devices") or {}).get("results") or []:
             if not r.get("adminAccess") and not r.get("shareID"):
@@ -37,9 +59,14 @@ def allocated_devices(server: ThreadedApiServer) -> Counter[tuple[str, str, str]
     return seen
 
 
-def events(server: ThreadedApiServer, reason: str, namespace: str = "default") -> list[Obj]:
-    found = server.list_objects("events.k8s.io/v1", "Event", namespace)
+def events(server: Server, reason: str, namespace: str | None = None) -> list[Obj]:
+    found = server.list_objects("events.k8s.io/v1", "Event", _ns(server, namespace))
     return [e for e in found if e.get("reason") == reason]
+
+
+def cluster_events(server: Server, reason: str, regarding: str) -> list[Obj]:
+    """Events about the cluster-scoped object `regarding`: they live in `default`, by convention."""
+    return [e for e in events(server, reason, "default") if (e.get("regarding") or {}).get("name") == regarding]
 
 
 def condition(obj: Obj, kind: str) -> Obj | None:
@@ -49,26 +76,29 @@ def condition(obj: Obj, kind: str) -> Obj | None:
     return None
 
 
-def _request(server: ThreadedApiServer, method: str, path: str, body: Obj | None = None,
+def _request(server: Server, method: str, path: str, body: Obj | None = None,
              content_type: str = "application/merge-patch+json") -> Obj:
-    import json
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(server.url + path, data=data, method=method)
-    request.add_header("Content-Type", content_type)
-    if server.token:
-        request.add_header("Authorization", f"Bearer {server.token}")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        result: Obj = json.loads(response.read() or b"{}")
-        return result
+    """A raw API call by path, through the mode's client (HTTP to the sandbox, the kubernetes client)."""
+    if isinstance(server, ThreadedApiServer):
+        return sandbox_request(server, method, path, body, content_type)
+    return server.request(method, path, body, content_type)
 
 
-def set_pod_phase(server: ThreadedApiServer, name: str, phase: str, namespace: str = "default") -> Obj:
+def set_pod_phase(server: Server, name: str, phase: str, namespace: str | None = None) -> Obj:
     """What the kubelet does when a pod ends: write status.phase."""
-    return _request(server, "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+    return _request(server, "PATCH", f"/api/v1/namespaces/{_ns(server, namespace)}/pods/{name}/status",
                     {"status": {"phase": phase}})
 
 
-def delete(server: ThreadedApiServer, path: str) -> Obj:
+def patch_claim_status(server: Server, name: str, status: Obj, namespace: str | None = None) -> Obj:
+    """What a DRA driver does: merge `status` into the claim's status."""
+    path = f"/apis/resource.k8s.io/v1/namespaces/{_ns(server, namespace)}/resourceclaims/{name}/status"
+    return _request(server, "PATCH", path, {"status": status})
+
+
+def delete(server: Server, path: str) -> Obj:
     return _request(server, "DELETE", path)
+
+
+def delete_pod(server: Server, name: str, namespace: str | None = None) -> Obj:
+    return delete(server, f"/api/v1/namespaces/{_ns(server, namespace)}/pods/{name}")

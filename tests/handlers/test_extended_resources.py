@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+import pytest
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import OperatorThread, wait_for
-
-from dralloc.sandbox import ThreadedApiServer
+from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
 
-def test_extended_resource_request_is_served_by_a_claim(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+def test_extended_resource_request_is_served_by_a_claim(apiserver: Cluster, operator: OperatorThread) -> None:
     """`example.com/gpu: 2` on a pod becomes one claim for 2 devices of the class with that extendedResourceName."""
-    device_class = cluster.gpu_class()
-    device_class["spec"]["extendedResourceName"] = "example.com/gpu"
-    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 3), device_class])
+    node_a = apiserver.name("node-a")
+    resource = f"{apiserver.name('gpu')}.example.com/gpu"  # one class per extended resource name, cluster-wide
+    device_class = cluster.gpu_class(apiserver.name("gpu"))
+    device_class["spec"]["extendedResourceName"] = resource
+    (stored_class,) = apiserver.seed([device_class])
+    if not stored_class["spec"].get("extendedResourceName"):
+        pytest.skip("the cluster drops DeviceClass.spec.extendedResourceName (feature gate DRAExtendedResource off)")
+    apiserver.seed([cluster.node(node_a), cluster.gpu_slice(node_a, 3)])
     pod = cluster.pod("legacy-style")
-    pod["spec"]["containers"][0]["resources"] = {"requests": {"example.com/gpu": "2"},
-                                                 "limits": {"example.com/gpu": "2"}}
+    pod["spec"]["containers"][0]["resources"] = {"requests": {resource: "2"}, "limits": {resource: "2"}}
     apiserver.seed([pod])
-    assert wait_for(lambda: helpers.node_of(apiserver, "legacy-style"), what="pod bound") == "node-a"
+    assert wait_for(lambda: helpers.node_of(apiserver, "legacy-style"), what="pod bound") == node_a
     (claim,) = helpers.claims(apiserver)
     assert claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
     results = claim["status"]["allocation"]["devices"]["results"]
     assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"]
     status = helpers.pod(apiserver, "legacy-style")["status"]["extendedResourceClaimStatus"]
     assert status["resourceClaimName"] == claim["metadata"]["name"]
-    assert status["requestMappings"] == [{"containerName": "main", "resourceName": "example.com/gpu",
+    assert status["requestMappings"] == [{"containerName": "main", "resourceName": resource,
                                           "requestName": results[0]["request"]}]

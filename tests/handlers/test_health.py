@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
 
 from dralloc.lifecycle import eviction
-from dralloc.sandbox import ThreadedApiServer
 
 Obj = dict[str, Any]
-POLICY = "gpu-health"
 
 
 @pytest.fixture
-def healer(apiserver: ThreadedApiServer) -> Iterator[OperatorThread]:
+def healer(apiserver: Cluster) -> Iterator[OperatorThread]:
+    if not apiserver.serves("resource.k8s.io/v1", "DeviceTaintRule"):
+        pytest.skip("the cluster does not serve resource.k8s.io/v1 DeviceTaintRule (Kubernetes >= 1.37)")
     apiserver.seed(crds())
     running = OperatorThread(operator_settings(apiserver))
     running.runtime.eviction_limits = eviction.Limits(per_minute=0, max_percent=100)
@@ -29,60 +29,71 @@ def healer(apiserver: ThreadedApiServer) -> Iterator[OperatorThread]:
         running.stop()
 
 
-def policy(*, unhealthy_after: int, healthy_after: int, effect: str = "NoExecute", **signals: Any) -> Obj:
-    return {"apiVersion": "dralloc.io/v1alpha1", "kind": "DeviceHealthPolicy", "metadata": {"name": POLICY},
-            "spec": {"selector": {"driver": cluster.DRIVER},
+def policy_name(server: Cluster) -> str:
+    return server.name("gpu-health")
+
+
+def policy(server: Cluster, *, unhealthy_after: int, healthy_after: int, effect: str = "NoExecute",
+           **signals: Any) -> Obj:
+    """The test's policy, watching the devices of its node-a only."""
+    return {"apiVersion": "dralloc.io/v1alpha1", "kind": "DeviceHealthPolicy",
+            "metadata": {"name": policy_name(server)},
+            "spec": {"selector": {"driver": cluster.DRIVER, "pool": server.name("node-a")},
                      "signals": signals or {"claimConditions": [{"type": "Ready", "status": "False"}]},
                      "taint": {"key": "dralloc.io/unhealthy", "value": "true", "effect": effect},
                      "unhealthyAfterSeconds": unhealthy_after, "healthyAfterSeconds": healthy_after}}
 
 
-def rules(server: ThreadedApiServer) -> list[Obj]:
-    return server.list_objects("resource.k8s.io/v1", "DeviceTaintRule")
+def one_gpu_node(server: Cluster, gpus: int, *extra: Obj, slice_: Obj | None = None) -> str:
+    """node-a with `gpus` GPUs (or `slice_`), the class, the template `one-gpu`, and `extra`; the node's name."""
+    node_a, gpu = server.name("node-a"), server.name("gpu")
+    server.seed([cluster.node(node_a), slice_ or cluster.gpu_slice(node_a, gpus), cluster.gpu_class(gpu),
+                 cluster.template("one-gpu", device_class=gpu), *extra])
+    return node_a
 
 
-def claim_of(server: ThreadedApiServer, pod_name: str) -> Obj:
+def rules(server: Cluster) -> list[Obj]:
+    """The DeviceTaintRules of the test's policy (the cluster may hold others)."""
+    found = server.list_objects("resource.k8s.io/v1", "DeviceTaintRule")
+    return [r for r in found if (r["metadata"].get("labels") or {}).get("dralloc.io/health-policy")
+            == policy_name(server)]
+
+
+def claim_of(server: Cluster, pod_name: str) -> Obj:
     (status,) = helpers.pod(server, pod_name)["status"]["resourceClaimStatuses"]
     return helpers.claim(server, status["resourceClaimName"])
 
 
-def set_ready(server: ThreadedApiServer, claim: Obj, ready: str) -> None:
+def set_ready(server: Cluster, claim: Obj, ready: str) -> None:
     """What a DRA driver does: report the allocated device's condition in the claim's status."""
     (result,) = claim["status"]["allocation"]["devices"]["results"]
     entry = {"driver": result["driver"], "pool": result["pool"], "device": result["device"],
              "conditions": [{"type": "Ready", "status": ready, "reason": "Probe", "message": "driver probe",
                              "lastTransitionTime": "2030-01-01T00:00:00Z"}]}
-    name = claim["metadata"]["name"]
-    helpers._request(server, "PATCH", f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}/status",
-                     {"status": {"devices": [entry]}})
+    helpers.patch_claim_status(server, claim["metadata"]["name"], {"devices": [entry]})
 
 
-def gone(server: ThreadedApiServer, name: str) -> bool:
-    pod = server.get("v1", "Pod", name, "default")
-    return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
-
-
-def test_held_signal_taints_evicts_and_recovery_untaints(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+def test_held_signal_taints_evicts_and_recovery_untaints(apiserver: Cluster, healer: OperatorThread) -> None:
     """Ready=False past unhealthyAfterSeconds: a rule named after the device, the pod evicted; then back in service."""
-    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 1), cluster.gpu_class(),
-                    cluster.template("one-gpu"), policy(unhealthy_after=1, healthy_after=1)])
+    name = policy_name(apiserver)
+    node_a = one_gpu_node(apiserver, 1, policy(apiserver, unhealthy_after=1, healthy_after=1))
     apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
     wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
     signalled = time.monotonic()
     set_ready(apiserver, claim_of(apiserver, "worker"), "False")
     (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="the policy's DeviceTaintRule")
     assert time.monotonic() - signalled >= 0.9
-    assert rule["metadata"]["name"] == f"{POLICY}.node-a.gpu-0"
-    assert rule["metadata"]["labels"] == {"dralloc.io/health-policy": POLICY}
+    assert rule["metadata"]["name"] == f"{name}.{node_a}.gpu-0"
+    assert rule["metadata"]["labels"] == {"dralloc.io/health-policy": name}
     assert rule["metadata"]["ownerReferences"][0]["kind"] == "DeviceHealthPolicy"
-    assert rule["spec"]["deviceSelector"] == {"driver": cluster.DRIVER, "pool": "node-a", "device": "gpu-0"}
+    assert rule["spec"]["deviceSelector"] == {"driver": cluster.DRIVER, "pool": node_a, "device": "gpu-0"}
     assert rule["spec"]["taint"]["effect"] == "NoExecute"
-    wait_for(lambda: gone(apiserver, "worker"), timeout=5, what="worker evicted")
-    assert helpers.events(apiserver, "DeviceTainted")
+    wait_for(lambda: helpers.gone_or_deleting(apiserver, "worker"), timeout=5, what="worker evicted")
+    assert helpers.cluster_events(apiserver, "DeviceTainted", name)
     # The evicted pod's claim goes with it, and so does the signal: recovery starts.
     wait_for(lambda: not rules(apiserver), timeout=8, what="rule removed after recovery")
-    assert helpers.events(apiserver, "DeviceUntainted")
-    stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", POLICY) or {}
+    assert helpers.cluster_events(apiserver, "DeviceUntainted", name)
+    stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", name) or {}
     transitions = [(t["from"], t["to"]) for t in stored["status"]["lastTransitions"]]
     assert transitions == [("healthy", "suspect"), ("suspect", "unhealthy"), ("unhealthy", "recovering"),
                            ("recovering", "healthy")]
@@ -92,33 +103,31 @@ def test_held_signal_taints_evicts_and_recovery_untaints(apiserver: ThreadedApiS
     wait_for(lambda: helpers.node_of(apiserver, "next"), timeout=10, what="device back in service")
 
 
-def test_short_signal_does_not_taint(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+def test_short_signal_does_not_taint(apiserver: Cluster, healer: OperatorThread) -> None:
     """A signal that clears within unhealthyAfterSeconds leaves the device alone."""
-    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 1), cluster.gpu_class(),
-                    cluster.template("one-gpu"), policy(unhealthy_after=3, healthy_after=0)])
+    one_gpu_node(apiserver, 1, policy(apiserver, unhealthy_after=3, healthy_after=0))
     apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
     wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
     set_ready(apiserver, claim_of(apiserver, "worker"), "False")
 
     def suspect() -> bool:
-        stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", POLICY) or {}
+        stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", policy_name(apiserver)) or {}
         return [d["state"] for d in (stored.get("status") or {}).get("devices") or []] == ["suspect"]
 
     wait_for(suspect, timeout=3, what="device suspect in the policy status")
     set_ready(apiserver, claim_of(apiserver, "worker"), "True")
     time.sleep(3.5)
     assert rules(apiserver) == []
-    assert not gone(apiserver, "worker")
+    assert not helpers.gone_or_deleting(apiserver, "worker")
 
 
-def test_device_selector_signal_with_no_schedule(apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+def test_device_selector_signal_with_no_schedule(apiserver: Cluster, healer: OperatorThread) -> None:
     """A CEL signal over the device's attributes taints it NoSchedule: new pods go elsewhere."""
-    slice_ = cluster.gpu_slice("node-a", 2)
+    slice_ = cluster.gpu_slice(apiserver.name("node-a"), 2)
     slice_["spec"]["devices"][0]["attributes"]["healthy"] = {"bool": False}
     expression = f'has(device.attributes["{cluster.DRIVER}"].healthy) && !device.attributes["{cluster.DRIVER}"].healthy'
-    apiserver.seed([cluster.node("node-a"), slice_, cluster.gpu_class(), cluster.template("one-gpu"),
-                    policy(unhealthy_after=0, healthy_after=0, effect="NoSchedule",
-                           deviceSelectors=[{"cel": {"expression": expression}}])])
+    one_gpu_node(apiserver, 2, policy(apiserver, unhealthy_after=0, healthy_after=0, effect="NoSchedule",
+                                      deviceSelectors=[{"cel": {"expression": expression}}]), slice_=slice_)
     (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for the unhealthy device")
     assert rule["spec"]["deviceSelector"]["device"] == "gpu-0"
     apiserver.seed([cluster.pod("a", template_name="one-gpu"), cluster.pod("b", template_name="one-gpu")])
@@ -127,12 +136,10 @@ def test_device_selector_signal_with_no_schedule(apiserver: ThreadedApiServer, h
     assert sum(1 for n in ("a", "b") if helpers.node_of(apiserver, n)) == 1
 
 
-def test_pod_reported_unhealthy_resource_taints_its_device(
-        apiserver: ThreadedApiServer, healer: OperatorThread) -> None:
+def test_pod_reported_unhealthy_resource_taints_its_device(apiserver: Cluster, healer: OperatorThread) -> None:
     """A kubelet reporting allocatedResourcesStatus health Unhealthy marks the device (here NoSchedule)."""
-    apiserver.seed([cluster.node("node-a"), cluster.gpu_slice("node-a", 2), cluster.gpu_class(),
-                    cluster.template("one-gpu"),
-                    policy(unhealthy_after=0, healthy_after=0, effect="NoSchedule", podResourceHealth=True)])
+    one_gpu_node(apiserver, 2, policy(apiserver, unhealthy_after=0, healthy_after=0, effect="NoSchedule",
+                                      podResourceHealth=True))
     apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
     wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
     claim = claim_of(apiserver, "worker")
@@ -143,8 +150,9 @@ def test_pod_reported_unhealthy_resource_taints_its_device(
                                      "allocatedResourcesStatus": [{
                                          "name": f"claim:{claim['metadata']['name']}/gpu",
                                          "resources": [{"resourceID": resource_id, "health": "Unhealthy"}]}]}]}
-    helpers._request(apiserver, "PATCH", "/api/v1/namespaces/default/pods/worker/status", {"status": status})
+    helpers._request(apiserver, "PATCH", f"/api/v1/namespaces/{apiserver.namespace}/pods/worker/status",
+                     {"status": status})
     (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for the device the pod reports")
     assert rule["spec"]["deviceSelector"]["device"] == result["device"]
     assert rule["spec"]["taint"]["effect"] == "NoSchedule"
-    assert not gone(apiserver, "worker")  # NoSchedule evicts nobody
+    assert not helpers.gone_or_deleting(apiserver, "worker")  # NoSchedule evicts nobody

@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import OperatorThread, operator_settings, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
 
-from dralloc.sandbox import ThreadedApiServer
+from dralloc.sandbox import Faults
 
 
-def _cluster(server: ThreadedApiServer, nodes: int, gpus: int) -> None:
-    objs = [cluster.gpu_class(), cluster.template("one-gpu")]
-    for i in range(nodes):
-        objs += [cluster.node(f"node-{i}"), cluster.gpu_slice(f"node-{i}", gpus)]
+def _cluster(server: Cluster, nodes: int, gpus: int) -> list[str]:
+    """`nodes` nodes with `gpus` GPUs each, the class and the template `one-gpu`; returns the node names."""
+    gpu = server.name("gpu")
+    names = [server.name(f"node-{i}") for i in range(nodes)]
+    objs = [cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu)]
+    for name in names:
+        objs += [cluster.node(name), cluster.gpu_slice(name, gpus)]
     server.seed(objs)
+    return names
 
 
-def _bound(server: ThreadedApiServer) -> list[str]:
-    return [p["metadata"]["name"] for p in server.list_objects("v1", "Pod", "default")
-            if (p.get("spec") or {}).get("nodeName")]
+def _bound(server: Cluster) -> list[str]:
+    return [p["metadata"]["name"] for p in helpers.pods(server) if (p.get("spec") or {}).get("nodeName")]
 
 
-def test_racing_pods_never_share_a_device(apiserver: ThreadedApiServer, operator: OperatorThread) -> None:
+def test_racing_pods_never_share_a_device(apiserver: Cluster, operator: OperatorThread) -> None:
     """200 pods for 100 GPUs: exactly 100 are bound, each GPU in exactly one allocation, the rest explained."""
     _cluster(apiserver, 10, 10)
     apiserver.seed([cluster.pod(f"worker-{i:03d}", template_name="one-gpu") for i in range(200)])
     wait_for(lambda: len(_bound(apiserver)) >= 100, timeout=120, what="100 pods bound")
 
     def settled() -> bool:
-        pods = apiserver.list_objects("v1", "Pod", "default")
-        pending = [p for p in pods if not p["spec"].get("nodeName")]
+        pending = [p for p in helpers.pods(apiserver) if not p["spec"].get("nodeName")]
         return len(pending) == 100 and all(helpers.condition(p, "PodScheduled") for p in pending)
 
     wait_for(settled, timeout=120, what="100 pods pending with PodScheduled=False")
@@ -39,25 +41,23 @@ def test_racing_pods_never_share_a_device(apiserver: ThreadedApiServer, operator
 
 
 def test_failed_bind_is_retried_without_a_second_allocation(
-    apiserver: ThreadedApiServer, operator: OperatorThread
+    apiserver: Cluster, faults: Faults, operator: OperatorThread
 ) -> None:
     """The binding fails twice (500): the pod is retried with backoff and bound with its one allocation."""
-    _cluster(apiserver, 1, 2)
-    apiserver.faults.next("POST", "/api/v1/namespaces/default/pods/*/binding", status=500, times=2)
+    (node_0,) = _cluster(apiserver, 1, 2)
+    faults.next("POST", f"/api/v1/namespaces/{apiserver.namespace}/pods/*/binding", status=500, times=2)
     apiserver.seed([cluster.pod("flaky", template_name="one-gpu")])
-    assert wait_for(lambda: helpers.node_of(apiserver, "flaky"), timeout=60, what="pod bound") == "node-0"
+    assert wait_for(lambda: helpers.node_of(apiserver, "flaky"), timeout=60, what="pod bound") == node_0
     (claim,) = helpers.claims(apiserver)
     assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
     assert sum(helpers.allocated_devices(apiserver).values()) == 1
 
 
-def test_operator_killed_between_claim_write_and_bind_recovers(apiserver: ThreadedApiServer) -> None:
+def test_operator_killed_between_claim_write_and_bind_recovers(apiserver: Cluster, faults: Faults) -> None:
     """Claims written, then the operator dies before binding: a new operator binds with the same devices."""
-    from tests.handlers.conftest import crds
-
     apiserver.seed(crds())
     _cluster(apiserver, 2, 2)
-    apiserver.faults.next("POST", "/api/v1/namespaces/default/pods/*/binding", status=500, times=10_000)
+    faults.next("POST", f"/api/v1/namespaces/{apiserver.namespace}/pods/*/binding", status=500, times=10_000)
     first = OperatorThread(operator_settings(apiserver)).start()
     try:
         apiserver.seed([cluster.pod("survivor", template_name="one-gpu")])
@@ -67,7 +67,7 @@ def test_operator_killed_between_claim_write_and_bind_recovers(apiserver: Thread
     finally:
         first.stop()
     devices_before = allocated[0]["status"]["allocation"]["devices"]["results"]
-    apiserver.faults.clear()
+    faults.clear()
     second = OperatorThread(operator_settings(apiserver)).start()
     try:
         node = wait_for(lambda: helpers.node_of(apiserver, "survivor"), timeout=60, what="pod bound after restart")

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import (
+    Cluster,
+    OperatorThread,
+    crds,
+    operator_settings,
+    peering_objects,
+    wait_for,
+)
 
-from dralloc.sandbox import ThreadedApiServer, kopf_peering_objects
 
-
-def test_only_the_active_replica_places_and_the_standby_takes_over(apiserver: ThreadedApiServer) -> None:
+def test_only_the_active_replica_places_and_the_standby_takes_over(apiserver: Cluster) -> None:
     """Higher priority places every pod; after it stops, the standby places the next one."""
-    apiserver.seed([*crds(), *kopf_peering_objects()])
-    apiserver.seed([cluster.gpu_class(), cluster.template("one-gpu"), cluster.node("node-0"),
-                    cluster.gpu_slice("node-0", 4)])
-    active = OperatorThread(operator_settings(apiserver, peering=200), identity="replica-a").start()
-    standby = OperatorThread(operator_settings(apiserver, peering=100), identity="replica-b").start()
+    peering, node_0, gpu = apiserver.name("peering"), apiserver.name("node-0"), apiserver.name("gpu")
+    apiserver.seed([*crds(), *peering_objects(apiserver, peering)])
+    apiserver.seed([cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu), cluster.node(node_0),
+                    cluster.gpu_slice(node_0, 4)])
+    active = OperatorThread(operator_settings(apiserver, peering=200, peering_name=peering),
+                            identity="replica-a").start()
+    standby = OperatorThread(operator_settings(apiserver, peering=100, peering_name=peering),
+                             identity="replica-b").start()
     try:
         apiserver.seed([cluster.pod(f"p-{i}", template_name="one-gpu") for i in range(3)])
         wait_for(lambda: all(helpers.node_of(apiserver, f"p-{i}") for i in range(3)), timeout=60,
