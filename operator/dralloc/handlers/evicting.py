@@ -66,6 +66,9 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     """One pass; seconds until the next pass is needed without any change."""
     now = _now()
     effective = rt.views.effective_taints()
+    if not effective and not memory.pending and not memory.first_seen:
+        # No device is tainted: nothing to evict, and no reason to look at every pod on every event.
+        return IDLE_WAIT
     seen = {eviction.taint_key(device, e) for device, found in effective.items() for e in found}
     memory.first_seen = {k: memory.first_seen.get(k, now) for k in seen}
     # A pod we deleted may still look alive until its watch event arrives: never evict it twice.

@@ -91,6 +91,8 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
     """One pass over every policy; seconds until a window ends."""
     if rt.taint_rule_resource is None:
         return IDLE_WAIT  # no DeviceTaintRules in this cluster: nothing to act with
+    if not len(rt.cluster.health_policies) and not memory:
+        return IDLE_WAIT  # no policy: nothing to watch (and no O(pods) work on every event)
     now = _now()
     waits = [IDLE_WAIT]
     live = set()

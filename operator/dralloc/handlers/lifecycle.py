@@ -179,9 +179,9 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) ->
     elif isinstance(step, plans.CreateClaim):
         meta = step.raw.get("metadata") or {}
         for ref in meta.get("ownerReferences") or []:
-            for pod in rt.cluster.pods.all():
-                if pod.metadata.uid == ref.get("uid"):
-                    rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
+            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+            if key is not None:
+                rt.dirty_pods.add(key)
     elif isinstance(step, (plans.SetPodClaimStatuses, _RecordExtendedClaim)):
         rt.dirty_pods.add((step.pod_namespace, step.pod_name))
     elif isinstance(step, (plans.DropReservations, plans.Deallocate)):
@@ -217,10 +217,10 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         meta = created.get("metadata") or {}
         logger.info("claim=%s/%s: created from a template", meta.get("namespace"), meta.get("name"))
         for ref in meta.get("ownerReferences") or []:
-            for pod in rt.cluster.pods.all():
-                if pod.metadata.uid == ref.get("uid"):
-                    rt.dirty_pods.add((pod.metadata.namespace or "", pod.metadata.name))
-                    rt.lifecycle_wakeup.set()
+            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+            if key is not None:
+                rt.dirty_pods.add(key)
+                rt.lifecycle_wakeup.set()
     elif isinstance(step, plans.SetPodClaimStatuses):
         pod_raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
         if pod_raw is None:
