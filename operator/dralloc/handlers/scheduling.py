@@ -117,7 +117,10 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
 def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
     settings = rt.settings.scheduling
     found = []
-    for pod in rt.cluster.pods.all():
+    for key in list(rt.cluster.unplaced_pods):
+        pod = rt.cluster.pods.get(*key)
+        if pod is None:
+            continue
         if not rt.watches_namespace(pod.metadata.namespace):
             continue
         if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):

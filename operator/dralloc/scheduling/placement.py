@@ -140,10 +140,12 @@ class Placer:
         self.policy = policy
         self.budget = budget
         if usage is not None:
-            self.usage = [dataclasses.replace(usage[n.metadata.name], requests=dict(usage[n.metadata.name].requests))
-                          if n.metadata.name in usage else nodefit.NodeUsage() for n in self.nodes]
+            # Shared with the caller's cache: copied on the first write to a node (commit/release).
+            self.usage = [usage.get(n.metadata.name) or nodefit.NodeUsage() for n in self.nodes]
+            self._own_usage: set[int] = set()
         else:
             self.usage = list(node_usage(self.nodes, bound_pods).values())
+            self._own_usage = set(range(len(self.nodes)))
         # Device use per node orders nodes for BinPack/Spread; FirstFit never looks at it.
         self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views] if policy != "first-fit"
                         else [scoring.NodeUse(0, 0)] * len(self.views))
@@ -189,10 +191,18 @@ class Placer:
                 return False
         return True
 
-    def misfit(self, item: Item, index: int) -> str | None:
+    def _writable_usage(self, index: int) -> nodefit.NodeUsage:
+        if index not in self._own_usage:
+            shared = self.usage[index]
+            self.usage[index] = nodefit.NodeUsage(dict(shared.requests), shared.pods)
+            self._own_usage.add(index)
+        return self.usage[index]
+
+    def misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None) -> str | None:
         """Why the item cannot go to node `index` regardless of devices; None if it can."""
         if item.pod is not None:
-            reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], nodefit.pod_requests(item.pod))
+            wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
+            reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted)
             if reason is not None:
                 return reason
         if not self._node_allows_shared(item, index):
@@ -202,10 +212,11 @@ class Placer:
     def place(self, item: Item) -> Placement | NoPlacement:
         shape = _shape(item)
         exhausted = False
+        requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         for index in self._order(shape):
             if self._known_failure(shape, index):
                 continue
-            if self.misfit(item, index) is not None:
+            if self.misfit(item, index, requests) is not None:
                 self._record_failure(shape, index)
                 continue
             self.allocator_calls += 1
@@ -250,7 +261,7 @@ class Placer:
         self._changes += 1
         self.snapshot = self.snapshot.with_allocations(placement.results, self.features)
         if item.pod is not None:
-            self.usage[index].add(nodefit.pod_requests(item.pod))
+            self._writable_usage(index).add(nodefit.pod_requests(item.pod))
         self._refresh_use(placement.results, extra_node=index)
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
@@ -259,7 +270,7 @@ class Placer:
         self._changes += 1
         self.snapshot = self.snapshot.without_allocations(results, self.features)
         if index is not None and pod is not None:
-            self.usage[index].remove(nodefit.pod_requests(pod))
+            self._writable_usage(index).remove(nodefit.pod_requests(pod))
         # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
         # pod's resources free only its node: forgetting every failure is the simple exact answer.
         self.release_epoch = [epoch + 1 for epoch in self.release_epoch]

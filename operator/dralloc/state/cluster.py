@@ -128,6 +128,8 @@ class ClusterState:
         # Indexes the claim lifecycle needs on every pass, kept current on every apply:
         # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys.
         self.pod_keys: dict[str, Key] = {}
+        # Pods without a node or with scheduling gates: the only ones a scheduler may have to place.
+        self.unplaced_pods: set[Key] = set()
         self.claims_of: dict[str, set[Key]] = {}
         self._claim_uids: dict[Key, set[str]] = {}
 
@@ -159,7 +161,10 @@ class ClusterState:
         """A full list from the API for one kind: anything not in it is gone."""
         self.store(kind).replace_all(items)
         if kind == "Pod":
-            self.pod_keys = {_uid(raw): Store.key_of(raw) for raw in items}
+            self.pod_keys = {}
+            self.unplaced_pods = set()
+            for raw in items:
+                self._index_pod(Store.key_of(raw), None, raw)
         elif kind == "ResourceClaim":
             self.claims_of.clear()
             self._claim_uids.clear()
@@ -170,8 +175,12 @@ class ClusterState:
     def _index_pod(self, key: Key, before: Raw | None, after: Raw | None) -> None:
         if before is not None and self.pod_keys.get(_uid(before)) == key:
             del self.pod_keys[_uid(before)]
+        self.unplaced_pods.discard(key)
         if after is not None:
             self.pod_keys[_uid(after)] = key
+            spec = after.get("spec") or {}
+            if not spec.get("nodeName") or spec.get("schedulingGates"):
+                self.unplaced_pods.add(key)
 
     def _index_claim(self, key: Key, raw: Raw | None) -> None:
         for uid in self._claim_uids.pop(key, set()):
