@@ -33,9 +33,8 @@ STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread"}
 RELISTED = (
     ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
     ("ResourceSlice", resources.RESOURCE_SLICES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
-    ("ResourceClaim", resources.RESOURCE_CLAIMS), ("Pod", resources.PODS),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
-)
+)  # Pods and ResourceClaims are listed by their own feeds (watching.FED_DIRECTLY)
 
 
 @kopf.on.login(registry=REGISTRY)
@@ -125,6 +124,7 @@ async def control_loops(**kwargs: Any) -> None:
     spec, stopped, memo = kwargs["spec"], kwargs["stopped"], kwargs["memo"]
     memo.policy, _problem = _strategy(dict(spec))
     await scheduling.refresh(memo, RELISTED)
+    fed_versions = {kind: await watching.relist(memo, kind, resource) for kind, resource in watching.FED_DIRECTLY}
     rules_version = await watching.relist_taint_rules(memo)  # before any placement: rules are in effect
     memo.synced.set()
     memo.wake()
@@ -135,6 +135,9 @@ async def control_loops(**kwargs: Any) -> None:
         asyncio.create_task(watching.taint_rule_feed(memo, stop, rules_version), name="dralloc-taint-rules"),
         asyncio.create_task(evicting.eviction_loop(memo, stop), name="dralloc-eviction"),
         asyncio.create_task(health.health_loop(memo, stop), name="dralloc-health"),
+        *(asyncio.create_task(watching.object_feed(memo, stop, kind, resource, fed_versions[kind]),
+                              name=f"dralloc-feed-{resource.plural}")
+          for kind, resource in watching.FED_DIRECTLY),
     ]
     try:
         await stopped.wait()

@@ -31,10 +31,11 @@ from dralloc.kube import reading, resources
 logger = logging.getLogger(__name__)
 
 # (kind, group, version, plural): what the operator watches.
+# Pods and ResourceClaims change several times per placement: they are fed by `object_feed`
+# (a plain list+watch in the active replica's daemon) rather than by kopf's per-event machinery.
+FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CLAIMS))
 WATCHED = (
-    ("Pod", "", "v1", "pods"),
     ("Node", "", "v1", "nodes"),
-    ("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("ResourceSlice", "resource.k8s.io", "v1", "resourceslices"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
@@ -108,6 +109,39 @@ async def taint_rule_feed(rt: Runtime, stopped: asyncio.Event, resource_version:
         except (kube_errors.KubeError, OSError) as exc:
             logger.warning("watching DeviceTaintRules failed (%s); relisting in %.0fs", exc, TAINT_RULE_RETRY)
             resource_version = await _relist_later(rt, TAINT_RULE_RETRY)
+
+
+async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:
+    """List one kind into the view (anything not listed is gone); the list's resourceVersion."""
+    items, list_rv = await reading.list_objects(rt.require_session(), resource)
+    rt.cluster.replace_all(kind, items)
+    if kind == "Pod":
+        rt.dirty_pods.update(rt.cluster.pods.entries)
+    elif kind == "ResourceClaim":
+        rt.dirty_claims.update(rt.cluster.claims.entries)
+    rt.wake()
+    return list_rv
+
+
+async def object_feed(rt: Runtime, stopped: asyncio.Event, kind: str, resource: resources.Resource,
+                      resource_version: str) -> None:
+    """Watch one kind from `resource_version` and feed the view; relist after 410 or an API outage."""
+    while not stopped.is_set():
+        try:
+            if not resource_version:
+                resource_version = await relist(rt, kind, resource)
+            async with contextlib.aclosing(reading.watch_objects(
+                    rt.require_session(), resource, resource_version=resource_version)) as events:
+                async for event_type, raw in events:
+                    resource_version = str((raw.get("metadata") or {}).get("resourceVersion") or resource_version)
+                    if event_type != "BOOKMARK":
+                        feed(rt, kind, event_type, raw)
+        except kube_errors.GoneError:
+            resource_version = ""
+        except (kube_errors.KubeError, OSError) as exc:
+            logger.warning("watching %s failed (%s); relisting in %.0fs", resource.plural, exc, TAINT_RULE_RETRY)
+            await asyncio.sleep(TAINT_RULE_RETRY)
+            resource_version = ""
 
 
 async def _relist_later(rt: Runtime, delay: float) -> str:
