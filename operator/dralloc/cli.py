@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from dralloc import __version__
 
 if TYPE_CHECKING:
+    from dralloc.allocation.features import Features
     from dralloc.settings import Settings
 
 
@@ -48,16 +49,24 @@ def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("-o", "--output", default="table", choices=("json", "yaml", "table"), help="output format")
 
 
-def _run_allocate(args: argparse.Namespace) -> int:
-    from dralloc import allocation
+def _features(args: argparse.Namespace) -> Features | None:
+    """--features as Features; None (after an error message naming the flag) when it is malformed."""
     from dralloc.allocation import errors
     from dralloc.allocation.features import Features, parse_gates
-    from dralloc.offline import allocating
 
     try:
-        features = Features.from_gates(parse_gates(args.features))
+        return Features.from_gates(parse_gates(args.features))
     except errors.AllocationInputError as exc:
         sys.stderr.write(f"error: --features: {exc}\n")
+        return None
+
+
+def _run_allocate(args: argparse.Namespace) -> int:
+    from dralloc import allocation
+    from dralloc.offline import allocating
+
+    features = _features(args)
+    if features is None:
         return allocating.EXIT_INPUT_ERROR
     request = allocating.Request(
         files=args.files,
@@ -97,14 +106,10 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-    from dralloc.allocation import errors
-    from dralloc.allocation.features import Features, parse_gates
     from dralloc.offline import simulating
 
-    try:
-        features = Features.from_gates(parse_gates(args.features))
-    except errors.AllocationInputError as exc:
-        sys.stderr.write(f"error: --features: {exc}\n")
+    features = _features(args)
+    if features is None:
         return simulating.EXIT_INPUT_ERROR
     return simulating.run(simulating.Request(
         snapshot_files=args.files,
@@ -151,9 +156,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="report evictions (Events, rule status, metrics) but never delete a pod")
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """The operator's settings from `dralloc run` flags (raises AllocationInputError on bad --features)."""
-    from dralloc.allocation.features import Features, parse_gates
+def settings_from_args(args: argparse.Namespace, features: Features) -> Settings:
+    """The operator's settings from `dralloc run` flags and the already parsed --features."""
     from dralloc.settings import (
         ConnectionSettings,
         EvictionSettings,
@@ -162,7 +166,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         Settings,
     )
 
-    features = Features.from_gates(parse_gates(args.features))
     return Settings(
         connection=ConnectionSettings(kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster),
         scheduling=SchedulingSettings(scheduler_name=args.scheduler_name, gate=args.gate,
@@ -178,14 +181,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def _run_operator(args: argparse.Namespace) -> int:
     from dralloc import running
-    from dralloc.allocation import errors
 
-    try:
-        settings = settings_from_args(args)
-    except errors.AllocationInputError as exc:
-        sys.stderr.write(f"error: --features: {exc}\n")
+    features = _features(args)
+    if features is None:
         return 2
-    return running.run(settings)
+    return running.run(settings_from_args(args, features))
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,11 +6,13 @@ import pytest
 
 from dralloc import cli
 from dralloc.allocation import errors
+from dralloc.allocation.features import Features, parse_gates
 from dralloc.handlers.runtime import Runtime
 
 
 def _settings(*argv: str):  # type: ignore[no-untyped-def]
-    return cli.settings_from_args(cli.build_parser().parse_args(["run", *argv]))
+    args = cli.build_parser().parse_args(["run", *argv])
+    return cli.settings_from_args(args, Features.from_gates(parse_gates(args.features)))
 
 
 def test_defaults_are_documented_ones() -> None:

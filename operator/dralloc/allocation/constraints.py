@@ -18,6 +18,7 @@ one, a list attribute (DRAListTypeAttributes) is the set of its elements, and
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Iterable
 
@@ -50,7 +51,7 @@ def elements(info: DeviceInfo, attribute: str, *, list_types: bool) -> frozenset
     raise UnsupportedValue(attribute)
 
 
-class Constraint:
+class Constraint(abc.ABC):
     """Common request scoping: which requests (or `req/sub`) a constraint covers."""
 
     def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
@@ -74,15 +75,17 @@ class Constraint:
                 f"{self.owner}: attribute {self.attribute} of device {info.id}: unsupported attribute value"
             ) from None
 
+    @abc.abstractmethod
     def add(self, info: DeviceInfo) -> bool:
-        raise NotImplementedError
+        """Take the device into account; False (and nothing recorded) when it breaks the constraint."""
 
+    @abc.abstractmethod
     def remove(self) -> None:
-        raise NotImplementedError
+        """Undo the most recent successful add."""
 
+    @abc.abstractmethod
     def reset(self) -> None:
         """Forget every device (a search was abandoned midway, without its removes)."""
-        raise NotImplementedError
 
 
 class MatchAttribute(Constraint):

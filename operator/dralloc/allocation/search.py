@@ -40,12 +40,10 @@ from dralloc.allocation import constraints as constraints_
 from dralloc.allocation.counters import CounterLedger
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeScope, NodeView, Pool
-from dralloc.allocation.requests import ClaimPlan, RequestPlan
+from dralloc.allocation.requests import RESULTS_MAX, ClaimPlan, RequestPlan
 from dralloc.allocation.snapshots import AllocatedState
 from dralloc.model import taints as model_taints
 from dralloc.model.quantities import Quantity
-
-RESULTS_MAX = 32
 
 # allocate_one's three answers: a full solution below, none, or "every way down this
 # branch exceeds the result limit" (prune alternatives within the claim).

@@ -117,3 +117,15 @@ def compile_check(expression: str, *, owner: str, index: int) -> None:
         cel_selectors.compile_selector(expression)
     except cel_selectors.CELCompileError as exc:
         raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL compile error: {exc}") from exc
+
+
+def in_class(info: DeviceInfo, device_class: classes.DeviceClass) -> bool:
+    """Whether the device is one of the class's devices; a class whose CEL fails matches nothing.
+
+    For reports (utilization, metrics), where a broken class must not stop the count: the
+    allocator itself raises such errors instead.
+    """
+    try:
+        return all_match(info, device_class.spec.selectors, owner=f"class {device_class.metadata.name}")
+    except errors.AllocationInputError:
+        return False

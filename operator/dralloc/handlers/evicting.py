@@ -32,6 +32,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation.taintrules import SOURCE_RULE, SOURCE_SLICE
+from dralloc.handlers import clock, looping
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -58,13 +59,9 @@ class Memory:
     group_recent: dict[str, collections.deque[dt.datetime]] = dataclasses.field(default_factory=dict)  # by policy
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 async def run_pass(rt: Runtime, memory: Memory) -> float:
     """One pass; seconds until the next pass is needed without any change."""
-    now = _now()
+    now = clock.now()
     effective = rt.views.effective_taints()
     if not effective and not memory.pending and not memory.first_seen:
         # No device is tainted: nothing to evict, and no reason to look at every pod on every event.
@@ -99,10 +96,10 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
             continue
         if await _evict(rt, planned):
             memory.evicted.add(planned.pod)
-            memory.recent.append(_now())
+            memory.recent.append(clock.now())
             group = group_of.get(planned.taint.rule) if planned.taint.source == SOURCE_RULE else None
             if group is not None:
-                memory.group_recent.setdefault(group, collections.deque()).append(_now())
+                memory.group_recent.setdefault(group, collections.deque()).append(clock.now())
             memory.pending.discard(planned.pod)
             for rule in planned.rules:
                 memory.evicted_by_rule[rule] += 1
@@ -113,9 +110,9 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     _gauges(rt, effective, decision, limited)
     waits = [IDLE_WAIT]
     if decision.next_at is not None:
-        waits.append((decision.next_at - _now()).total_seconds())
+        waits.append((decision.next_at - clock.now()).total_seconds())
     if limited.retry_at is not None:
-        waits.append((limited.retry_at - _now()).total_seconds())
+        waits.append((limited.retry_at - clock.now()).total_seconds())
     if limited.held and limited.retry_at is None:
         waits.append(1.0)  # held by the per-class limit: pods being deleted report back through watches
     return max(0.01, min(waits))
@@ -146,7 +143,7 @@ async def _evict(rt: Runtime, planned: eviction.Eviction) -> bool:
     pod = planned.pod
     message = f"Evicting: {planned.describe()}, not tolerated"
     condition = {"type": "DisruptionTarget", "status": "True", "reason": CONDITION_REASON, "message": message,
-                 "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ")}
+                 "lastTransitionTime": clock.stamp()}
     raw = rt.cluster.pods.raw(pod.namespace, pod.name) or {}
     conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionTarget"]
     try:
@@ -161,7 +158,7 @@ async def _evict(rt: Runtime, planned: eviction.Eviction) -> bool:
         return False
     metrics.observe_eviction()
     metrics.observe_eviction_outcome("deleted")
-    metrics.observe_eviction_latency((_now() - planned.tainted_at).total_seconds())
+    metrics.observe_eviction_latency((clock.now() - planned.tainted_at).total_seconds())
     logger.info("pod=%s/%s: evicted: %s", pod.namespace, pod.name, planned.describe())
     await _event(rt, planned, "DeviceTaintEviction", f"Evicted: {planned.describe()}", raw=raw, type_="Warning")
     return True
@@ -205,7 +202,7 @@ async def _rule_statuses(rt: Runtime, memory: Memory, decision: eviction.Decisio
             continue  # written; the watch has not shown it yet
         changed = current is None or current.get("status") != wanted["status"]
         transition = (current or {}).get("lastTransitionTime") if not changed else None
-        condition = {**wanted, "lastTransitionTime": transition or _now().strftime("%Y-%m-%dT%H:%M:%SZ")}
+        condition = {**wanted, "lastTransitionTime": transition or clock.stamp()}
         others = [c for c in rule.status.get("conditions") or [] if isinstance(c, dict)  # type: ignore[attr-defined]
                   and c.get("type") != "EvictionInProgress"]
         try:
@@ -238,15 +235,5 @@ def _gauges(rt: Runtime, effective: dict[Any, Any], decision: eviction.Decision,
 async def eviction_loop(rt: Runtime, stopped: asyncio.Event) -> None:
     """Run passes whenever something changed, or when a scheduled eviction is due."""
     memory = Memory()
-    while not stopped.is_set():
-        rt.eviction_wakeup.clear()
-        try:
-            timeout = await run_pass(rt, memory)
-        except Exception:  # the loop must survive anything one object can cause
-            logger.exception("eviction pass failed; retrying")
-            timeout = 1.0
-        try:
-            await asyncio.wait_for(rt.eviction_wakeup.wait(), timeout=timeout)
-        except TimeoutError:
-            pass
-        await asyncio.sleep(BATCH_DELAY)  # a burst of watch events makes one pass, not one per event
+    await looping.pass_loop("eviction", lambda: run_pass(rt, memory), rt.eviction_wakeup, stopped,
+                            batch_delay=BATCH_DELAY)

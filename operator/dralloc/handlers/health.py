@@ -33,6 +33,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation.pools import DeviceID
+from dralloc.handlers import clock, looping
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -68,14 +69,6 @@ class PolicyMemory:
     transitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _stamp(when: dt.datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _owned_rules(rt: Runtime, policy: str) -> dict[DeviceID, taints.DeviceTaintRule]:
     found: dict[DeviceID, taints.DeviceTaintRule] = {}
     for rule in rt.cluster.taint_rules.all():
@@ -93,7 +86,7 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
         return IDLE_WAIT  # no DeviceTaintRules in this cluster: nothing to act with
     if not len(rt.cluster.health_policies) and not memory:
         return IDLE_WAIT  # no policy: nothing to watch (and no O(pods) work on every event)
-    now = _now()
+    now = clock.now()
     waits = [IDLE_WAIT]
     live = set()
     index = rt.views.slice_index()
@@ -117,12 +110,12 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
         for t in result.transitions:
             metrics.observe_health_transition(t.after)
             mine.transitions.append({"driver": t.device.driver, "pool": t.device.pool, "device": t.device.device,
-                                     "from": t.before, "to": t.after, "time": _stamp(t.at), "reason": t.reason})
+                                     "from": t.before, "to": t.after, "time": clock.stamp(t.at), "reason": t.reason})
         del mine.transitions[:-MAX_TRANSITIONS]
         await _sync_rules(rt, policy, owned, result.tainted, mine)
         await _write_status(rt, policy, mine, problem)
         if result.next_at is not None:
-            waits.append((result.next_at - _now()).total_seconds())
+            waits.append((result.next_at - clock.now()).total_seconds())
     for gone in set(memory) - live:
         del memory[gone]
     await _delete_orphans(rt, live)
@@ -222,7 +215,7 @@ async def _event(rt: Runtime, policy: health.DeviceHealthPolicy, reason: str, ty
 async def _write_status(rt: Runtime, policy: health.DeviceHealthPolicy, mine: PolicyMemory,
                         problem: str | None) -> None:
     devices = [{"driver": d.driver, "pool": d.pool, "device": d.device, "state": h.state,
-                "since": _stamp(h.since), "reason": h.reason[:256],
+                "since": clock.stamp(h.since), "reason": h.reason[:256],
                 **({"rule": rule_name(policy.metadata.name, d)} if h.state in health.TAINTED_STATES else {})}
                for d, h in sorted(mine.states.items())]
     tainted = sum(1 for h in mine.states.values() if h.state in health.TAINTED_STATES)
@@ -233,7 +226,7 @@ async def _write_status(rt: Runtime, policy: health.DeviceHealthPolicy, mine: Po
              "message": problem or f"{tainted} device(s) tainted",
              "observedGeneration": policy.metadata.generation or 0}
     keep = old_ready.get("status") == ready["status"] and old_ready.get("lastTransitionTime")
-    ready["lastTransitionTime"] = keep or _stamp(_now())
+    ready["lastTransitionTime"] = keep or clock.stamp(clock.now())
     status = {"devices": devices, "taintedDevices": tainted, "lastTransitions": list(mine.transitions),
               "conditions": [ready], "observedGeneration": policy.metadata.generation or 0}
     if all(current.get(k) == v for k, v in status.items()):
@@ -249,15 +242,5 @@ async def _write_status(rt: Runtime, policy: health.DeviceHealthPolicy, mine: Po
 async def health_loop(rt: Runtime, stopped: asyncio.Event) -> None:
     """Run passes whenever something changed, or when a damping window ends."""
     memory: dict[str, PolicyMemory] = {}
-    while not stopped.is_set():
-        rt.health_wakeup.clear()
-        try:
-            timeout = await run_pass(rt, memory)
-        except Exception:  # the loop must survive anything one object can cause
-            logger.exception("health pass failed; retrying")
-            timeout = 1.0
-        try:
-            await asyncio.wait_for(rt.health_wakeup.wait(), timeout=timeout)
-        except TimeoutError:
-            pass
-        await asyncio.sleep(BATCH_DELAY)  # a burst of watch events makes one pass, not one per event
+    await looping.pass_loop("health", lambda: run_pass(rt, memory), rt.health_wakeup, stopped,
+                            batch_delay=BATCH_DELAY)

@@ -19,7 +19,7 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import evicting, health, lifecycle, scheduling, watching
+from dralloc.handlers import clock, evicting, health, lifecycle, scheduling, watching
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -112,7 +112,7 @@ async def policy_changed(**kwargs: Any) -> None:
         "status": "False" if problem else "True",
         "reason": "InvalidStrategy" if problem else "Valid",
         "message": problem or f"placing with {policy}",
-        "lastTransitionTime": scheduling._now(),
+        "lastTransitionTime": clock.stamp(),
     }]
     patch.status["observedGeneration"] = meta.get("generation")
 
@@ -123,7 +123,8 @@ async def policy_changed(**kwargs: Any) -> None:
 async def control_loops(**kwargs: Any) -> None:
     spec, stopped, memo = kwargs["spec"], kwargs["stopped"], kwargs["memo"]
     memo.policy, _problem = _strategy(dict(spec))
-    await scheduling.refresh(memo, RELISTED)
+    for kind, resource in RELISTED:  # objects deleted while this replica was paused must go
+        await watching.relist(memo, kind, resource)
     fed_versions = {kind: await watching.relist(memo, kind, resource) for kind, resource in watching.FED_DIRECTLY}
     rules_version = await watching.relist_taint_rules(memo)  # before any placement: rules are in effect
     memo.synced.set()
@@ -167,7 +168,7 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
     busy = set(snapshot.allocated.exclusive) | snapshot.allocated.shared
     for s in snapshot.slices.slices:
         for info in snapshot.slices.device_infos(s):
-            classes = [name for name, c in snapshot.classes.items() if _matches(info, c)] or ["none"]
+            classes = [name for name, c in snapshot.classes.items() if selectors.in_class(info, c)] or ["none"]
             tainted = bool(info.taints) or info.id in snapshot.extra_taints
             for class_name in classes:
                 for state, counted in (("total", True), ("allocated", info.id in busy), ("tainted", tainted)):
@@ -197,9 +198,3 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
                 (("error",), float(stats.errors))],
     }
 
-
-def _matches(info: Any, device_class: Any) -> bool:
-    try:
-        return selectors.all_match(info, device_class.spec.selectors, owner=f"class {device_class.metadata.name}")
-    except Exception:
-        return False

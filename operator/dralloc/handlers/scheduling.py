@@ -27,14 +27,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from datetime import UTC
 from typing import Any
 
 from dralloc import metrics
+from dralloc.handlers import clock
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
-from dralloc.kube import reading, resources, writing
+from dralloc.kube import resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
@@ -284,18 +283,8 @@ async def _commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pl
     )
     created = pod.metadata.creation_timestamp
     if created:
-        metrics.observe_placement_latency(_age_seconds(created))
+        metrics.observe_placement_latency(clock.age_seconds(created))
     return True
-
-
-def _age_seconds(timestamp: str) -> float:
-    from datetime import datetime
-
-    try:
-        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return 0.0
-    return (datetime.now(UTC) - then).total_seconds()
 
 
 def _escape(key: str) -> str:
@@ -360,7 +349,7 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> Non
     raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
     conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                       "message": text[:32768], "lastTransitionTime": _now()})
+                       "message": text[:32768], "lastTransitionTime": clock.stamp()})
     try:
         stored = await writing.merge_patch(session, resources.PODS, pod.metadata.name,
                                            {"status": {"conditions": conditions}},
@@ -371,12 +360,6 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> Non
                        pod.metadata.name, exc)
     await writing.post_event(session, regarding=raw, reason="AllocationFailed", type_="Warning",
                              action="Scheduling", message=text)
-
-
-def _now() -> str:
-    from datetime import datetime
-
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
@@ -399,11 +382,3 @@ def _next_retry(rt: Runtime) -> float:
     now = time.monotonic()
     waits = [m.retry_at - now for m in rt.pods.values() if m.retry_at > now]
     return max(0.05, min(waits)) if waits else 5.0
-
-
-async def refresh(rt: Runtime, kinds: Sequence[tuple[str, resources.Resource]]) -> None:
-    """Full relist: objects deleted while we were not watching disappear from the view."""
-    session = rt.require_session()
-    for kind, resource in kinds:
-        items, _ = await reading.list_objects(session, resource)
-        rt.cluster.replace_all(kind, items)

@@ -121,11 +121,7 @@ def utilization(snapshot: Snapshot, views: Sequence[NodeView], features: Feature
                 counts[0] += 1
                 counts[1] += used
                 for name, device_class in snapshot.classes.items():
-                    try:
-                        matches = selectors.all_match(info, device_class.spec.selectors, owner=f"class {name}")
-                    except errors.AllocationInputError:
-                        matches = False
-                    if matches:
+                    if selectors.in_class(info, device_class):
                         per_class[name][0] += 1
                         per_class[name][1] += used
     return {"classes": {k: {"devices": v[0], "inUse": v[1]} for k, v in per_class.items()},
