@@ -34,7 +34,7 @@ _BINARY_BY_EXPONENT = {exp: suffix for suffix, exp in _BINARY_SUFFIXES.items()}
 
 # Sign, digits with an optional fraction, then a suffix (possibly an exponent).
 _QUANTITY_RE = re.compile(
-    r"^(?P<sign>[+-])?(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"^(?P<sign>[+-])?(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]*)"
     r"(?P<suffix>(?:[eE][+-]?[0-9]+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$"
 )
 
@@ -49,6 +49,7 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+_MAX_INT64 = 2**63 - 1
 _BINARY_FACTORS = {suffix: 2**exp for suffix, exp in _BINARY_SUFFIXES.items()}
 _DECIMAL_FACTORS = {suffix: Fraction(10) ** exp for suffix, exp in _DECIMAL_SUFFIXES.items()}
 
@@ -94,11 +95,16 @@ class Quantity:
             )
         digits = match["number"]
         number: Fraction | int = int(digits) if digits.isdigit() else Fraction(digits.rstrip(".") or "0")
-        if match["sign"] == "-":
-            number = -number
+        negative = match["sign"] == "-"
         suffix = match["suffix"] or ""
         if suffix in _BINARY_FACTORS:
-            return cls(number * _BINARY_FACTORS[suffix], QuantityFormat.BINARY_SI)
+            # As apimachinery: binary amounts are capped at the largest int64, and a binary
+            # amount between 0 and 1 cannot be written with a binary suffix, so it is decimal.
+            magnitude = min(number * _BINARY_FACTORS[suffix], _MAX_INT64)
+            fmt = QuantityFormat.DECIMAL_SI if 0 < magnitude < 1 else QuantityFormat.BINARY_SI
+            return cls(-magnitude if negative else magnitude, fmt)
+        if negative:
+            number = -number
         if len(suffix) > 1 and suffix[0] in ("e", "E"):
             return cls(number * Fraction(10) ** int(suffix[1:]), QuantityFormat.DECIMAL_EXPONENT)
         return cls(number * _DECIMAL_FACTORS[suffix], QuantityFormat.DECIMAL_SI)
@@ -196,6 +202,14 @@ class Quantity:
 
 
 def _validate(value: Any) -> Quantity:
+    """A quantity from API JSON, read as the API server reads it (Quantity.UnmarshalJSON):
+    strings are trimmed, and a JSON number is parsed from its decimal text."""
+    if isinstance(value, str):
+        value = value.strip()
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"quantity must be a finite number, got {value!r}")
+        value = repr(value)
     try:
         return Quantity.parse(value)
     except QuantityError as exc:
