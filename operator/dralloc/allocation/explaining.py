@@ -30,10 +30,11 @@ def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceIn
     # Selectors before "in use" (the search checks in the other order): a busy device the
     # request could never use must be reported as not matching, not as busy.
     try:
-        probe = RequestPlan(**{**plan.__dict__, "selectors": (), "selectable": {}})
-        if not search.statically_selectable(probe, info):
-            return Cause.NODE if info.per_device_node and _class_ok(search, probe, info) else Cause.CLASS_SELECTOR
-        if plan.selectors and not search.statically_selectable(plan, info):
+        if not search.class_matches(plan, info):
+            return Cause.CLASS_SELECTOR
+        if not search.node_usable(info):
+            return Cause.NODE
+        if not search.request_matches(plan, info):
             return Cause.REQUEST_SELECTOR
     except errors.AllocationInputError:
         return Cause.REQUEST_SELECTOR
@@ -46,16 +47,6 @@ def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceIn
     if search.taint_blocks(plan, info):
         return Cause.TAINT
     return None
-
-
-def _class_ok(search: Search, plan: RequestPlan, info: DeviceInfo) -> bool:
-    from dralloc.allocation import selectors
-
-    spec = plan.device_class.spec
-    try:
-        return selectors.all_match(info, spec.selectors, owner=f"class {plan.device_class.metadata.name}")
-    except errors.AllocationInputError:
-        return False
 
 
 def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...]) -> tuple[RequestReason, ...]:

@@ -57,10 +57,6 @@ class ClaimPlan:
     constraints: list[constraints_.Constraint]
 
 
-def _claim_ref(claim: claims.ResourceClaim) -> str:
-    return claim.ref()
-
-
 def _plan_one(
     *,
     claim: claims.ResourceClaim,
@@ -133,7 +129,7 @@ def plan_claims(
     """Validate the claims and build their plans. `all_devices(plan)` computes an All request's set."""
     plans: list[ClaimPlan] = []
     for claim in claim_list:
-        ref = _claim_ref(claim)
+        ref = claim.ref()
         requests: list[list[RequestPlan]] = []
         minimum = 0
         for index, request in enumerate(claim.spec.devices.requests):
@@ -154,9 +150,11 @@ def plan_claims(
                 minimum += min(p.count for p in alternatives)
                 requests.append(alternatives)
             else:
+                if request.exactly is None:  # neither exactly nor firstAvailable: a request type we do not know
+                    raise errors.UnsupportedFieldError(
+                        f"claim {ref}, request {request.name}: missing device class name (unsupported request type?)")
                 plan = _plan_one(claim=claim, ref=ref, index=index, base_name=request.name, sub=None,
-                                 exact=request.exactly, device_classes=device_classes, features=features) \
-                    if request.exactly is not None else _missing_exactly(ref, request.name)
+                                 exact=request.exactly, device_classes=device_classes, features=features)
                 if plan.all_mode:
                     plan.all_devices = all_devices(plan)
                     plan.count = len(plan.all_devices)
@@ -168,12 +166,6 @@ def plan_claims(
             )
         plans.append(ClaimPlan(claim, ref, requests, _constraints(claim, ref, features)))
     return plans
-
-
-def _missing_exactly(ref: str, name: str) -> RequestPlan:
-    raise errors.UnsupportedFieldError(
-        f"claim {ref}, request {name}: missing device class name (unsupported request type?)"
-    )
 
 
 def _constraints(claim: claims.ResourceClaim, ref: str, features: Features) -> list[constraints_.Constraint]:

@@ -19,13 +19,11 @@ Ties break by node name, so the choice is deterministic.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from fractions import Fraction
 
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import DeviceID, NodeView
+from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
-from dralloc.model import claims
 
 POLICIES = ("first-fit", "binpack", "spread")
 
@@ -40,20 +38,14 @@ class NodeUse:
         return Fraction(self.in_use, self.devices) if self.devices else Fraction(0)
 
 
-def node_use(
-    snapshot: Snapshot, node: NodeView, features: Features, adding: Iterable[claims.AllocationResult] = ()
-) -> NodeUse:
-    """Devices local to the node's pools, and how many would be in use after `adding`."""
+def node_use(snapshot: Snapshot, node: NodeView, features: Features) -> NodeUse:
+    """Devices of the node's pools, and how many of them are in use."""
     exclusive, shared = snapshot.allocated.exclusive, snapshot.allocated.shared
-    adding_ids = {
-        DeviceID(r.driver, r.pool, r.device) for a in adding for r in a.devices.results if not r.admin_access
-    }
     total = used = 0
     for pool in snapshot.slices.pools_for(node, features):
         for info in pool.devices:
             total += 1
-            device_id = info.id
-            if device_id in exclusive or device_id in shared or device_id in adding_ids:
+            if info.id in exclusive or info.id in shared:
                 used += 1
     return NodeUse(total, used)
 

@@ -151,26 +151,31 @@ class Search:
     def statically_selectable(self, request: RequestPlan, info: DeviceInfo) -> bool:
         if info.binding_conditions and not self.features.binding_conditions:
             return False
-        if request.device_class.spec.selectors and not selectors.all_match(
-            info, request.device_class.spec.selectors, owner=f"class {request.device_class.metadata.name}"
-        ):
-            return False
-        if request.selectors and not selectors.all_match(info, request.selectors, owner=f"claim {request.claim_ref}"):
-            return False
-        if info.per_device_node:
-            device = info.device
-            try:
-                usable = nodeaffinity.node_matches(
-                    node_name=self.node.name, labels=self.node.labels, target_node_name=device.node_name,
-                    all_nodes=device.all_nodes, selector=device.node_selector,
-                )
-            except ValueError as exc:
-                raise errors.InvalidSliceError(
-                    f"ResourceSlice {info.slice.metadata.name}: device {info.id.device}: nodeSelector: {exc}"
-                ) from exc
-            if not usable:
-                return False
-        return True
+        return self.class_matches(request, info) and self.request_matches(request, info) and self.node_usable(info)
+
+    def class_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
+        device_class = request.device_class
+        return not device_class.spec.selectors or selectors.all_match(
+            info, device_class.spec.selectors, owner=f"class {device_class.metadata.name}")
+
+    def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
+        return not request.selectors or selectors.all_match(info, request.selectors,
+                                                            owner=f"claim {request.claim_ref}")
+
+    def node_usable(self, info: DeviceInfo) -> bool:
+        """Per-device node selection: whether this device can be used from the node."""
+        if not info.per_device_node:
+            return True
+        device = info.device
+        try:
+            return nodeaffinity.node_matches(
+                node_name=self.node.name, labels=self.node.labels, target_node_name=device.node_name,
+                all_nodes=device.all_nodes, selector=device.node_selector,
+            )
+        except ValueError as exc:
+            raise errors.InvalidSliceError(
+                f"ResourceSlice {info.slice.metadata.name}: device {info.id.device}: nodeSelector: {exc}"
+            ) from exc
 
     def capacity_amounts(self, request: RequestPlan, info: DeviceInfo, *, in_call: bool) -> tuple[bool, dict[str, Quantity] | None]:
         """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed."""
