@@ -13,18 +13,23 @@ kube-controller-manager's resourceclaim controller).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+logger = logging.getLogger(__name__)
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
-QUEUE_STATES = ("pending", "backoff", "unschedulable")
+QUEUE_STATES = ("pending", "backoff", "unschedulable", "error")
+# The control loops; each isolates errors per object (counted in object_errors) so that a
+# whole pass fails (pass_failures) only on a bug of ours, never because of one object.
+LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics")
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
 EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
@@ -76,6 +81,19 @@ health_transitions = Counter(
     "Device health state changes made by DeviceHealthPolicies, by the state entered.", ["state"],
     registry=REGISTRY)
 
+object_errors = Counter(
+    "dralloc_object_errors_total",
+    "Objects a control loop could not handle (an invalid object, or a bug met while deciding for it); "
+    "each is reported on the object (condition, Event) and retried, and the loop goes on with the others.",
+    ["loop"], registry=REGISTRY)
+pass_failures = Counter(
+    "dralloc_loop_pass_failures_total",
+    "Whole passes of a control loop that failed and were retried: no object was decided in them.",
+    ["loop"], registry=REGISTRY)
+
+for _loop in LOOPS:
+    object_errors.labels(_loop)
+    pass_failures.labels(_loop)
 for _outcome in EVICTION_OUTCOMES:
     eviction_outcomes.labels(_outcome)
 for _effect in TAINT_EFFECTS:
@@ -103,7 +121,12 @@ class _ClusterCollector(Collector):
         self.source: ClusterSource | None = None
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        values = self.source() if self.source is not None else {}
+        try:
+            values = self.source() if self.source is not None else {}
+        except Exception:  # a scrape must answer even when one object breaks the cluster gauges
+            logger.exception("computing the cluster gauges failed; exporting them empty")
+            pass_failures.labels("metrics").inc()
+            values = {}
         claims = GaugeMetricFamily(
             "dralloc_resource_claims", "ResourceClaims by allocation state, admin access and source.",
             labels=["allocated", "admin_access", "source"])
@@ -140,6 +163,14 @@ def observe_allocation(result: str, seconds: float, steps: int | None = None) ->
     allocation_duration.labels(result).observe(seconds)
     if steps is not None and result == "allocated":
         search_steps.observe(steps)
+
+
+def observe_object_error(loop: str) -> None:
+    object_errors.labels(loop).inc()
+
+
+def observe_pass_failure(loop: str) -> None:
+    pass_failures.labels(loop).inc()
 
 
 def observe_placement_latency(seconds: float) -> None:

@@ -351,7 +351,7 @@ CASES: dict[str, Case] = {
     "cel-compile-error-names-claim-and-selector-index": Case(
         classes=[GPU], slices=[gpus("gpu-0")],
         claims=[c0().request("r0", "gpu", selectors=["device.driver == 1 +"])],
-        expect=raises(errors.InvalidSelectorError, "claim default/c0: selector #0: CEL compile error"),
+        expect=raises(errors.InvalidSelectorError, "claim default/c0, request r0: selector #0: CEL compile error"),
     ),
     # -- firstAvailable ----------------------------------------------------------------------------------------
     "firstavailable-falls-back-to-second-subrequest": Case(

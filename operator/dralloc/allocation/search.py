@@ -155,12 +155,15 @@ class Search:
 
     def class_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
         device_class = request.device_class
+        # Errors name the claim and request that met the class, then the class (upstream says
+        # only "class X: selector #i"; a user with many claims needs to know which one).
         return not device_class.spec.selectors or selectors.all_match(
-            info, device_class.spec.selectors, owner=f"class {device_class.metadata.name}")
+            info, device_class.spec.selectors,
+            owner=f"claim {request.claim_ref}, request {request.name}: class {device_class.metadata.name}")
 
     def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
         return not request.selectors or selectors.all_match(info, request.selectors,
-                                                            owner=f"claim {request.claim_ref}")
+                                                            owner=f"claim {request.claim_ref}, request {request.name}")
 
     def node_usable(self, info: DeviceInfo) -> bool:
         """Per-device node selection: whether this device can be used from the node."""

@@ -176,14 +176,16 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
                         key = (info.driver, class_name, state)
                         devices[key] = devices.get(key, 0) + 1
     now_changes = rt.cluster.relevant_changes
-    queue = {"pending": 0.0, "backoff": 0.0, "unschedulable": 0.0}
+    queue = {"pending": 0.0, "backoff": 0.0, "unschedulable": 0.0, "error": 0.0}
     settings = rt.settings.scheduling
     now = time.monotonic()
     for pod in rt.cluster.pods.all():
         if not scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
         memory = rt.pods.get(pod.metadata.uid or "")
-        if memory is not None and memory.retry_at > now:
+        if memory is not None and memory.error_at is not None:
+            queue["error"] += 1  # until a decision for it succeeds or finds it unschedulable
+        elif memory is not None and memory.retry_at > now:
             queue["backoff"] += 1
         elif memory is not None and memory.unschedulable_at == now_changes:
             queue["unschedulable"] += 1

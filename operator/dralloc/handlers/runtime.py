@@ -31,6 +31,7 @@ class PodMemory:
     failures: int = 0
     retry_at: float = 0.0  # monotonic; backoff after a failed write
     unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
+    error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
     last_message: str = ""
 
 

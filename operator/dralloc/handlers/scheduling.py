@@ -20,16 +20,26 @@ longer fits, the reservations are rolled back and the pod is placed afresh.
 A pod that fits nowhere gets `PodScheduled=False` with the reasons and an
 `AllocationFailed` Event (once per distinct message) and is retried only after
 something relevant changed.
+
+Errors stay with the pod that met them. An input error (a class that does not
+exist, CEL that fails, a claim that cannot be read, anything the allocator
+raises) or a bug of ours met while deciding for one pod gives that pod
+`PodScheduled=False` with reason `SchedulerError` and an `AllocationError`
+Warning Event, counts as `result="error"`, and backs the pod off; a relevant
+change (the class created, the claim or a slice replaced) retries it at once.
+The other pods of the pass are decided as if it were not there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any
 
 from dralloc import metrics
+from dralloc.allocation import errors as allocation_errors
 from dralloc.handlers import clock
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -87,10 +97,18 @@ class PassResult:
         self.placed = 0
         self.unschedulable = 0
         self.waiting = 0
+        self.errors = 0
+
+
+class PodInputError(Exception):
+    """One of the pod's own objects cannot be used as it is (the message names it and why)."""
 
 
 def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
-    """The placement item for a pod; a string when it cannot be placed as is; None when not ready."""
+    """The placement item for a pod; a string when it cannot be placed as is; None when not ready.
+
+    Raises `PodInputError` when a claim of the pod exists but cannot be read.
+    """
     names = _claim_names(pod, list(rt.cluster.classes.all()))
     if names is None:
         return None
@@ -100,6 +118,9 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
     for name in names:
         claim = rt.cluster.claims.get(namespace, name)
         if claim is None:
+            problem = rt.cluster.claims.problems.get((namespace, name))
+            if problem is not None:
+                raise PodInputError(f"ResourceClaim {namespace}/{name} cannot be used: {problem}")
             return None
         if claim.metadata.deletion_timestamp:
             return f"ResourceClaim {namespace}/{name} is being deleted"
@@ -125,7 +146,9 @@ def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
         if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
         memory = rt.memory(pod.metadata.uid or "")
-        if memory.retry_at > now:
+        # A pod that failed with an error waits out its backoff, unless something it may
+        # depend on changed since (a class created or fixed, a claim or slice replaced).
+        if memory.retry_at > now and (memory.error_at is None or memory.error_at == rt.cluster.relevant_changes):
             continue
         if memory.unschedulable_at is not None and memory.unschedulable_at == rt.cluster.relevant_changes:
             continue
@@ -135,8 +158,46 @@ def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
     return found
 
 
+@dataclasses.dataclass(frozen=True)
+class _Decided:
+    item: placement.Item
+    decision: placement.Placement
+
+
+@dataclasses.dataclass(frozen=True)
+class _NotPlaced:
+    message: str
+    result: str  # the allocation-attempts label: unschedulable, budget-exhausted
+    item: placement.Item | None = None  # set when reservations of an earlier attempt may need rolling back
+
+
+def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> _Decided | _NotPlaced | None:
+    """Where the pod goes, without any await; None while it is not ready. May raise anything."""
+    item = _item_for(rt, pod)
+    if item is None:
+        return None
+    if isinstance(item, str):
+        return _NotPlaced(item, "unschedulable")
+    decision = placer.place(item)
+    if isinstance(decision, placement.NoPlacement):
+        return _NotPlaced(decision.message(), "budget-exhausted" if decision.budget_exhausted else "unschedulable",
+                          item)
+    return _Decided(item, decision)
+
+
+def error_message(exc: BaseException) -> str:
+    """What a user reads for an error: input errors as they are (they name the object and field)."""
+    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError)):
+        return str(exc)
+    return f"internal error in dralloc ({type(exc).__name__}: {exc}); the operator log has the details"
+
+
 async def run_pass(rt: Runtime) -> PassResult:
-    """One pass over the ready pods. Decisions are synchronous; writes follow each decision."""
+    """One pass over the ready pods. Decisions are synchronous; writes follow each decision.
+
+    Whatever goes wrong while deciding for one pod (an input error, a bug of ours) is
+    reported on that pod and retried with backoff; the pass goes on with the others.
+    """
     result = PassResult()
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
@@ -150,35 +211,52 @@ async def run_pass(rt: Runtime) -> PassResult:
 
     async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
         async with limit:
-            return await _commit(rt, pod, item, decision)
+            try:
+                return await _commit(rt, pod, item, decision)
+            except Exception as exc:  # a bug of ours in one pod's commit must not end the pass
+                logger.exception("pod=%s/%s: committing the placement failed", pod.metadata.namespace,
+                                 pod.metadata.name)
+                metrics.observe_object_error("scheduling")
+                _backoff(rt, pod, "claim-status", exc)
+                return False
 
     for pod in pods_now:
         fresh = rt.cluster.pods.get(pod.metadata.namespace or "", pod.metadata.name)
         if fresh is None or fresh.metadata.uid != pod.metadata.uid:
             continue
-        item = _item_for(rt, fresh)
-        if item is None:
+        started = time.perf_counter()
+        try:
+            step = _decide(rt, placer, fresh)
+            if isinstance(step, _Decided):
+                # The placer first: if it fails half-way, nothing is reserved and a fresh
+                # placer (from the cluster view and the ledger) replaces it below.
+                placer.commit(step.item, step.decision)
+                _reserve(rt, fresh, step.item, step.decision)
+        except Exception as exc:
+            metrics.observe_allocation("error", time.perf_counter() - started)
+            result.errors += 1
+            placer = rt.views.placer(rt.policy)
+            await _record_error(rt, fresh, exc)
+            continue
+        elapsed = time.perf_counter() - started
+        if step is None:
             result.waiting += 1
             continue
-        started = time.perf_counter()
-        if isinstance(item, str):
-            await _record_unschedulable(rt, fresh, item)
-            metrics.observe_allocation("unschedulable", time.perf_counter() - started)
+        if isinstance(step, _NotPlaced):
+            try:
+                if step.item is not None and await _roll_back_partial(rt, fresh, step.item):
+                    continue  # reservations of an earlier attempt released; retried on the next pass
+                metrics.observe_allocation(step.result, elapsed)
+                await _record_unschedulable(rt, fresh, step.message)
+            except Exception as exc:
+                logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
+                                 fresh.metadata.name)
+                metrics.observe_object_error("scheduling")
+                _backoff(rt, fresh, "pod-status", exc)
             result.unschedulable += 1
             continue
-        decision = placer.place(item)
-        elapsed = time.perf_counter() - started
-        if isinstance(decision, placement.NoPlacement):
-            if await _roll_back_partial(rt, fresh, item):
-                continue  # reservations of an earlier attempt released; retried on the next pass
-            metrics.observe_allocation("budget-exhausted" if decision.budget_exhausted else "unschedulable", elapsed)
-            await _record_unschedulable(rt, fresh, decision.message())
-            result.unschedulable += 1
-            continue
-        metrics.observe_allocation("allocated", elapsed, decision.steps)
-        _reserve(rt, fresh, item, decision)
-        placer.commit(item, decision)
-        commits.add(asyncio.create_task(commit(fresh, item, decision)))
+        metrics.observe_allocation("allocated", elapsed, step.decision.steps)
+        commits.add(asyncio.create_task(commit(fresh, step.item, step.decision)))
         if len(commits) >= COMMIT_CONCURRENCY * 4:
             done, commits = await asyncio.wait(commits, return_when=asyncio.FIRST_COMPLETED)
             result.placed += sum(1 for task in done if task.result())
@@ -186,6 +264,53 @@ async def run_pass(rt: Runtime) -> PassResult:
         done, _ = await asyncio.wait(commits)
         result.placed += sum(1 for task in done if task.result())
     return result
+
+
+async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
+    """Deciding for this pod failed: say so on the pod, back it off, never raise."""
+    metrics.observe_object_error("scheduling")
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.failures += 1
+    settings = rt.settings.scheduling
+    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
+    memory.retry_at = time.monotonic() + delay
+    memory.error_at = rt.cluster.relevant_changes
+    memory.unschedulable_at = None
+    text = error_message(exc)
+    if memory.last_message == text:
+        logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
+        return
+    memory.last_message = text
+    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError)):
+        logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs or when an object changes)",
+                       pod.metadata.namespace, pod.metadata.name, text, delay)
+    else:
+        logger.error("pod=%s/%s: deciding its placement failed; retrying in %.1fs", pod.metadata.namespace,
+                     pod.metadata.name, delay, exc_info=exc)
+    await _report(rt, pod, reason="SchedulerError", event_reason="AllocationError", message=text)
+
+
+async def _report(rt: Runtime, pod: pods.Pod, *, reason: str, event_reason: str, message: str) -> None:
+    """PodScheduled=False with `reason`, and a Warning Event; failures to write are logged, never raised."""
+    session = rt.require_session()
+    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.append({"type": "PodScheduled", "status": "False", "reason": reason,
+                       "message": message[:32768], "lastTransitionTime": clock.stamp()})
+    try:
+        stored = await writing.merge_patch(session, resources.PODS, pod.metadata.name,
+                                           {"status": {"conditions": conditions}},
+                                           pod.metadata.namespace or "default", subresource="status")
+        rt.cluster.apply("Pod", "MODIFIED", stored)
+    except kube_errors.KubeError as exc:
+        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", pod.metadata.namespace,
+                       pod.metadata.name, exc)
+    try:
+        await writing.post_event(session, regarding=raw, reason=event_reason, type_="Warning",
+                                 action="Scheduling", message=message)
+    except kube_errors.KubeError as exc:
+        logger.warning("pod=%s/%s: cannot post the %s Event: %s", pod.metadata.namespace, pod.metadata.name,
+                       event_reason, exc)
 
 
 def _reserve(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> None:
@@ -274,13 +399,17 @@ async def _commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pl
         return False
     rt.placements += 1
     memory = rt.memory(pod.metadata.uid or "")
-    memory.failures, memory.unschedulable_at, memory.last_message = 0, None, ""
+    memory.failures, memory.unschedulable_at, memory.error_at, memory.last_message = 0, None, None, ""
     pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
     devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
-    await writing.post_event(
-        session, regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
-        message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
-    )
+    try:
+        await writing.post_event(
+            session, regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
+            message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
+        )
+    except kube_errors.KubeError as exc:  # the placement stands; only its Event is lost
+        logger.warning("pod=%s/%s: cannot post the Allocated Event: %s", pod.metadata.namespace,
+                       pod.metadata.name, exc)
     created = pod.metadata.creation_timestamp
     if created:
         metrics.observe_placement_latency(clock.age_seconds(created))
@@ -341,25 +470,12 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
 async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> None:
     memory = rt.memory(pod.metadata.uid or "")
     memory.unschedulable_at = rt.cluster.relevant_changes
+    memory.error_at = None
     text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}"
     if memory.last_message == text:
         return
     memory.last_message = text
-    session = rt.require_session()
-    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-    conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                       "message": text[:32768], "lastTransitionTime": clock.stamp()})
-    try:
-        stored = await writing.merge_patch(session, resources.PODS, pod.metadata.name,
-                                           {"status": {"conditions": conditions}},
-                                           pod.metadata.namespace or "default", subresource="status")
-        rt.cluster.apply("Pod", "MODIFIED", stored)
-    except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", pod.metadata.namespace,
-                       pod.metadata.name, exc)
-    await writing.post_event(session, regarding=raw, reason="AllocationFailed", type_="Warning",
-                             action="Scheduling", message=text)
+    await _report(rt, pod, reason="Unschedulable", event_reason="AllocationFailed", message=text)
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
@@ -368,8 +484,9 @@ async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
         rt.scheduling_wakeup.clear()
         try:
             await run_pass(rt)
-        except Exception:  # the loop must survive anything one pod can cause
+        except Exception:  # per-pod errors never get here; this is a bug of ours, or the API is gone
             logger.exception("scheduling pass failed; retrying")
+            metrics.observe_pass_failure("scheduling")
             await asyncio.sleep(1.0)
         timeout = _next_retry(rt)
         try:
