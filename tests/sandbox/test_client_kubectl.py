@@ -111,3 +111,25 @@ def test_create_generators_send_protobuf(kubectl: Kubectl, apiserver: ThreadedAp
     kubectl("create", "configmap", "settings", "-n", "team-a", "--from-literal=mode=fast")
     stored = apiserver.get("v1", "ConfigMap", "settings", "team-a")
     assert stored is not None and stored["data"] == {"mode": "fast"}
+
+
+def test_server_side_printing(kubectl: Kubectl, apiserver: ThreadedApiServer) -> None:
+    """kubectl prints the server's Table columns: -o wide adds the priority-1 ones (NODE for pods)."""
+    kubectl("apply", "-f", str(MANIFEST))
+    apiserver.seed([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "placed", "namespace": "default"},
+                     "spec": {"nodeName": "node-2", "containers": [{"name": "c", "image": "i"}]}}])
+    narrow = kubectl("get", "pods").stdout.splitlines()
+    assert narrow[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    wide = kubectl("get", "pods", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE",
+                               "READINESS", "GATES"]
+    placed = next(line.split() for line in wide if line.startswith("placed "))
+    assert placed[1:4] == ["0/1", "Pending", "0"] and placed[5:7] == ["<none>", "node-2"]
+    claims = kubectl("get", "resourceclaims").stdout.splitlines()
+    assert claims[0].split() == ["NAME", "STATE", "AGE"] and claims[1].split()[:2] == ["shared-gpu", "pending"]
+    slices = kubectl("get", "resourceslices", "--field-selector", "spec.nodeName=node-1").stdout.splitlines()
+    assert slices[0].split() == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+    assert slices[1].split()[:4] == ["node-1-gpu-counters", "node-1", "gpu.dralloc.dev", "node-1"]
+    nodes = kubectl("get", "nodes", "-o", "wide").stdout.splitlines()
+    assert nodes[0].split()[:6] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP"]
+    assert nodes[1].split()[:3] == ["node-0", "Ready", "<none>"]

@@ -4,8 +4,8 @@ One handler parses every resource URL (`/api/v1/...`, `/apis/{g}/{v}/...`, the l
 `/watch/` prefix), so the rules for namespaces, names and subresources live in one
 place. Lists and GETs reuse the stored JSON bytes; a watch is a chunked stream fed by
 its `watches.Watcher` queue, with bookmarks when asked for and a server-side timeout
-when `timeoutSeconds` is given. kubectl's `as=Table` requests get a Table with the
-NAME and AGE columns (and the full objects in the rows).
+when `timeoutSeconds` is given. kubectl's `as=Table` requests (GET, list and watch)
+get the Table kube-apiserver prints for the kind (`tables.py`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import datetime
 import json
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from dralloc.sandbox import admission, errors, patching, pods, protobuf, resources, selectors, watches
+from dralloc.sandbox import admission, errors, patching, pods, protobuf, resources, selectors, tables, watches
 from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
@@ -120,8 +120,10 @@ class Endpoints:
 
     def get(self, request: web.Request, rt: resources.ResourceType, ns: str, name: str) -> web.Response:
         entry = self.store.entry(rt, ns, name)
-        if _wants_table(request):
-            return respond(_table(rt, [rt.outward(entry.obj)], self.store.rv))
+        if (want := _table_request(request)) is not None:
+            meta = {"resourceVersion": str(entry.obj["metadata"].get("resourceVersion", ""))}
+            return respond(tables.table(rt, [(entry.obj, rt.outward(entry.obj))], api_version=want[0],
+                                        include=want[1], metadata=meta))
         if rt.from_storage is None and entry.obj.get("apiVersion") == rt.api_version:
             return respond(entry.raw)
         return respond(rt.outward(entry.obj))
@@ -138,8 +140,8 @@ class Endpoints:
         list_rv = list_rv or self.store.rv
         same_shape = rt.from_storage is None
         chunks: list[bytes] = []
-        objs: list[Obj] = []
-        table = _wants_table(request)
+        objs: list[tuple[Obj, Obj]] = []
+        table = _table_request(request)
         last: tuple[str, str] | None = None
         more = False
         entries = self.store.scan(rt.storage, ns) if start is None else self._snapshot(rt, ns, list_rv)
@@ -154,7 +156,7 @@ class Endpoints:
                 break
             last = key
             if table:
-                objs.append(rt.outward(obj))
+                objs.append((entry.obj, obj if not same_shape else rt.outward(obj)))
             elif same_shape and obj.get("apiVersion") == rt.api_version:
                 chunks.append(entry.raw)
             else:
@@ -163,9 +165,7 @@ class Endpoints:
         if more and last is not None:
             meta["continue"] = _encode_continue(last, list_rv)
         if table:
-            tbl = _table(rt, objs, list_rv)
-            tbl["metadata"] = meta
-            return respond(tbl)
+            return respond(tables.table(rt, objs, api_version=table[0], include=table[1], metadata=meta))
         head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta},
                           separators=(",", ":")).encode()
         return respond(head[:-1] + b',"items":[' + b",".join(chunks) + b"]}")
@@ -190,6 +190,8 @@ class Endpoints:
 
     async def watch(self, request: web.Request, rt: resources.ResourceType, ns: str | None) -> web.StreamResponse:
         watcher = watches.Watcher(rt, ns, self._matcher(request, rt))
+        if (want := _table_request(request)) is not None:
+            watcher.render = _table_renderer(rt, *want)
         rv_text = request.query.get("resourceVersion", "")
         initial = _flag(request, "sendInitialEvents")
         since: int | None = None
@@ -339,39 +341,22 @@ def _decode_continue(token: str | None) -> tuple[tuple[str, str] | None, int]:
         raise errors.ApiError(400, "the continue token is not valid") from exc
 
 
-def _wants_table(request: web.Request) -> bool:
-    return "as=Table" in request.headers.get("Accept", "")
+def _table_request(request: web.Request) -> tuple[str, str] | None:
+    """(Table apiVersion, includeObject) when the client asked for a Table, else None."""
+    version = tables.negotiate(request.headers.get("Accept", ""))
+    if version is None:
+        return None
+    return version, tables.include_option(request.query.get("includeObject"))
 
 
-def _age(created: str | None) -> str:
-    if not created:
-        return "<unknown>"
-    then = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    seconds = int((datetime.datetime.now(datetime.UTC) - then).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size * 2:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
+def _table_renderer(rt: resources.ResourceType, version: str, include: str) -> Callable[[Obj, Obj], bytes]:
+    """Watch events as one-row Tables; like kube-apiserver, only the first carries the columns."""
+    first = [True]
 
-
-def _table(rt: resources.ResourceType, objs: list[Obj], rv: int) -> Obj:
-    columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
-    extra = {"pods": ("Status", "status.phase"), "namespaces": ("Status", "status.phase"),
-             "resourceslices": ("Node", "spec.nodeName"), "resourceclaims": ("State", "")}.get(rt.plural)
-    if extra:
-        columns.append({"name": extra[0], "type": "string", "format": "", "description": extra[0], "priority": 0})
-    columns.append({"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0})
-    rows = []
-    for obj in objs:
-        cells: list[Any] = [obj["metadata"]["name"]]
-        if extra:
-            if rt.plural == "resourceclaims":
-                status = obj.get("status") or {}
-                state = "allocated" if status.get("allocation") else "pending"
-                cells.append(state + (",reserved" if status.get("reservedFor") else ""))
-            else:
-                cells.append(selectors.field_value(obj, extra[1]) or "<none>")
-        cells.append(_age(obj["metadata"].get("creationTimestamp")))
-        rows.append({"cells": cells, "object": obj})
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)},
-            "columnDefinitions": columns, "rows": rows}
+    def render(stored: Obj, shown: Obj) -> bytes:
+        meta = {"resourceVersion": str(stored["metadata"].get("resourceVersion", ""))}
+        tbl = tables.table(rt, [(stored, shown)], api_version=version, include=include, metadata=meta,
+                           headers=first[0])
+        first[0] = False
+        return json.dumps(tbl, separators=(",", ":")).encode()
+    return render

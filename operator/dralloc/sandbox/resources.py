@@ -41,6 +41,7 @@ class ResourceType:
     to_storage: Converter | None = None
     from_storage: Converter | None = None
     schema: Obj | None = dataclasses.field(default=None, compare=False, hash=False)  # a CRD's openAPIV3Schema
+    printer_columns: tuple[Obj, ...] = dataclasses.field(default=(), compare=False, hash=False)  # CRD's
 
     @property
     def api_version(self) -> str:
@@ -225,6 +226,7 @@ class Registry:
                 storage_api="" if v["name"] == storage else f"{group}/{storage}",
                 strategic=False, crd=True,
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
             )
             self._types[(t.group, t.version, t.plural)] = t
             added.append(t)

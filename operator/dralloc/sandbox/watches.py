@@ -19,7 +19,7 @@ import asyncio
 import collections
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dralloc.sandbox import errors, resources, selectors
@@ -60,6 +60,8 @@ class Watcher:
         self.queue: asyncio.Queue[bytes] = asyncio.Queue()
         self.last_rv = 0
         self.closed = False
+        # (stored object, object as the view shows it) -> the JSON sent; None = the object itself
+        self.render: Callable[[Obj, Obj], bytes] | None = None
 
     def _shape(self, obj: Obj) -> Obj:
         return self.view.outward(obj)
@@ -84,7 +86,10 @@ class Watcher:
                     return
             elif not now:
                 return
-        raw = json.dumps(shaped, separators=(",", ":")).encode() if converted else event.raw
+        if self.render is not None:
+            raw = self.render(event.obj, shaped)
+        else:
+            raw = json.dumps(shaped, separators=(",", ":")).encode() if converted else event.raw
         self.push(encode(etype, raw), event.rv)
 
     def push(self, line: bytes, rv: int) -> None:
