@@ -8,8 +8,13 @@ there; and fixing the bad object places the pod without waiting out its backoff.
 
 from __future__ import annotations
 
+import pytest
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.lifecycle import templates
+from dralloc.model import pods
+from dralloc.scheduling import placement
 
 Obj = dict[str, object]
 
@@ -68,3 +73,49 @@ def test_class_failing_at_run_time_fails_only_its_pods(apiserver: Cluster, opera
     wait_for(lambda: helpers.node_of(apiserver, "bad-pod"), what="the pod placed once its class is fixed")
     (claim,) = [c for c in helpers.claims(apiserver) if c["metadata"]["name"].startswith("bad-pod")]
     assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-1"]
+
+
+def test_a_bug_met_on_one_pod_fails_only_that_pod(apiserver: Cluster, operator: OperatorThread,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception while placing one pod: SchedulerError on it, the others placed."""
+    node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    real_place = placement.Placer.place
+
+    def place(self: placement.Placer, item: placement.Item) -> object:
+        if item.pod is not None and item.pod.metadata.name == "cursed":
+            raise RuntimeError("boom")
+        return real_place(self, item)
+
+    monkeypatch.setattr(placement.Placer, "place", place)
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),
+                    cluster.template("one", device_class=gpu)])
+    apiserver.seed([cluster.pod("cursed", template_name="one")])
+    apiserver.seed([cluster.pod("fine", template_name="one")])
+    wait_for(lambda: helpers.node_of(apiserver, "fine"), what="the other pod bound")
+    found = wait_for(lambda: _scheduling_error(apiserver, "cursed"), what="SchedulerError on the cursed pod")
+    assert "internal error in dralloc (RuntimeError: boom)" in found["message"]
+    monkeypatch.setattr(placement.Placer, "place", real_place)
+    wait_for(lambda: helpers.node_of(apiserver, "cursed"), what="the pod placed once the bug is gone (backoff)")
+
+
+def test_a_bug_met_in_one_pods_lifecycle_leaves_the_others_alone(apiserver: Cluster, operator: OperatorThread,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    real_plan = templates.pod_claim_plan
+
+    def plan(pod: pods.Pod, *args: object, **kwargs: object) -> object:
+        if pod.metadata.name == "cursed":
+            raise KeyError("no such thing")
+        return real_plan(pod, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(templates, "pod_claim_plan", plan)
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),
+                    cluster.template("one", device_class=gpu)])
+    apiserver.seed([cluster.pod("cursed", template_name="one"), cluster.pod("fine", template_name="one")])
+    wait_for(lambda: helpers.node_of(apiserver, "fine"), what="the other pod's claim created and the pod bound")
+    event = wait_for(lambda: [e for e in helpers.events(apiserver, "ClaimLifecycleError")
+                              if e["regarding"]["name"] == "cursed"], what="ClaimLifecycleError on the pod")
+    assert event[0]["type"] == "Warning" and "KeyError" in event[0]["note"]
+    assert not [c for c in helpers.claims(apiserver) if c["metadata"]["name"].startswith("cursed")]
+    monkeypatch.setattr(templates, "pod_claim_plan", real_plan)
+    wait_for(lambda: helpers.node_of(apiserver, "cursed"), what="the pod handled once the bug is gone (backoff)")

@@ -28,6 +28,7 @@ import collections
 import dataclasses
 import datetime as dt
 import logging
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from dralloc import metrics
@@ -36,7 +37,10 @@ from dralloc.handlers import clock, looping
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
+from dralloc.kube.resources import Resource
 from dralloc.lifecycle import eviction
+from dralloc.model.pods import Pod
+from dralloc.model.taints import DeviceTaintRule
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +75,27 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     # A pod we deleted may still look alive until its watch event arrives: never evict it twice.
     memory.evicted = {p for p in memory.evicted if p.uid in rt.cluster.pod_keys}
 
-    def decide() -> eviction.Decision:
-        pods = (p for p in rt.cluster.pods.all() if rt.watches_namespace(p.metadata.namespace))
+    def decide_for(pods: Iterable[Pod]) -> eviction.Decision:
         return eviction.decide(pods, rt.cluster.claims.get, effective, now=now,
                                first_seen=memory.first_seen, previous=memory.pending, deleted=memory.evicted)
+
+    def decide() -> eviction.Decision:
+        pods = [p for p in rt.cluster.pods.all() if rt.watches_namespace(p.metadata.namespace)]
+        try:
+            return decide_for(pods)
+        except Exception:
+            # One pod (or its claims) breaks the decision: find it, leave it out, decide for the rest.
+            usable = []
+            for pod in pods:
+                try:
+                    decide_for([pod])
+                except Exception:
+                    logger.exception("pod=%s/%s: cannot decide on its eviction; leaving it out",
+                                     pod.metadata.namespace, pod.metadata.name)
+                    metrics.observe_object_error("eviction")
+                    continue
+                usable.append(pod)
+            return decide_for(usable)
 
     decision = decide()
     limits = rt.eviction_limits
@@ -83,7 +104,7 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     group_of, groups = _policy_groups(rt, memory, now)
     limited = eviction.limit(decision, limits, now=now, recent=list(memory.recent), groups=groups, group_of=group_of)
     for pod in decision.cancelled:
-        await _cancelled(rt, pod)
+        await _guarded(pod, _cancelled(rt, pod))
     memory.pending = {e.pod for e in (*decision.due, *decision.later)}
     for planned in limited.allowed:
         if limits.dry_run:
@@ -92,9 +113,10 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
                 for rule in planned.rules:
                     memory.evicted_by_rule[rule] += 1
                 metrics.observe_eviction_outcome("dry-run")
-                await _event(rt, planned, "DeviceTaintEvictionDryRun", f"Would evict (dry run): {planned.describe()}")
+                await _guarded(planned.pod, _event(rt, planned, "DeviceTaintEvictionDryRun",
+                                                   f"Would evict (dry run): {planned.describe()}"))
             continue
-        if await _evict(rt, planned):
+        if await _guarded(planned.pod, _evict(rt, planned)):
             memory.evicted.add(planned.pod)
             memory.recent.append(clock.now())
             group = group_of.get(planned.taint.rule) if planned.taint.source == SOURCE_RULE else None
@@ -116,6 +138,16 @@ async def run_pass(rt: Runtime, memory: Memory) -> float:
     if limited.held and limited.retry_at is None:
         waits.append(1.0)  # held by the per-class limit: pods being deleted report back through watches
     return max(0.01, min(waits))
+
+
+async def _guarded(pod: eviction.PodRef, action: Awaitable[bool | None]) -> bool:
+    """Run one pod's action; whatever it raises is logged and counted, and the pass goes on."""
+    try:
+        return bool(await action)
+    except Exception:
+        logger.exception("pod=%s/%s: eviction step failed; retrying on the next pass", pod.namespace, pod.name)
+        metrics.observe_object_error("eviction")
+        return False
 
 
 def _policy_groups(rt: Runtime, memory: Memory, now: dt.datetime
@@ -160,7 +192,10 @@ async def _evict(rt: Runtime, planned: eviction.Eviction) -> bool:
     metrics.observe_eviction_outcome("deleted")
     metrics.observe_eviction_latency((clock.now() - planned.tainted_at).total_seconds())
     logger.info("pod=%s/%s: evicted: %s", pod.namespace, pod.name, planned.describe())
-    await _event(rt, planned, "DeviceTaintEviction", f"Evicted: {planned.describe()}", raw=raw, type_="Warning")
+    try:
+        await _event(rt, planned, "DeviceTaintEviction", f"Evicted: {planned.describe()}", raw=raw, type_="Warning")
+    except kube_errors.KubeError as exc:  # the pod is deleted: only the Event is lost
+        logger.warning("pod=%s/%s: cannot post the eviction Event: %s", pod.namespace, pod.name, exc)
     return True
 
 
@@ -189,29 +224,38 @@ async def _rule_statuses(rt: Runtime, memory: Memory, decision: eviction.Decisio
         return
     live: set[str] = set()
     for rule in list(rt.cluster.taint_rules.all()):
-        uid = rule.metadata.uid or ""
-        live.add(uid)
-        wanted = eviction.rule_condition(rule, decision, evicted=memory.evicted_by_rule.get(rule.metadata.name, 0),
-                                         dry_run=dry_run)
-        wanted["observedGeneration"] = rule.metadata.generation or 0  # type: ignore[assignment]
-        current = _condition(rule.status, "EvictionInProgress")
-        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-            memory.written_conditions[uid] = wanted
-            continue
-        if memory.written_conditions.get(uid) == wanted:
-            continue  # written; the watch has not shown it yet
-        changed = current is None or current.get("status") != wanted["status"]
-        transition = (current or {}).get("lastTransitionTime") if not changed else None
-        condition = {**wanted, "lastTransitionTime": transition or clock.stamp()}
-        others = [c for c in rule.status.get("conditions") or [] if isinstance(c, dict)  # type: ignore[attr-defined]
-                  and c.get("type") != "EvictionInProgress"]
+        live.add(rule.metadata.uid or "")
         try:
-            await writing.merge_patch(rt.require_session(), resource, rule.metadata.name,
-                                      {"status": {"conditions": [*others, condition]}}, subresource="status")
-            memory.written_conditions[uid] = wanted
-        except kube_errors.KubeError as exc:
-            logger.warning("DeviceTaintRule %s: cannot write status: %s", rule.metadata.name, exc)
+            await _rule_status(rt, memory, decision, rule, resource, dry_run=dry_run)
+        except Exception:  # one rule's status must not stop the others'
+            logger.exception("DeviceTaintRule %s: cannot compute its status", rule.metadata.name)
+            metrics.observe_object_error("eviction")
     memory.written_conditions = {k: v for k, v in memory.written_conditions.items() if k in live}
+
+
+async def _rule_status(rt: Runtime, memory: Memory, decision: eviction.Decision, rule: DeviceTaintRule,
+                       resource: Resource, *, dry_run: bool) -> None:
+    uid = rule.metadata.uid or ""
+    wanted = eviction.rule_condition(rule, decision, evicted=memory.evicted_by_rule.get(rule.metadata.name, 0),
+                                     dry_run=dry_run)
+    wanted["observedGeneration"] = rule.metadata.generation or 0  # type: ignore[assignment]
+    current = _condition(rule.status, "EvictionInProgress")
+    if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+        memory.written_conditions[uid] = wanted
+        return
+    if memory.written_conditions.get(uid) == wanted:
+        return  # written; the watch has not shown it yet
+    changed = current is None or current.get("status") != wanted["status"]
+    transition = (current or {}).get("lastTransitionTime") if not changed else None
+    condition = {**wanted, "lastTransitionTime": transition or clock.stamp()}
+    others = [c for c in rule.status.get("conditions") or [] if isinstance(c, dict)  # type: ignore[attr-defined]
+              and c.get("type") != "EvictionInProgress"]
+    try:
+        await writing.merge_patch(rt.require_session(), resource, rule.metadata.name,
+                                  {"status": {"conditions": [*others, condition]}}, subresource="status")
+        memory.written_conditions[uid] = wanted
+    except kube_errors.KubeError as exc:
+        logger.warning("DeviceTaintRule %s: cannot write status: %s", rule.metadata.name, exc)
 
 
 def _condition(status: dict[str, object], kind: str) -> dict[str, Any] | None:

@@ -32,13 +32,14 @@ import re
 from typing import Any
 
 from dralloc import metrics
-from dralloc.allocation.pools import DeviceID
+from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.handlers import clock, looping
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.lifecycle import health
 from dralloc.model import taints
+from dralloc.model.claims import ResourceClaim
 
 logger = logging.getLogger(__name__)
 
@@ -93,33 +94,66 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
     claims = list(rt.cluster.claims.all())
     pods = [entry.raw for entry in rt.cluster.pods.entries.values()]
     for policy in list(rt.cluster.health_policies.all()):
-        name, uid = policy.metadata.name, policy.metadata.uid or ""
-        live.add(name)
-        mine = memory.get(name)
-        owned = _owned_rules(rt, name)
-        if mine is None or mine.uid != uid:
-            # New to this process: rules it already has mean "unhealthy", counted from now.
-            mine = memory[name] = PolicyMemory(uid, {d: health.DeviceHealth(health.UNHEALTHY, now, "before restart")
-                                                     for d in owned})
-        signals, problem = health.signals_for(policy, claims=claims, pods=pods, index=index)
-        spec = policy.spec or health.DeviceHealthPolicySpec()
-        result = health.step(mine.states, signals, now=now,
-                             unhealthy_after=dt.timedelta(seconds=max(0, spec.unhealthy_after_seconds)),
-                             healthy_after=dt.timedelta(seconds=max(0, spec.healthy_after_seconds)))
-        mine.states = dict(result.states)
-        for t in result.transitions:
-            metrics.observe_health_transition(t.after)
-            mine.transitions.append({"driver": t.device.driver, "pool": t.device.pool, "device": t.device.device,
-                                     "from": t.before, "to": t.after, "time": clock.stamp(t.at), "reason": t.reason})
-        del mine.transitions[:-MAX_TRANSITIONS]
-        await _sync_rules(rt, policy, owned, result.tainted, mine)
-        await _write_status(rt, policy, mine, problem)
-        if result.next_at is not None:
-            waits.append((result.next_at - clock.now()).total_seconds())
+        live.add(policy.metadata.name)
+        try:
+            next_at = await _policy_pass(rt, policy, memory, now=now, index=index, claims=claims, pods=pods)
+        except Exception as exc:  # one policy (or a bug it meets) must not stop the others
+            logger.exception("DeviceHealthPolicy %s: pass failed; retrying", policy.metadata.name)
+            metrics.observe_object_error("health")
+            await _report_failure(rt, policy, exc)
+            waits.append(5.0)
+            continue
+        if next_at is not None:
+            waits.append((next_at - clock.now()).total_seconds())
     for gone in set(memory) - live:
         del memory[gone]
     await _delete_orphans(rt, live)
     return max(0.01, min(waits))
+
+
+async def _policy_pass(rt: Runtime, policy: health.DeviceHealthPolicy, memory: dict[str, PolicyMemory], *,
+                       now: dt.datetime, index: SliceIndex, claims: list[ResourceClaim],
+                       pods: list[dict[str, Any]]) -> dt.datetime | None:
+    """One policy's step; when its windows next end (None: no window open)."""
+    name, uid = policy.metadata.name, policy.metadata.uid or ""
+    mine = memory.get(name)
+    owned = _owned_rules(rt, name)
+    if mine is None or mine.uid != uid:
+        # New to this process: rules it already has mean "unhealthy", counted from now.
+        mine = memory[name] = PolicyMemory(uid, {d: health.DeviceHealth(health.UNHEALTHY, now, "before restart")
+                                                 for d in owned})
+    signals, problem = health.signals_for(policy, claims=claims, pods=pods, index=index)
+    spec = policy.spec or health.DeviceHealthPolicySpec()
+    result = health.step(mine.states, signals, now=now,
+                         unhealthy_after=dt.timedelta(seconds=max(0, spec.unhealthy_after_seconds)),
+                         healthy_after=dt.timedelta(seconds=max(0, spec.healthy_after_seconds)))
+    mine.states = dict(result.states)
+    for t in result.transitions:
+        metrics.observe_health_transition(t.after)
+        mine.transitions.append({"driver": t.device.driver, "pool": t.device.pool, "device": t.device.device,
+                                 "from": t.before, "to": t.after, "time": clock.stamp(t.at), "reason": t.reason})
+    del mine.transitions[:-MAX_TRANSITIONS]
+    await _sync_rules(rt, policy, owned, result.tainted, mine)
+    await _write_status(rt, policy, mine, problem)
+    return result.next_at
+
+
+async def _report_failure(rt: Runtime, policy: health.DeviceHealthPolicy, exc: BaseException) -> None:
+    """Ready=False (reason Error) on the policy; best effort, never raises."""
+    message = f"internal error in dralloc ({type(exc).__name__}: {exc}); the operator log has the details"
+    current = dict(policy.status or {})
+    old: dict[str, Any] = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), {})
+    if old.get("reason") == "Error" and old.get("message") == message[:1024]:
+        return
+    ready = {"type": "Ready", "status": "False", "reason": "Error", "message": message[:1024],
+             "observedGeneration": policy.metadata.generation or 0, "lastTransitionTime": clock.stamp(clock.now())}
+    try:
+        stored = await writing.merge_patch(rt.require_session(), resources.DEVICE_HEALTH_POLICIES, policy.metadata.name,
+                                           {"status": {"conditions": [ready]}}, subresource="status")
+        rt.cluster.apply("DeviceHealthPolicy", "MODIFIED", stored)
+        await _event(rt, policy, "HealthPolicyError", "Warning", message)
+    except kube_errors.KubeError as failure:
+        logger.warning("DeviceHealthPolicy %s: cannot report the failure: %s", policy.metadata.name, failure)
 
 
 def _rule_body(policy: health.DeviceHealthPolicy, device: DeviceID) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
+import time
 from typing import Any
 
 from dralloc import metrics
@@ -42,6 +43,9 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     if everything:
         rt.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in rt.cluster.pods.all())
         rt.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in rt.cluster.claims.all())
+    failed = rt.lifecycle_failures
+    for kind, key in failed.due(time.monotonic()):
+        (rt.dirty_pods if kind == "pod" else rt.dirty_claims).add(key)
     dirty_pods, rt.dirty_pods = rt.dirty_pods, set()
     dirty_claims, rt.dirty_claims = rt.dirty_claims, set()
     if not dirty_pods and not dirty_claims:
@@ -62,8 +66,13 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             continue
         owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
                  if (c := cluster.claims.get(*key)) is not None]
-        steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned))
-        steps += _extended_resource_steps(rt, pod, owned)
+        try:
+            steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned))
+            steps += _extended_resource_steps(rt, pod, owned)
+        except Exception as exc:  # one pod must not stop the lifecycle of the others
+            await _failed(rt, "pod", (namespace, name), exc)
+            continue
+        failed.succeeded("pod", (namespace, name))
         if steps:
             work.append(steps)
     executed += await _run_concurrently(rt, work)
@@ -78,7 +87,12 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         current = cluster.claims.get(*key)
         if current is None or not rt.watches_namespace(key[0]):
             continue
-        planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now))
+        try:
+            planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now))
+        except Exception as exc:
+            await _failed(rt, "claim", key, exc)
+            continue
+        failed.succeeded("claim", key)
         if planned:
             work.append(planned)
     executed += await _run_concurrently(rt, work)
@@ -171,6 +185,53 @@ async def _execute(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> in
         logger.warning("lifecycle step %s failed: %s; retrying", type(step).__name__, exc)
         _mark_dirty_again(rt, step)
         return 0
+    except Exception as exc:  # a bug of ours met on one object: back that object off, go on
+        target = _target(rt, step)
+        if target is None:
+            logger.exception("lifecycle step %s failed", type(step).__name__)
+            metrics.observe_object_error("lifecycle")
+        else:
+            await _failed(rt, *target, exc)
+        return 0
+
+
+def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str, tuple[str, str]] | None:
+    """The object a step is about, as the lifecycle's failure memory keys it."""
+    if isinstance(step, _DropAndDeallocate):
+        return "claim", (step.drop.claim_namespace, step.drop.claim_name)
+    if isinstance(step, plans.CreateClaim):
+        for ref in (step.raw.get("metadata") or {}).get("ownerReferences") or []:
+            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+            if key is not None:
+                return "pod", key
+        return None
+    if isinstance(step, (plans.SetPodClaimStatuses, _RecordExtendedClaim)):
+        return "pod", (step.pod_namespace, step.pod_name)
+    if isinstance(step, (plans.DropReservations, plans.Deallocate)):
+        return "claim", (step.claim_namespace, step.claim_name)
+    if isinstance(step, (plans.DeleteClaim, plans.RemoveFinalizer)):
+        return "claim", (step.namespace, step.name)
+    return None
+
+
+async def _failed(rt: Runtime, kind: str, key: tuple[str, str], exc: BaseException) -> None:
+    """Planning or carrying out the lifecycle of one object failed: report it on the object, back it off."""
+    metrics.observe_object_error("lifecycle")
+    message = f"internal error in dralloc's claim lifecycle ({type(exc).__name__}: {exc}); retrying"
+    delay, new = rt.lifecycle_failures.failed(kind, key, message, now=time.monotonic())
+    if not new:
+        return
+    logger.error("%s=%s/%s: claim lifecycle failed; retrying in %.1fs", kind, key[0], key[1], delay, exc_info=exc)
+    store = rt.cluster.pods if kind == "pod" else rt.cluster.claims
+    raw = store.raw(*key)
+    if raw is None:
+        return
+    try:
+        await writing.post_event(rt.require_session(), regarding=raw, reason="ClaimLifecycleError", type_="Warning",
+                                 action="ClaimLifecycle", message=message,
+                                 reporting_controller="dralloc.io/claim-lifecycle")
+    except kube_errors.KubeError as failure:
+        logger.warning("%s=%s/%s: cannot post the ClaimLifecycleError Event: %s", kind, key[0], key[1], failure)
 
 
 def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> None:
@@ -326,16 +387,22 @@ async def lifecycle_loop(rt: Runtime, stopped: asyncio.Event) -> None:
         rt.lifecycle_wakeup.clear()
         try:
             await run_pass(rt, everything=everything)
-        except Exception:  # the loop must survive anything one object can cause
+        except Exception:  # per-object errors never get here: a bug of ours, or the API is gone
             logger.exception("claim lifecycle pass failed; retrying")
+            metrics.observe_pass_failure("lifecycle")
             await asyncio.sleep(1.0)
         everything = False
         if rt.dirty_pods or rt.dirty_claims:
             await asyncio.sleep(0.2)  # conflicts and follow-ups: a short pause, then again
             continue
+        timeout = next_full - loop.time()
+        retry_at = rt.lifecycle_failures.next_due()
+        if retry_at is not None:
+            timeout = min(timeout, retry_at - time.monotonic())
         try:
-            await asyncio.wait_for(rt.lifecycle_wakeup.wait(), timeout=max(0.1, next_full - loop.time()))
+            await asyncio.wait_for(rt.lifecycle_wakeup.wait(), timeout=max(0.1, timeout))
         except TimeoutError:
-            everything = True
-            next_full = loop.time() + resync
+            if loop.time() >= next_full:
+                everything = True
+                next_full = loop.time() + resync
 

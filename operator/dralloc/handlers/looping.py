@@ -6,6 +6,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from dralloc import metrics
+
 logger = logging.getLogger(__name__)
 
 
@@ -20,8 +22,9 @@ async def pass_loop(name: str, one_pass: Callable[[], Awaitable[float]], wakeup:
         wakeup.clear()
         try:
             timeout = await one_pass()
-        except Exception:  # the loop must survive anything one object can cause
+        except Exception:  # per-object errors never get here: a bug of ours, or the API is gone
             logger.exception("%s pass failed; retrying", name)
+            metrics.observe_pass_failure(name)
             timeout = 1.0
         try:
             await asyncio.wait_for(wakeup.wait(), timeout=timeout)

@@ -13,6 +13,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from dralloc.handlers.failures import Failures
 from dralloc.lifecycle import eviction
 from dralloc.settings import Settings
 from dralloc.state.cluster import ClusterState
@@ -47,6 +48,7 @@ class Runtime:
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()
         self.dirty_claims: set[tuple[str, str]] = set()
+        self.lifecycle_failures = Failures()  # pods and claims whose lifecycle failed: backed off
         self.pods: dict[str, PodMemory] = {}  # by pod uid
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()

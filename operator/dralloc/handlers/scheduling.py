@@ -202,7 +202,9 @@ async def run_pass(rt: Runtime) -> PassResult:
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
     if not pods_now:
+        await _report_unreadable(rt)
         return result
+    await _report_unreadable(rt)
     placer = rt.views.placer(rt.policy)
     # Decisions are made one after another without awaits; the writes of decided pods run
     # concurrently (each pod's own writes stay in order), as kube-scheduler binds asynchronously.
@@ -266,6 +268,31 @@ async def run_pass(rt: Runtime) -> PassResult:
     return result
 
 
+async def _report_unreadable(rt: Runtime) -> None:
+    """Pods of ours that do not parse: they cannot be placed; say why on each, once."""
+    problems = rt.cluster.pods.problems
+    if not problems:
+        return
+    settings = rt.settings.scheduling
+    for key in [k for k in rt.cluster.unplaced_pods if k in problems]:
+        raw = rt.cluster.pods.raw(*key)
+        if raw is None or not rt.watches_namespace(key[0]):
+            continue
+        spec = raw.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
+        gates = [g.get("name") for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
+        if settings.gate not in gates and spec.get("schedulerName") != settings.scheduler_name:
+            continue
+        memory = rt.memory(str((raw.get("metadata") or {}).get("uid") or ""))
+        text = f"dralloc cannot read this pod: {problems[key]}"
+        if memory.last_message == text:
+            continue
+        memory.last_message, memory.error_at = text, rt.cluster.relevant_changes
+        metrics.observe_object_error("scheduling")
+        logger.warning("pod=%s/%s: %s", key[0], key[1], text)
+        await _report(rt, *key, reason="SchedulerError", event_reason="AllocationError", message=text)
+
+
 async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
     """Deciding for this pod failed: say so on the pod, back it off, never raise."""
     metrics.observe_object_error("scheduling")
@@ -287,30 +314,28 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
     else:
         logger.error("pod=%s/%s: deciding its placement failed; retrying in %.1fs", pod.metadata.namespace,
                      pod.metadata.name, delay, exc_info=exc)
-    await _report(rt, pod, reason="SchedulerError", event_reason="AllocationError", message=text)
+    await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="SchedulerError",
+                  event_reason="AllocationError", message=text)
 
 
-async def _report(rt: Runtime, pod: pods.Pod, *, reason: str, event_reason: str, message: str) -> None:
+async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str) -> None:
     """PodScheduled=False with `reason`, and a Warning Event; failures to write are logged, never raised."""
     session = rt.require_session()
-    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    raw = rt.cluster.pods.raw(namespace, name) or {}
     conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append({"type": "PodScheduled", "status": "False", "reason": reason,
                        "message": message[:32768], "lastTransitionTime": clock.stamp()})
     try:
-        stored = await writing.merge_patch(session, resources.PODS, pod.metadata.name,
-                                           {"status": {"conditions": conditions}},
-                                           pod.metadata.namespace or "default", subresource="status")
+        stored = await writing.merge_patch(session, resources.PODS, name, {"status": {"conditions": conditions}},
+                                           namespace or "default", subresource="status")
         rt.cluster.apply("Pod", "MODIFIED", stored)
     except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", pod.metadata.namespace,
-                       pod.metadata.name, exc)
+        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", namespace, name, exc)
     try:
         await writing.post_event(session, regarding=raw, reason=event_reason, type_="Warning",
                                  action="Scheduling", message=message)
     except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot post the %s Event: %s", pod.metadata.namespace, pod.metadata.name,
-                       event_reason, exc)
+        logger.warning("pod=%s/%s: cannot post the %s Event: %s", namespace, name, event_reason, exc)
 
 
 def _reserve(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> None:
@@ -475,7 +500,8 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> Non
     if memory.last_message == text:
         return
     memory.last_message = text
-    await _report(rt, pod, reason="Unschedulable", event_reason="AllocationFailed", message=text)
+    await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
+                  event_reason="AllocationFailed", message=text)
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:

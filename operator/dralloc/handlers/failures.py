@@ -1,0 +1,55 @@
+"""What a control loop remembers about objects it could not handle: backoff, and what was said.
+
+A loop that meets an error on one object (a bug of ours, an object of a shape we did
+not foresee) reports it on that object once per distinct message, retries it with
+exponential backoff, and goes on with the others. Keys are `(kind, (namespace, name))`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+Key = tuple[str, tuple[str, str]]
+
+
+@dataclasses.dataclass
+class _Failure:
+    count: int
+    retry_at: float
+    message: str
+
+
+class Failures:
+    def __init__(self, *, initial: float = 0.5, maximum: float = 60.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._by_key: dict[Key, _Failure] = {}
+
+    def failed(self, kind: str, key: tuple[str, str], message: str, *, now: float) -> tuple[float, bool]:
+        """Record a failure; (the backoff delay, whether the message is new for this object)."""
+        old = self._by_key.get((kind, key))
+        count = old.count + 1 if old is not None else 1
+        delay = min(self.initial * 2 ** (count - 1), self.maximum)
+        self._by_key[(kind, key)] = _Failure(count, now + delay, message)
+        return delay, old is None or old.message != message
+
+    def succeeded(self, kind: str, key: tuple[str, str]) -> None:
+        self._by_key.pop((kind, key), None)
+
+    def due(self, now: float) -> list[Key]:
+        """Objects whose backoff is over; each is handed out once per failure."""
+        found = [k for k, f in self._by_key.items() if f.retry_at <= now]
+        for k in found:
+            self._by_key[k].retry_at = math.inf  # until it fails again or succeeds
+        return found
+
+    def next_due(self) -> float | None:
+        waiting = [f.retry_at for f in self._by_key.values() if f.retry_at != math.inf]
+        return min(waiting) if waiting else None
+
+    def __contains__(self, item: Key) -> bool:
+        return item in self._by_key
+
+    def __len__(self) -> int:
+        return len(self._by_key)
