@@ -150,10 +150,10 @@ def pod_create_causes(pod: Obj) -> Causes:
         where = f"spec.resourceClaims[{i}]"
         name = ref.get("name", "")
         if not _DNS_LABEL.match(name) or len(name) > 63:
-            causes.append((f"{where}.name", f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist "
+            causes.append((f"{where}.name", f"Invalid value: {errors.go_value(name)}: a lowercase RFC 1123 label must consist "
                                             "of lower case alphanumeric characters or '-'"))
         if name in claim_names:
-            causes.append((f"{where}.name", f"Duplicate value: {name!r}"))
+            causes.append((f"{where}.name", f"Duplicate value: {errors.go_value(name)}"))
         claim_names.add(name)
         if bool(ref.get("resourceClaimName")) == bool(ref.get("resourceClaimTemplateName")):
             causes.append((where, "Invalid value: must specify one of: `resourceClaimName`, "
@@ -166,13 +166,13 @@ def pod_create_causes(pod: Obj) -> Causes:
             if not cname:
                 causes.append((f"{where}.name", "Required value"))
             elif cname in seen:
-                causes.append((f"{where}.name", f"Duplicate value: {cname!r}"))
+                causes.append((f"{where}.name", f"Duplicate value: {errors.go_value(cname)}"))
             seen.add(cname)
             if not container.get("image"):
                 causes.append((f"{where}.image", "Required value"))
             for j, claim in enumerate(((container.get("resources") or {}).get("claims")) or []):
                 if claim.get("name") not in claim_names:
-                    causes.append((f"{where}.resources.claims[{j}].name", f"Not found: {claim.get('name')!r}: "
+                    causes.append((f"{where}.resources.claims[{j}].name", f"Not found: {errors.go_value(claim.get('name'))}: "
                                                                           "must be one of spec.resourceClaims"))
     return causes
 

@@ -7,18 +7,18 @@ tolerations, 10 Ki per CEL expression, 128 devices per slice (64 with taints or
 counter consumption), 32 attributes+capacities per device, 8 counter sets of 32
 counters, 2 counter consumptions per device, 16 taints, 32 allocation results,
 256 reservedFor entries. CEL selectors must parse (celpy's parser: no type check,
-which upstream additionally does). A claim's spec and a template's spec are immutable;
+which upstream additionally does); a selector that does not is reported with cel-go's
+`compilation failed: ERROR: <input>:L:C: ...` detail (`celerrors.py`). A claim's spec and a template's spec are immutable;
 a claim's status.allocation may be set once and only cleared afterwards, and
 reservedFor needs an allocation.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
-import celpy
+from dralloc.sandbox import celerrors, errors
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -47,25 +47,15 @@ _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 
 
-@functools.lru_cache(maxsize=4096)
-def cel_error(expression: str) -> str | None:
-    """None when the expression parses, else the parser's message."""
-    try:
-        celpy.Environment().compile(expression)
-    except Exception as exc:  # celpy raises its own parse errors and lark's
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return None
-
-
 def _dns_label(value: Any, path: str, causes: Causes) -> None:
     if not isinstance(value, str) or not _DNS_LABEL.match(value) or len(value) > 63:
-        causes.append((path, f"Invalid value: {value!r}: a lowercase RFC 1123 label must consist of lower case "
+        causes.append((path, f"Invalid value: {errors.go_value(value)}: a lowercase RFC 1123 label must consist of lower case "
                              "alphanumeric characters or '-', and must start and end with an alphanumeric"))
 
 
 def _dns_subdomain(value: Any, path: str, causes: Causes, max_len: int = 253) -> None:
     if not isinstance(value, str) or not _DNS_SUBDOMAIN.match(value) or len(value) > max_len:
-        causes.append((path, f"Invalid value: {value!r}: must be a lowercase RFC 1123 subdomain of at most "
+        causes.append((path, f"Invalid value: {errors.go_value(value)}: must be a lowercase RFC 1123 subdomain of at most "
                              f"{max_len} characters"))
 
 
@@ -83,8 +73,8 @@ def _selectors(selectors: Any, path: str, causes: Causes) -> None:
             causes.append((where, "Required value"))
         elif len(expr) > MAX_CEL_LENGTH:
             causes.append((where, f"Too long: may not be more than {MAX_CEL_LENGTH} bytes"))
-        elif (err := cel_error(expr)) is not None:
-            causes.append((where, f"Invalid value: {expr!r}: compilation failed: {err}"))
+        elif (err := celerrors.compile_error(expr)) is not None:
+            causes.append((where, f"Invalid value: {errors.go_value(expr)}: {err}"))
 
 
 def _tolerations(tolerations: Any, path: str, causes: Causes) -> None:
@@ -105,7 +95,7 @@ def _request_body(req: Obj, path: str, causes: Causes) -> None:
     _tolerations(req.get("tolerations"), f"{path}.tolerations", causes)
     mode = req.get("allocationMode", "ExactCount")
     if mode not in ("ExactCount", "All"):
-        causes.append((f"{path}.allocationMode", f"Unsupported value: {mode!r}: supported values: "
+        causes.append((f"{path}.allocationMode", f"Unsupported value: {errors.go_value(mode)}: supported values: "
                                                  '"All", "ExactCount"'))
     elif mode == "ExactCount" and not (isinstance(req.get("count"), int) and req["count"] > 0):
         causes.append((f"{path}.count", f"Invalid value: {req.get('count')}: must be greater than zero"))
@@ -123,7 +113,7 @@ def claim_spec(spec: Obj, path: str) -> Causes:
         where = f"{path}.devices.requests[{i}]"
         _dns_label(req.get("name"), f"{where}.name", causes)
         if req.get("name") in names:
-            causes.append((f"{where}.name", f"Duplicate value: {req.get('name')!r}"))
+            causes.append((f"{where}.name", f"Duplicate value: {errors.go_value(req.get('name'))}"))
         names.add(req.get("name", ""))
         exactly, first = req.get("exactly"), req.get("firstAvailable")
         if (exactly is None) == (first is None):
@@ -149,7 +139,7 @@ def claim_spec(spec: Obj, path: str) -> Causes:
             for j, ref in enumerate(item.get("requests") or []):
                 if ref not in names and ref.split("/")[0] not in names:
                     causes.append((f"{path}.devices.{field}[{i}].requests[{j}]",
-                                   f"Invalid value: {ref!r}: must be the name of a request in the claim"))
+                                   f"Invalid value: {errors.go_value(ref)}: must be the name of a request in the claim"))
     for i, con in enumerate(devices.get("constraints") or []):
         if con.get("matchAttribute") is None and con.get("distinctAttribute") is None:
             causes.append((f"{path}.devices.constraints[{i}]", "Required value: exactly one of matchAttribute "
@@ -165,7 +155,7 @@ def _slice(obj: Obj) -> Causes:
     name = pool.get("name")
     if not isinstance(name, str) or not name or len(name) > 253 or not all(
             _DNS_SUBDOMAIN.match(p) for p in name.split("/")):
-        causes.append(("spec.pool.name", f"Invalid value: {name!r}: must be DNS subdomains separated by '/'"))
+        causes.append(("spec.pool.name", f"Invalid value: {errors.go_value(name)}: must be DNS subdomains separated by '/'"))
     if not isinstance(pool.get("resourceSliceCount"), int) or pool["resourceSliceCount"] < 1:
         causes.append(("spec.pool.resourceSliceCount", "Invalid value: must be greater than zero"))
     selected = [f for f in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection") if spec.get(f)]
@@ -188,7 +178,7 @@ def _slice(obj: Obj) -> Causes:
         where = f"spec.devices[{i}]"
         _dns_label(dev.get("name"), f"{where}.name", causes)
         if dev.get("name") in seen:
-            causes.append((f"{where}.name", f"Duplicate value: {dev.get('name')!r}"))
+            causes.append((f"{where}.name", f"Duplicate value: {errors.go_value(dev.get('name'))}"))
         seen.add(dev.get("name", ""))
         attrs, caps = dev.get("attributes") or {}, dev.get("capacity") or {}
         if len(attrs) + len(caps) > MAX_ATTRIBUTES_AND_CAPACITIES:
@@ -204,7 +194,7 @@ def _slice(obj: Obj) -> Causes:
 def _attribute(key: str, value: Any, path: str, causes: Causes) -> None:
     domain, _, name = key.rpartition("/")
     if not _C_IDENTIFIER.match(name) or len(name) > 64 or (domain and not _DNS_SUBDOMAIN.match(domain)):
-        causes.append((path, f"Invalid value: {key!r}: must be a C identifier, optionally prefixed with a "
+        causes.append((path, f"Invalid value: {errors.go_value(key)}: must be a C identifier, optionally prefixed with a "
                              "DNS subdomain and '/'"))
     kinds = [k for k in ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
              if k in (value or {})]
@@ -239,7 +229,7 @@ def _claim_status(obj: Obj, old: Obj | None) -> Causes:
             if not ref.get(field):
                 causes.append((f"status.reservedFor[{i}].{field}", "Required value"))
         if ref.get("uid") in uids:
-            causes.append((f"status.reservedFor[{i}].uid", f"Duplicate value: {ref.get('uid')!r}"))
+            causes.append((f"status.reservedFor[{i}].uid", f"Duplicate value: {errors.go_value(ref.get('uid'))}"))
         uids.add(ref.get("uid", ""))
     results = ((allocation or {}).get("devices") or {}).get("results") or []
     _too_many(results, MAX_RESULTS, "status.allocation.devices.results", causes)
@@ -248,7 +238,7 @@ def _claim_status(obj: Obj, old: Obj | None) -> Causes:
     for i, res in enumerate(results):
         where = f"status.allocation.devices.results[{i}]"
         if str(res.get("request", "")).split("/")[0] not in requests:
-            causes.append((f"{where}.request", f"Invalid value: {res.get('request')!r}: must be the name of a "
+            causes.append((f"{where}.request", f"Invalid value: {errors.go_value(res.get('request'))}: must be the name of a "
                                                "request in the claim spec"))
         _dns_subdomain(res.get("driver"), f"{where}.driver", causes, 63)
         _dns_label(res.get("device"), f"{where}.device", causes)
@@ -285,7 +275,7 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
     if kind == "DeviceTaintRule":
         effect = (spec.get("taint") or {}).get("effect")
         if effect not in ("NoSchedule", "NoExecute", "None"):
-            return [("spec.taint.effect", f"Unsupported value: {effect!r}: supported values: \"NoExecute\", "
+            return [("spec.taint.effect", f"Unsupported value: {errors.go_value(effect)}: supported values: \"NoExecute\", "
                                           "\"NoSchedule\", \"None\"")]
     return []
 

@@ -92,10 +92,51 @@ def conflict(resource: str, name: str, group: str = "", why: str = "") -> ApiErr
                     details={"name": name, "group": group, "kind": resource})
 
 
+def go_value(value: Any) -> str:
+    """A bad value as apimachinery's field errors print it: strings %q-quoted, others %v."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    return str(value)
+
+
+def go_quote(text: str) -> str:
+    """Go's %q of a string: double quotes, backslash escapes, non-printable characters as \\x/\\u."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif not ch.isprintable() and code > 0x7F:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+               "\v": "\\v"}
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 Invalid; `causes` are (field path, message) pairs, as `kubectl` prints them."""
+    """422 Invalid; `causes` are (field path, message) pairs, as `kubectl` prints them.
+
+    The message is upstream's: `Kind.group "name" is invalid: ` + the field errors as an
+    aggregate (one error as is, several as `[a, b]`, repeats dropped).
+    """
     qualified = f"{kind}.{group}" if group else kind
-    summary = "; ".join(f"{field}: {msg}" if field else msg for field, msg in causes)
+    texts = list(dict.fromkeys(f"{field}: {msg}" if field else msg for field, msg in causes))
+    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return ApiError(
         422,
         f'{qualified} "{name}" is invalid: {summary}',
