@@ -29,8 +29,11 @@ def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "allocate",
         help="allocate ResourceClaims against saved cluster objects (offline)",
         description="Allocate ResourceClaims against DeviceClasses, ResourceSlices, ResourceClaims and Nodes "
-        "read from files, with the semantics of the upstream DRA allocator. Exit code: 0 allocated, "
-        "1 unschedulable, 2 input error.",
+        "read from files, with the semantics of the upstream DRA allocator. The nodes tried are the input's "
+        "Nodes (without any: the nodes its ResourceSlices name). Exit code: 0 allocated (also when there is "
+        "nothing to allocate), 1 unschedulable (no node fits, or the search budget ran out), 2 input error "
+        "(message on stderr: unreadable or empty input, no node at all, malformed object, unknown class, "
+        "CEL error, ...).",
     )
     p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE",
                    help="YAML/JSON file of Kubernetes objects (multi-document or kind: List); '-' reads stdin; "
@@ -86,7 +89,10 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="capacity what-if: place a workload on a cluster snapshot (offline)",
         description="Place workload items (unallocated ResourceClaims, Pods with claim templates) one at a time, "
         "in file order, with the operator's placement code, and report placements, leftovers, utilization and "
-        "fragmentation. Exit code: 0 all placed, 1 some not placed, 2 input error.",
+        "fragmentation. The nodes are the snapshot's Nodes (without any: the nodes its ResourceSlices name). "
+        "An invalid item (unknown class, CEL error, ...) is reported as an error and the others are still "
+        "placed. Exit code: 0 all placed, 1 some not placed (no room), 2 input error: either nothing ran "
+        "(message on stderr) or some items are invalid (the report lists them; stderr says how many).",
     )
     p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="SNAPSHOT",
                    help="cluster objects: Nodes, DeviceClasses, ResourceSlices, ResourceClaims (allocated ones "

@@ -51,10 +51,11 @@ class Allocates:
 
 @dataclasses.dataclass(frozen=True)
 class DoesNotFit:
-    """Unsatisfiable; `removed` and `candidates` are keyed "claim/request" and compared exactly."""
+    """Unsatisfiable; `removed`, `candidates` and `devices` are keyed "claim/request" and compared exactly."""
 
     removed: Mapping[str, Mapping[Cause, int]] | None = None
     candidates: Mapping[str, int] | None = None
+    devices: Mapping[str, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +77,9 @@ def allocates(*per_claim: Sequence[tuple[str, str]]) -> Allocates:
 
 
 def does_not_fit(removed: Mapping[str, Mapping[Cause, int]] | None = None,
-                 candidates: Mapping[str, int] | None = None) -> DoesNotFit:
-    return DoesNotFit(removed, candidates)
+                 candidates: Mapping[str, int] | None = None,
+                 devices: Mapping[str, int] | None = None) -> DoesNotFit:
+    return DoesNotFit(removed, candidates, devices)
 
 
 def raises(error: type[errors.AllocationInputError], phrase: str) -> Raises:
@@ -322,14 +324,34 @@ CASES: dict[str, Case] = {
         expect=allocates([("r0", "gpu-0")], [("r0", "gpu-0")]),
     ),
     # -- classes and selectors -------------------------------------------------------------------------------
-    "class-selector-reasons-count-other-drivers": Case(
+    "reasons-count-only-devices-of-the-class": Case(
         classes=[GPU],
         slices=[
             gpus("gpu-0"),
             slice_("s2", driver="nic.example.com", pool="nics", devices=[device("nic-0"), device("nic-1")]),
         ],
         claims=[c0().request("r0", "gpu", count=2)],
-        expect=does_not_fit(removed={"c0/r0": {Cause.CLASS_SELECTOR: 2}}, candidates={"c0/r0": 1}),
+        expect=does_not_fit(removed={"c0/r0": {}}, candidates={"c0/r0": 1}, devices={"c0/r0": 1}),
+    ),
+    "reasons-count-only-devices-usable-from-the-node": Case(
+        classes=[GPU],
+        slices=[slice_("s1", per_device=True, devices=[
+            device("gpu-0").on_node("node-1"), device("gpu-1").on_node("node-2"), device("gpu-2").on_node("node-2"),
+        ])],
+        claims=[c0().request("r0", "gpu", count=2)],
+        expect=does_not_fit(removed={"c0/r0": {}}, candidates={"c0/r0": 1}, devices={"c0/r0": 1}),
+    ),
+    "reasons-of-a-request-count-busy-devices-of-its-class-only": Case(
+        classes=[GPU, class_("nic", 'device.driver == "nic.example.com"')],
+        slices=[
+            gpus("gpu-0", "gpu-1"),
+            slice_("s2", driver="nic.example.com", pool="nics", devices=[device("nic-0"), device("nic-1")]),
+        ],
+        allocated=[claim("old").request("r", "gpu").allocated(result("r", "gpu-0")),
+                   claim("old-nic").request("r", "nic").allocated(result("r", "nic-0", driver="nic.example.com",
+                                                                          pool="nics"))],
+        claims=[c0().request("r0", "gpu", count=2)],
+        expect=does_not_fit(removed={"c0/r0": {Cause.IN_USE: 1}}, candidates={"c0/r0": 1}, devices={"c0/r0": 2}),
     ),
     "request-selector-reasons-count-mismatches": Case(
         classes=[GPU],

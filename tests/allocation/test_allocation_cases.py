@@ -55,6 +55,8 @@ def test_allocation_case(case: Case) -> None:
             assert dict((c, n) for c, n in reasons[key].removed if n) == dict(removed), reasons[key]
         for key, candidates in (expect.candidates or {}).items():
             assert reasons[key].candidates == candidates, reasons[key]
+        for key, devices in (expect.devices or {}).items():
+            assert reasons[key].devices == devices, reasons[key]
     else:
         assert isinstance(expect, Allocates)
         assert isinstance(outcome, outcomes.Allocated), outcome

@@ -104,11 +104,13 @@ class TestOutput:
         assert (run.code, report["status"], report["node"]) == (1, "unschedulable", None)
         assert report["claims"] == [{"namespace": "default", "name": "big", "allocation": None}]
         assert report["reasons"] == [
-            {"node": "node-a", "claim": "default/big", "request": "gpu", "needed": 5, "devices": 2, "candidates": 1,
-             "removed": {"in use": 1},
-             "message": "claim default/big, request gpu: 1 of 2 devices usable, 5 needed (removed: 1 in use)"},
-            {"node": "node-b", "claim": "default/big", "request": "gpu", "needed": 5, "devices": 4, "candidates": 4,
-             "removed": {}, "message": "claim default/big, request gpu: 4 of 4 devices usable, 5 needed"},
+            {"node": "node-a", "claim": "default/big", "request": "gpu", "deviceClass": "gpu", "needed": 5,
+             "devices": 2, "candidates": 1, "removed": {"in use": 1},
+             "message": "claim default/big, request gpu: 1 of 2 devices of class gpu usable, 5 needed "
+                        "(removed: 1 in use)"},
+            {"node": "node-b", "claim": "default/big", "request": "gpu", "deviceClass": "gpu", "needed": 5,
+             "devices": 4, "candidates": 4, "removed": {},
+             "message": "claim default/big, request gpu: 4 of 4 devices of class gpu usable, 5 needed"},
         ]
         assert report["message"].startswith("cannot allocate 1 claim(s) on any node: node node-a: claim default/big")
 
@@ -127,9 +129,11 @@ class TestOutput:
         ]
 
     def test_nothing_to_allocate(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
-        """With every claim allocated already, the answer is 'allocated' with no claims, exit 0."""
+        """With every claim allocated already, the answer is 'allocated' with no claims, exit 0 (as upstream
+        allocates zero claims), and the message says there was nothing to allocate."""
         run = dralloc("allocate", "-f", documents(tmp_path / "c.yaml", CLUSTER), "-o", "json")
-        assert (run.code, run.json()["claims"], run.json()["message"]) == (0, [], "no unallocated claims to allocate")
+        assert (run.code, run.json()["status"], run.json()["claims"], run.json()["message"]) == (
+            0, "allocated", [], "nothing to allocate: every ResourceClaim in the input has status.allocation")
 
 
 class TestClaimsAndNodes:
@@ -302,9 +306,10 @@ class TestReadmeExample:
         run = subprocess_dralloc("allocate", "-f", "examples/snapshot.yaml", "--claim", "ml/big-trainer-gpus")
         assert (run.code, run.out) == (1, (
             "STATUS: unschedulable\n"
-            "  - node gpu-node-1: claim ml/big-trainer-gpus, request gpus: 2 of 4 devices usable, 4 needed "
-            "(removed: 2 in use)\n"
-            "  - node gpu-node-2: claim ml/big-trainer-gpus, request gpus: 2 of 4 devices usable, 4 needed "
+            "  - node gpu-node-1: claim ml/big-trainer-gpus, request gpus: 2 of 4 devices of class gpu usable, "
+            "4 needed (removed: 2 in use)\n"
+            "  - node gpu-node-2: claim ml/big-trainer-gpus, request gpus: 2 of 4 devices of class gpu usable, "
+            "4 needed "
             "(removed: 1 in use, 1 taint not tolerated)\n"))
 
     def test_trainer_binpack(self) -> None:

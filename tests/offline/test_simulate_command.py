@@ -10,9 +10,10 @@ of four GPUs where node-b has two in use.
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import pytest
-from tests.builders import claim
+from tests.builders import claim, class_
 from tests.offline.conftest import Invoke, subprocess_dralloc
 from tests.offline.files import DATA, GPU_CLASS, documents, gpus, in_use, node
 from tests.scheduling.objects import pod_raw
@@ -102,7 +103,7 @@ class TestPods:
             {"name": "s3", "reason": "2 nodes (node-b, node-c): node does not match nodeSelector; "
                                      "node-a: a shared claim is allocated for other nodes"},
             {"name": "t3", "reason": "3 nodes (node-a, node-b, node-c): claim default/t3-gpu, request gpu: "
-                                     "0 of 1 devices usable, 1 needed (removed: 1 in use)"},
+                                     "0 of 1 devices of class gpu usable, 1 needed (removed: 1 in use)"},
         ]
         assert report["utilization"]["classes"] == {"gpu": {"devices": 3, "inUse": 3}}
 
@@ -232,10 +233,11 @@ class TestExitCodes:
             "error: Pod default/p: spec.resourceClaims[s].resourceClaimName: no ResourceClaim default/x in the input\n")
 
     def test_no_nodes(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
-        """A snapshot without Node objects: exit 2."""
-        snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, gpus("node-a", 1), claim("c").request("gpu", "gpu")])
+        """A snapshot without Node objects and no slice naming a node: exit 2, naming the file."""
+        snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, claim("c").request("gpu", "gpu")])
         assert self.expect_error(dralloc, "-f", snapshot) == (
-            "error: the snapshot has no Node objects: simulate places onto Nodes\n")
+            f"error: {snapshot}: no Node objects in the input and no ResourceSlice names a node, so there is "
+            "nowhere to allocate devices\n")
 
     def test_bad_yaml_names_the_file(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """Workload YAML that does not parse: exit 2, naming the file."""
@@ -253,10 +255,80 @@ class TestExitCodes:
             f"error: {workload}: Pod default/p: spec.nodeSelector: ")
 
     def test_unknown_device_class(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
-        """A claim for a DeviceClass not in the snapshot: exit 2, naming the claim."""
+        """A claim for a DeviceClass not in the snapshot: exit 2, the report names the claim as an error."""
         workload = documents(tmp_path / "w.yaml", [claim("c").request("gpu", "tpu")])
-        assert "claim default/c" in self.expect_error(dralloc, "-f", SNAPSHOT, "--workload", workload)
+        run = dralloc("simulate", "-f", SNAPSHOT, "--workload", workload, "-o", "json")
+        assert run.code == 2
+        assert [(u["name"], u.get("error")) for u in run.json()["unplaced"]] == [("c", True)]
+        assert run.json()["unplaced"][0]["reason"].startswith("error: claim default/c, request gpu: ")
+
 
     def test_unknown_feature_gate(self, dralloc: Invoke) -> None:
         """An unknown feature gate: exit 2, naming it."""
         assert "DRANope" in self.expect_error(dralloc, "-f", SNAPSHOT, "--features", "DRANope=true")
+
+
+BROKEN_CLASS = class_("broken", 'device.attributes["gpu.example.com"].missing == 1')  # CEL runtime error
+
+
+class TestInvalidItems:
+    """One invalid item (bad class, bad CEL) is reported as an error; the items after it are still placed."""
+
+    @pytest.fixture
+    def report(self, dralloc: Invoke, tmp_path: pathlib.Path) -> tuple[int, dict[str, Any], str]:
+        snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, BROKEN_CLASS, node("node-a"), gpus("node-a", 3)])
+        tpu_template = {**TEMPLATE, "metadata": {"name": "one-tpu", "namespace": "default"},
+                        "spec": {"spec": {"devices": {"requests": [
+                            {"name": "tpu", "exactly": {"deviceClassName": "tpu"}}]}}}}
+        workload = documents(tmp_path / "w.yaml", [
+            claim("first").request("gpu", "gpu"),
+            claim("no-class").request("gpu", "tpu"),
+            claim("bad-cel").request("gpu", "gpu", selectors=["device.driver == 1 +"]),
+            claim("bad-class-cel").request("gpu", "broken"),
+            tpu_template, pod_raw("p", claims=[{"name": "t", "resourceClaimTemplateName": "one-tpu"}]),
+            claim("second").request("gpu", "gpu", count=2),
+        ])
+        run = dralloc("simulate", "-f", snapshot, "--workload", workload, "-o", "json", "--placements-out",
+                      str(tmp_path / "placed.txt"))
+        return run.code, run.json(), run.err
+
+    def test_the_others_are_placed(self, report: tuple[int, dict[str, Any], str]) -> None:
+        _, doc, _ = report
+        assert (doc["items"], doc["placed"], doc["errors"]) == (6, 2, 4)
+        assert doc["placements"] == ["first node-a gpu=node-a/gpu-0",
+                                     "second node-a gpu=node-a/gpu-1 gpu=node-a/gpu-2"]
+
+    @pytest.mark.parametrize(("name", "fragments"), [
+        ("no-class", ("claim default/no-class, request gpu", "device class tpu", "not found")),
+        ("bad-cel", ("claim default/bad-cel, request gpu", "selector #0", "CEL compile error")),
+        ("bad-class-cel", ("claim default/bad-class-cel, request gpu", "class broken", "selector #0",
+                           "CEL runtime error")),
+        ("p", ("claim default/p-t, request tpu", "device class tpu", "not found")),
+    ])
+    def test_each_error_names_claim_request_class_and_error(
+            self, report: tuple[int, dict[str, Any], str], name: str, fragments: tuple[str, ...]) -> None:
+        entry = {u["name"]: u for u in report[1]["unplaced"]}[name]
+        assert entry["error"] is True and entry["reason"].startswith("error: ")
+        for fragment in fragments:
+            assert fragment in entry["reason"], entry["reason"]
+
+    def test_exit_code_and_stderr(self, report: tuple[int, dict[str, Any], str]) -> None:
+        """Invalid items make the exit code 2 (input error), even though a report was printed."""
+        code, _, err = report
+        assert code == 2
+        assert err == ("error: 4 of 6 item(s) are invalid and were not placed (listed in the report with "
+                       "their error); the others were placed as reported\n")
+
+    def test_errors_counted_apart_from_no_room(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        """An item without room is unplaced but no error: errors 0 and exit 1; the table shows both counts."""
+        snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, node("node-a"), gpus("node-a", 1)])
+        workload = documents(tmp_path / "w.yaml", [claim("big").request("gpu", "gpu", count=2),
+                                                   claim("bad").request("gpu", "tpu")])
+        run = dralloc("simulate", "-f", snapshot, "--workload", workload, "-o", "json")
+        assert (run.code, run.json()["errors"], [u.get("error", False) for u in run.json()["unplaced"]]) == (
+            2, 1, [False, True])
+        table = dralloc("simulate", "-f", snapshot, "--workload", workload).out
+        assert table.startswith("placed 0 of 2 items, 1 invalid in ")
+        only_room = documents(tmp_path / "w2.yaml", [claim("big").request("gpu", "gpu", count=2)])
+        run = dralloc("simulate", "-f", snapshot, "--workload", only_room, "-o", "json")
+        assert (run.code, run.json()["errors"]) == (1, 0)

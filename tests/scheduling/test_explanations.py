@@ -13,8 +13,8 @@ from dralloc.model import conversion
 from dralloc.scheduling import placement
 
 FEATURES = Features()
-IN_USE = "claim default/x, request r: 0 of 1 devices usable, 1 needed (removed: 1 in use)"
-NO_DEVICES = "claim default/x, request r: 0 of 0 devices usable, 1 needed"
+IN_USE = "claim default/x, request r: 0 of 1 devices of class gpu usable, 1 needed (removed: 1 in use)"
+NO_DEVICES = "claim default/x, request r: 0 of 0 devices of class gpu usable, 1 needed"
 
 
 def placer(nodes: dict[str, dict[str, Any]], *, gpus: dict[str, int], used: dict[str, int] | None = None,
@@ -76,7 +76,7 @@ class TestGrouping:
         decision = placer({"a": {}}, gpus={"a": 3}, used={"a": 1}).place(gpu_item(count=3))
         assert isinstance(decision, placement.NoPlacement)
         assert decision.reasons == (
-            ("claim default/x, request r: 2 of 3 devices usable, 3 needed (removed: 1 in use)", ("a",)),)
+            ("claim default/x, request r: 2 of 3 devices of class gpu usable, 3 needed (removed: 1 in use)", ("a",)),)
 
     def test_shared_claim_allocated_elsewhere(self) -> None:
         """A pod sharing a claim allocated for node a cannot go to node b, and says so."""
@@ -105,10 +105,10 @@ class TestGrouping:
         p.commit(small, placed)
         after = p.place(big)
         assert before == placement.NoPlacement(
-            (("claim default/x, request r: 1 of 1 devices usable, 2 needed", ("a", "b")),))
+            (("claim default/x, request r: 1 of 1 devices of class gpu usable, 2 needed", ("a", "b")),))
         assert after == placement.NoPlacement((
-            ("claim default/x, request r: 0 of 1 devices usable, 2 needed (removed: 1 in use)", ("a",)),
-            ("claim default/x, request r: 1 of 1 devices usable, 2 needed", ("b",)),
+            ("claim default/x, request r: 0 of 1 devices of class gpu usable, 2 needed (removed: 1 in use)", ("a",)),
+            ("claim default/x, request r: 1 of 1 devices of class gpu usable, 2 needed", ("b",)),
         ))
 
     def test_no_nodes(self) -> None:
@@ -176,4 +176,4 @@ class TestExplanationCache:
         p.place(placement.Item("c1", claims=(claim("c1").request("r", "gpu", count=2).build(),)))
         second = p.place(placement.Item("c2", claims=(claim("c2").request("r", "gpu", count=2).build(),)))
         assert isinstance(second, placement.NoPlacement)
-        assert second.message() == "a: claim default/c2, request r: 1 of 1 devices usable, 2 needed"
+        assert second.message() == "a: claim default/c2, request r: 1 of 1 devices of class gpu usable, 2 needed"

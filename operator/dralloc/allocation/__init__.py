@@ -104,7 +104,7 @@ def allocate(
                 f"cannot allocate all claims on node {node.name}: invalid resource pools were encountered: "
                 + ", ".join(f"{p.id} ({p.invalid_reason})" for p in pools if p.invalid and not p.incomplete)
             )
-        reasons = explaining.explain(search, plans, pools) if explain else ()
+        reasons = explaining.explain(search, plans, pools, budget=budget) if explain else ()
         return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
 
     # Most searches end within a few steps, where the counting bound would only cost time: the

@@ -84,3 +84,26 @@ class CounterLedger:
             for set_name, counters in info.consumes:
                 for name, value in counters:
                     used[(set_name, name)] -= value
+
+
+class RelaxedLedger(CounterLedger):
+    """A ledger where some counter sets never run out; for explanations only, never for allocating.
+
+    `relaxed` holds (pool, counter set) pairs; None relaxes every set. An explanation re-runs
+    the search with it to learn whether (and which) counters are what rules out every combination.
+    """
+
+    UNLIMITED = 1 << 256  # nano-units: far beyond any sum of int64 quantities
+
+    def __init__(self, allocated: AllocatedState, relaxed: frozenset[tuple[PoolID, str]] | None) -> None:
+        super().__init__(allocated)
+        self._relaxed = relaxed
+
+    def _pool_available(self, pool: Pool) -> dict[CounterKey, int]:
+        known = pool.id in self._available
+        available = super()._pool_available(pool)
+        if not known:
+            for key in available:
+                if self._relaxed is None or (pool.id, key[0]) in self._relaxed:
+                    available[key] = self.UNLIMITED
+        return available

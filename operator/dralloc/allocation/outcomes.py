@@ -20,19 +20,38 @@ from dralloc.model import claims
 
 
 class Cause(enum.Enum):
-    """Why a device was not a candidate for a request, in the order the checks run."""
+    """Why a device of the request's class was not a candidate, in the order the checks run.
+
+    Devices the class's selectors reject, or that cannot be used from the node, are not the
+    request's devices at all: they are left out of the counts instead of being "removed".
+    """
 
     INCOMPLETE_POOL = "incomplete pool"
     INVALID_POOL = "invalid pool"
-    NODE = "not usable from this node"
     BINDING_CONDITIONS = "has binding conditions (feature off)"
-    CLASS_SELECTOR = "class selector"
     REQUEST_SELECTOR = "request selector"
     IN_USE = "in use"
     CAPACITY = "capacity"
     COUNTERS = "counters"
     TAINT = "taint not tolerated"
-    CONSTRAINT = "constraint"
+
+
+@dataclasses.dataclass(frozen=True)
+class Culprit:
+    """What rules out every combination when each request has enough candidates on its own.
+
+    Found by searching again with something relaxed: `constraint` (claim, index) and
+    `counter-set` (pool, set) mean the claims fit without that one constraint or with that
+    one counter set unlimited; `counters` that they fit only with every counter set unlimited;
+    `requests` that these requests cannot all be satisfied together even without constraints
+    and counters (and without any one of them, they can).
+    """
+
+    kind: str  # constraint | counter-set | counters | requests
+    text: str
+    claim: str = ""  # constraint: the claim
+    index: int = -1  # constraint: its index in the claim
+    names: tuple[str, ...] = ()  # counter-set: (pool, set); requests: "claim request" pairs as "ns/name/request"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,14 +61,17 @@ class RequestReason:
     claim: str  # namespace/name
     request: str  # request or request/subrequest
     needed: int  # devices needed (0 for allocationMode All with nothing matching)
-    devices: int  # devices on the node in complete pools that the check looked at
+    devices: int  # devices of the request's class usable from the node (its class selectors pass)
     candidates: int  # devices that passed every per-device check
     removed: tuple[tuple[Cause, int], ...]  # cause -> how many devices it removed (first failing check)
     note: str = ""
+    device_class: str = ""
+    culprits: tuple[Culprit, ...] = ()
 
     def message(self) -> str:
         removed = ", ".join(f"{count} {cause.value}" for cause, count in self.removed if count)
-        text = (f"claim {self.claim}, request {self.request}: {self.candidates} of {self.devices} devices "
+        of = f"devices of class {self.device_class}" if self.device_class else "devices"
+        text = (f"claim {self.claim}, request {self.request}: {self.candidates} of {self.devices} {of} "
                 f"usable, {self.needed} needed")
         if removed:
             text += f" (removed: {removed})"

@@ -2,9 +2,11 @@
 
 Reads saved objects (DeviceClass, ResourceSlice, ResourceClaim, Node), treats
 claims that have `status.allocation` as in use, and allocates the chosen
-claims together: on `--node`, or on every known node, reporting the best one per
-`--policy`. Output is JSON, YAML or a table; the exit code is 0 (allocated),
-1 (unschedulable) or 2 (input error, message on stderr).
+claims together: on `--node`, or on every known node (the Node objects, else the
+nodes the slices name), reporting the best one per `--policy`. Output is JSON,
+YAML or a table; the exit code is 0 (allocated, also with nothing to allocate),
+1 (unschedulable) or 2 (input error, message on stderr: also an input without a
+single object read, or without any node).
 """
 
 from __future__ import annotations
@@ -62,20 +64,16 @@ def _pick_claims(cluster: inputs.Cluster, wanted: Sequence[str]) -> list[model_c
     return chosen
 
 
-def _candidate_nodes(cluster: inputs.Cluster, node: str | None) -> list[NodeView]:
-    known = {n.metadata.name: NodeView.of(n) for n in cluster.nodes}
+def _candidate_nodes(cluster: inputs.Cluster, request: Request) -> tuple[list[NodeView], str]:
+    """The nodes to try, and a note for stderr when they were made up from slices."""
+    node = request.node
     if node is not None:
+        known = {n.metadata.name: NodeView.of(n) for n in cluster.nodes}
         if known and node not in known:
             raise inputs.InputError(f"--node {node}: no Node {node} in the input")
-        return [known.get(node, NodeView(node, {}))]
-    if known:
-        return [known[name] for name in sorted(known)]
-    # No Node objects: the nodes that slices name are the best guess (their labels are unknown).
-    names = {s.spec.node_name for s in cluster.resource_slices if s.spec.node_name}
-    names |= {d.node_name for s in cluster.resource_slices for d in s.spec.devices if d.node_name}
-    if not names:
-        raise inputs.InputError("no Node objects in the input and no slice names a node: pass --node NAME")
-    return [NodeView(name, {}) for name in sorted(names)]
+        return [known.get(node, NodeView(node, {}))], ""
+    found = inputs.nodes_of(cluster, request.files, flag_hint="pass --node NAME")
+    return [NodeView.of(n) for n in found.nodes], found.note()
 
 
 @dataclasses.dataclass
@@ -86,6 +84,7 @@ class Answer:
     results: tuple[model_claims.AllocationResult, ...] = ()
     reasons: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     message: str = ""
+    note: str = ""  # for stderr, not part of the document
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "node": self.node, "claims": []}
@@ -113,10 +112,12 @@ def _reason_dicts(node: str, outcome: outcomes.Outcome) -> list[dict[str, Any]]:
             "node": node,
             "claim": r.claim,
             "request": r.request,
+            "deviceClass": r.device_class,
             "needed": r.needed,
             "devices": r.devices,
             "candidates": r.candidates,
             "removed": {cause.value: count for cause, count in r.removed},
+            **({"blockedBy": [c.text for c in r.culprits]} if r.culprits else {}),
             "message": r.message(),
         }
         for r in outcome.reasons
@@ -126,14 +127,18 @@ def _reason_dicts(node: str, outcome: outcomes.Outcome) -> list[dict[str, Any]]:
 def decide(request: Request) -> Answer:
     """Run the allocation the request describes. Raises InputError / AllocationInputError."""
     cluster = inputs.load(request.files)
+    inputs.check_not_empty(cluster, request.files)
     features = request.features
     chosen = _pick_claims(cluster, request.claims)
-    snapshot = inputs.snapshot_of(cluster, features)
+    candidates, note = _candidate_nodes(cluster, request)
     if not chosen:
-        return Answer("allocated", request.node, [], (), [], "no unallocated claims to allocate")
+        # Zero claims are allocated on any node, as upstream's allocator answers; say so plainly.
+        return Answer("allocated", request.node, [], (), [],
+                      "nothing to allocate: every ResourceClaim in the input has status.allocation"
+                      if cluster.resource_claims else "nothing to allocate: no ResourceClaim in the input", note=note)
+    snapshot = inputs.snapshot_of(cluster, features)
     # Nodes in policy order (use before placing, ties by name: what the operator's Placer does);
     # the first node where the claims fit wins.
-    candidates = _candidate_nodes(cluster, request.node)
     candidates.sort(key=lambda n: scoring.sort_key(request.policy, n.name, scoring.node_use(snapshot, n, features)))
     best: tuple[NodeView, outcomes.Allocated] | None = None
     reasons: list[dict[str, Any]] = []
@@ -147,10 +152,10 @@ def decide(request: Request) -> Answer:
         summary = "; ".join(r["message"] if "claim" not in r else f"node {r['node']}: {r['message']}"
                             for r in reasons[:20])
         return Answer("unschedulable", request.node, chosen, (), reasons,
-                      f"cannot allocate {len(chosen)} claim(s) on any node: {summary}")
+                      f"cannot allocate {len(chosen)} claim(s) on any node: {summary}", note=note)
     node, outcome = best
     return Answer("allocated", node.name, chosen, outcome.results,
-                  reasons if request.explain else [], f"allocated on node {node.name}")
+                  reasons if request.explain else [], f"allocated on node {node.name}", note=note)
 
 
 def _print_table(answer: Answer, out: TextIO) -> None:
@@ -176,6 +181,7 @@ def run(request: Request, output: str, out: TextIO | None = None, err: TextIO | 
                                   "message": str(exc)}, indent=2) + "\n")
         err.write(f"error: {exc}\n")
         return EXIT_INPUT_ERROR
+    err.write(answer.note)
     if output == "json":
         out.write(json.dumps(answer.as_dict(), indent=2) + "\n")
     elif output == "yaml":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import yaml
 
@@ -19,7 +19,7 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices, pods, taints
 from dralloc.model import nodes as model_nodes
-from dralloc.model.base import Object
+from dralloc.model.base import Object, ObjectMeta
 
 
 class InputError(Exception):
@@ -74,6 +74,52 @@ class Cluster:
                 if key in seen:
                     raise InputError(f"{kind} {key}: metadata.name: duplicate object in the input")
                 seen.add(key)
+
+
+def _files(paths: Iterable[str]) -> str:
+    return ", ".join("stdin" if path == "-" else path for path in paths)
+
+
+def check_not_empty(cluster: Cluster, paths: Sequence[str]) -> None:
+    """An input without a single object of the kinds read is a mistake (wrong file?), not an empty cluster."""
+    if cluster.ordered:
+        return
+    others = f" ({cluster.skipped} object(s) of other kinds)" if cluster.skipped else ""
+    raise InputError(f"{_files(paths)}: no Node, DeviceClass, ResourceSlice, ResourceClaim or Pod in the input"
+                     f"{others}: is it the right file?")
+
+
+@dataclasses.dataclass(frozen=True)
+class Nodes:
+    """The nodes to allocate on, and whether they were made up from slices (no Node objects read)."""
+
+    nodes: list[model_nodes.Node]
+    from_slices: bool = False
+
+    def note(self) -> str:
+        """What to tell the user about nodes made up from slices ('' for real Node objects)."""
+        if not self.from_slices:
+            return ""
+        names = ", ".join(n.metadata.name for n in self.nodes[:5]) + (", ..." if len(self.nodes) > 5 else "")
+        return (f"note: no Node objects in the input; using the {len(self.nodes)} node(s) the ResourceSlices "
+                f"name ({names}), without labels or allocatable resources\n")
+
+
+def nodes_of(cluster: Cluster, paths: Sequence[str], *, flag_hint: str = "") -> Nodes:
+    """The input's Node objects, by name; without any, the nodes its ResourceSlices name.
+
+    With neither there is nothing to allocate on: InputError naming the files (`flag_hint`
+    says how else to name a node, e.g. "pass --node NAME").
+    """
+    if cluster.nodes:
+        return Nodes(sorted(cluster.nodes, key=lambda n: n.metadata.name))
+    names = {s.spec.node_name for s in cluster.resource_slices if s.spec.node_name}
+    names |= {d.node_name for s in cluster.resource_slices for d in s.spec.devices if d.node_name}
+    if not names:
+        hint = f": {flag_hint}" if flag_hint else ""
+        raise InputError(f"{_files(paths)}: no Node objects in the input and no ResourceSlice names a node, "
+                         f"so there is nowhere to allocate devices{hint}")
+    return Nodes([model_nodes.Node(metadata=ObjectMeta(name=name)) for name in sorted(names)], from_slices=True)
 
 
 def snapshot_of(cluster: Cluster, features: Features) -> Snapshot:

@@ -7,6 +7,10 @@ before the next item. Reports what was placed and where, what was not and why,
 placements per second, device utilization per class and pool, and
 fragmentation: how many nodes could still take a request for 1, 2, 4 or 8
 devices of each class.
+
+An item the allocator rejects as invalid (unknown class, CEL error, ...) is
+reported unplaced with its error, and the run goes on; such errors are counted
+apart from items that found no room, and make the exit code 2.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dralloc.offline import inputs
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
+# Exit 2 also when the run completed but some items were invalid (reported as errors).
 FRAGMENTATION_SIZES = (1, 2, 4, 8)
 
 
@@ -49,6 +54,7 @@ class ItemResult:
     item: placement.Item
     placement: placement.Placement | None
     reason: str = ""
+    error: bool = False  # not placed because the item itself is invalid (bad class, CEL, ...)
 
 
 def _ref(obj: Object) -> str:
@@ -92,6 +98,10 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster) -> tuple[list[
     cluster = inputs.Cluster()
     for path in request.workload_files:
         part = inputs.load([path])
+        if not any(isinstance(o, (model_pods.Pod, model_claims.ResourceClaim, model_claims.ResourceClaimTemplate))
+                   for o in part.ordered):
+            raise inputs.InputError(f"--workload {'stdin' if path == '-' else path}: no ResourceClaim, Pod or "
+                                    f"ResourceClaimTemplate in the file: nothing to place")
         cluster.claim_templates.extend(part.claim_templates)
         cluster.resource_claims.extend(part.resource_claims)
         for obj in part.ordered:
@@ -188,13 +198,13 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
     """Run the simulation; raises InputError / AllocationInputError on bad input."""
     err = err if err is not None else sys.stderr
     cluster = inputs.load(request.snapshot_files)
+    inputs.check_not_empty(cluster, request.snapshot_files)
     workload, workload_cluster = _workload(request, cluster)
     features = request.features
     snapshot = inputs.snapshot_of(cluster, features)
-    node_list = cluster.nodes
-    if not node_list:
-        raise inputs.InputError("the snapshot has no Node objects: simulate places onto Nodes")
-    placer = placement.Placer(node_list=node_list, snapshot=snapshot, features=features, policy=request.policy,
+    found = inputs.nodes_of(cluster, request.snapshot_files)
+    err.write(found.note())
+    placer = placement.Placer(node_list=found.nodes, snapshot=snapshot, features=features, policy=request.policy,
                               bound_pods=[p for p in cluster.pods if p.spec.node_name])
     templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
     claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
@@ -210,7 +220,13 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
             if current.status.allocation is not None:
                 continue  # allocated earlier in this run, as a pod's shared claim
             item = placement.Item(name=obj.metadata.name, claims=(current,))
-        decision = placer.place(item)
+        try:
+            decision = placer.place(item)
+        except errors.AllocationInputError as exc:
+            # One invalid item (unknown class, bad CEL, ...) must not stop the others.
+            results.append(ItemResult(item, None, f"error: {exc}", error=True))
+            progress.update(done + 1)
+            continue
         if isinstance(decision, placement.Placement):
             placer.commit(item, decision)
             for claim, result in zip(item.claims, decision.results, strict=True):
@@ -227,7 +243,9 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
     return {
         "items": len(results),
         "placed": len(placed),
-        "unplaced": [{"name": r.item.name, "reason": r.reason} for r in results if r.placement is None],
+        "errors": sum(r.error for r in results),
+        "unplaced": [{"name": r.item.name, "reason": r.reason, **({"error": True} if r.error else {})}
+                     for r in results if r.placement is None],
         "seconds": elapsed,
         "placementsPerSecond": len(placed) / elapsed if elapsed > 0 else 0.0,
         "allocatorCalls": placer.allocator_calls,
@@ -238,7 +256,8 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
 
 
 def _print_table(report: dict[str, Any], out: TextIO) -> None:
-    out.write(f"placed {report['placed']} of {report['items']} items in {report['seconds']:.3f} s "
+    failed = f", {report['errors']} invalid" if report["errors"] else ""
+    out.write(f"placed {report['placed']} of {report['items']} items{failed} in {report['seconds']:.3f} s "
               f"({report['placementsPerSecond']:.0f} placements/s, {report['allocatorCalls']} allocator calls)\n")
     if report["unplaced"]:
         out.write(f"\nunplaced ({len(report['unplaced'])}):\n")
@@ -276,4 +295,8 @@ def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) 
         out.write(json.dumps(report, indent=2) + "\n")
     else:
         _print_table(report, out)
+    if report["errors"]:
+        err.write(f"error: {report['errors']} of {report['items']} item(s) are invalid and were not placed "
+                  f"(listed in the report with their error); the others were placed as reported\n")
+        return EXIT_INPUT_ERROR
     return EXIT_ALL_PLACED if not report["unplaced"] else EXIT_SOME_UNPLACED
