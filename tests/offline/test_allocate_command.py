@@ -324,8 +324,9 @@ class TestReadmeExample:
     def test_readme_shows_these_commands(self) -> None:
         """README.md still shows exactly these two example commands."""
         readme = (REPO / "README.md").read_text()
-        assert "$ dralloc allocate -f examples/snapshot.yaml --claim ml/big-trainer-gpus\n" in readme
-        assert "$ dralloc allocate -f examples/snapshot.yaml --claim ml/trainer-1-gpus --policy binpack\n" in readme
+        assert "$ .venv/bin/dralloc allocate -f examples/snapshot.yaml --claim ml/big-trainer-gpus\n" in readme
+        assert ("$ .venv/bin/dralloc allocate -f examples/snapshot.yaml --claim ml/trainer-1-gpus --policy binpack\n"
+                in readme)
 
 
 def test_output_follows_redirected_stdout(cluster: str) -> None:

@@ -141,12 +141,23 @@ def test_allocate_with_node_flag_and_no_slices_is_unschedulable(dralloc: Invoke,
     assert "node node-x: claim default/c, request gpu: 0 of 0 devices of class gpu usable, 1 needed" in run.out
 
 
-def test_empty_workload_file_is_an_input_error(dralloc: Invoke, write: Callable[[list[Any]], str],
-                                               tmp_path: pathlib.Path) -> None:
-    """A --workload file with nothing to place is named in the error."""
+def test_workload_without_anything_to_place_is_an_input_error(dralloc: Invoke, write: Callable[[list[Any]], str],
+                                                              tmp_path: pathlib.Path) -> None:
+    """--workload files with nothing to place (here a Namespace and a template) are named in the error;
+    a file of other kinds only is named as such; a Namespace next to a claim is fine."""
     snapshot = write([GPU_CLASS, node("node-a"), gpus("node-a", 1)])
-    workload = documents(tmp_path / "w.yaml", [CONFIG_MAP])
-    run = dralloc("simulate", "-f", snapshot, "--workload", workload)
+    namespace = documents(tmp_path / "ns.yaml", [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}])
+    template = documents(tmp_path / "t.yaml", [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}])
+    run = dralloc("simulate", "-f", snapshot, "--workload", namespace, "--workload", template)
     assert (run.code, run.out) == (2, "")
-    assert run.err == (f"error: --workload {workload}: no ResourceClaim, Pod or ResourceClaimTemplate in the file: "
-                       "nothing to place\n")
+    assert run.err == f"error: --workload {namespace}, {template}: no Pod and no unallocated ResourceClaim: nothing to place\n"
+    other = documents(tmp_path / "cm.yaml", [CONFIG_MAP])
+    run = dralloc("simulate", "-f", snapshot, "--workload", other)
+    assert (run.code, run.err) == (2, f"error: {other}: no Node, DeviceClass, ResourceSlice, ResourceClaim or Pod "
+                                      "in the input (1 object(s) of other kinds): is it the right file?\n")
+    claims = documents(tmp_path / "c.yaml", [NEEDS_GPU])
+    run = dralloc("simulate", "-f", snapshot, "--workload", namespace, "--workload", claims)
+    assert (run.code, run.err) == (0, "")

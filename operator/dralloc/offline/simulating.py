@@ -98,10 +98,7 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster) -> tuple[list[
     cluster = inputs.Cluster()
     for path in request.workload_files:
         part = inputs.load([path])
-        if not any(isinstance(o, (model_pods.Pod, model_claims.ResourceClaim, model_claims.ResourceClaimTemplate))
-                   for o in part.ordered):
-            raise inputs.InputError(f"--workload {'stdin' if path == '-' else path}: no ResourceClaim, Pod or "
-                                    f"ResourceClaimTemplate in the file: nothing to place")
+        inputs.check_not_empty(part, [path])  # a file of other kinds only (Namespaces, ...) is fine
         cluster.claim_templates.extend(part.claim_templates)
         cluster.resource_claims.extend(part.resource_claims)
         for obj in part.ordered:
@@ -109,6 +106,9 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster) -> tuple[list[
                 isinstance(obj, model_claims.ResourceClaim) and obj.status.allocation is None
             ):
                 ordered.append(obj)
+    if not ordered:
+        files = ", ".join("stdin" if path == "-" else path for path in request.workload_files)
+        raise inputs.InputError(f"--workload {files}: no Pod and no unallocated ResourceClaim: nothing to place")
     return ordered, cluster
 
 
