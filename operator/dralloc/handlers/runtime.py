@@ -33,6 +33,7 @@ class PodMemory:
     retry_at: float = 0.0  # monotonic; backoff after a failed write
     unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
     error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
+    bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
     last_message: str = ""
 
 
@@ -48,6 +49,7 @@ class Runtime:
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()
         self.dirty_claims: set[tuple[str, str]] = set()
+        self.unknown_checked: dict[str, float] = {}  # claim uid -> when its unknown write was last read back
         self.lifecycle_failures = Failures()  # pods and claims whose lifecycle failed: backed off
         self.pods: dict[str, PodMemory] = {}  # by pod uid
         self.synced = asyncio.Event()  # set once the first full list is in

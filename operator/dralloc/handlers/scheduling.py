@@ -40,17 +40,15 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock
+from dralloc.handlers import clock, committing
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
-from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import classes as model_classes
-from dralloc.model import conversion, pods
+from dralloc.model import pods
 from dralloc.scheduling import placement
-from dralloc.state.ledger import Reservation
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +63,6 @@ def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
     if gate in gates:
         return True
     return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
-
-
-def pod_ref(pod: pods.Pod) -> Raw:
-    return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid or ""}
 
 
 def _claim_names(pod: pods.Pod, classes: list[model_classes.DeviceClass]) -> list[str] | None:
@@ -146,6 +140,8 @@ def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
         if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
         memory = rt.memory(pod.metadata.uid or "")
+        if memory.bound_to is not None and not pod.spec.node_name:
+            continue  # bound by us; the watch has not shown it yet
         # A pod that failed with an error waits out its backoff, unless something it may
         # depend on changed since (a class created or fixed, a claim or slice replaced).
         if memory.retry_at > now and (memory.error_at is None or memory.error_at == rt.cluster.relevant_changes):
@@ -199,6 +195,8 @@ async def run_pass(rt: Runtime) -> PassResult:
     reported on that pod and retried with backoff; the pass goes on with the others.
     """
     result = PassResult()
+    if len(rt.ledger):
+        await committing.resolve_unknown(rt)
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
     if not pods_now:
@@ -214,12 +212,12 @@ async def run_pass(rt: Runtime) -> PassResult:
     async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
         async with limit:
             try:
-                return await _commit(rt, pod, item, decision)
+                return await committing.commit(rt, pod, item, decision)
             except Exception as exc:  # a bug of ours in one pod's commit must not end the pass
                 logger.exception("pod=%s/%s: committing the placement failed", pod.metadata.namespace,
                                  pod.metadata.name)
                 metrics.observe_object_error("scheduling")
-                _backoff(rt, pod, "claim-status", exc)
+                committing.backoff(rt, pod, "claim-status", exc)
                 return False
 
     for pod in pods_now:
@@ -233,7 +231,7 @@ async def run_pass(rt: Runtime) -> PassResult:
                 # The placer first: if it fails half-way, nothing is reserved and a fresh
                 # placer (from the cluster view and the ledger) replaces it below.
                 placer.commit(step.item, step.decision)
-                _reserve(rt, fresh, step.item, step.decision)
+                committing.reserve(rt, fresh, step.item, step.decision)
         except Exception as exc:
             metrics.observe_allocation("error", time.perf_counter() - started)
             result.errors += 1
@@ -254,7 +252,7 @@ async def run_pass(rt: Runtime) -> PassResult:
                 logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
                                  fresh.metadata.name)
                 metrics.observe_object_error("scheduling")
-                _backoff(rt, fresh, "pod-status", exc)
+                committing.backoff(rt, fresh, "pod-status", exc)
             result.unschedulable += 1
             continue
         metrics.observe_allocation("allocated", elapsed, step.decision.steps)
@@ -338,136 +336,6 @@ async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_
         logger.warning("pod=%s/%s: cannot post the %s Event: %s", namespace, name, event_reason, exc)
 
 
-def _reserve(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> None:
-    for claim, allocation in zip(item.claims, decision.results, strict=True):
-        rt.ledger.reserve(Reservation(claim.metadata.uid or "", claim.ref(), allocation, pod.metadata.uid or ""))
-
-
-def _release(rt: Runtime, item: placement.Item) -> None:
-    for claim in item.claims:
-        rt.ledger.release(claim.metadata.uid or "")
-
-
-def _backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: Exception) -> None:
-    memory = rt.memory(pod.metadata.uid or "")
-    memory.failures += 1
-    settings = rt.settings.scheduling
-    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
-    memory.retry_at = time.monotonic() + delay
-    metrics.observe_retry(operation)
-    if isinstance(exc, kube_errors.ConflictError):
-        metrics.observe_conflict(operation)
-    logger.info("pod=%s/%s: %s failed (%s); retrying in %.1fs", pod.metadata.namespace, pod.metadata.name,
-                operation, exc, delay)
-
-
-async def _write_claim(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
-    session = rt.require_session()
-    raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name)
-    if raw is None:
-        raise kube_errors.NotFoundError(404, "NotFound", f"ResourceClaim {claim.ref()} is gone")
-    stored = await writing.replace_claim_status(session, raw, status)
-    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
-    parsed = rt.cluster.claims.get(claim.metadata.namespace or "", claim.metadata.name)
-    if parsed is not None:
-        rt.ledger.observed(parsed)
-
-
-async def _protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
-    """Add the delete-protection finalizer before the allocation is written (as kube-scheduler does)."""
-    raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
-    meta = raw.get("metadata") or {}
-    finalizers = list(meta.get("finalizers") or [])
-    if lifecycle_claims.DELETE_PROTECTION_FINALIZER in finalizers:
-        return
-    ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
-    if finalizers:
-        ops.append({"op": "add", "path": "/metadata/finalizers/-",
-                    "value": lifecycle_claims.DELETE_PROTECTION_FINALIZER})
-    else:
-        ops.append({"op": "add", "path": "/metadata/finalizers",
-                    "value": [lifecycle_claims.DELETE_PROTECTION_FINALIZER]})
-    stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, claim.metadata.name, ops,
-                                      claim.metadata.namespace or "default")
-    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
-
-
-async def _commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
-    session = rt.require_session()
-    me = pod_ref(pod)
-    operation = "claim-status"
-    try:
-        for claim, allocation in zip(item.claims, decision.results, strict=True):
-            await _protect(rt, claim)
-            raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
-            status = dict(raw.get("status") or {})
-            status["allocation"] = conversion.to_raw(allocation)
-            status["reservedFor"] = [*(status.get("reservedFor") or []), me]
-            await _write_claim(rt, claim, status)
-        for claim in item.allocated:
-            raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
-            status = dict(raw.get("status") or {})
-            reserved = list(status.get("reservedFor") or [])
-            if not any(r.get("uid") == me["uid"] for r in reserved):
-                status["reservedFor"] = [*reserved, me]
-                await _write_claim(rt, claim, status)
-        if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
-            operation = "pod-patch"
-            await _pin_and_ungate(rt, pod, decision.node)
-        else:
-            operation = "bind"
-            await writing.bind_pod(session, pod.metadata.namespace or "default", pod.metadata.name,
-                                   pod.metadata.uid or "", decision.node)
-    except kube_errors.KubeError as exc:
-        _release(rt, item)
-        _backoff(rt, pod, operation, exc)
-        return False
-    rt.placements += 1
-    memory = rt.memory(pod.metadata.uid or "")
-    memory.failures, memory.unschedulable_at, memory.error_at, memory.last_message = 0, None, None, ""
-    pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-    devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
-    try:
-        await writing.post_event(
-            session, regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
-            message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
-        )
-    except kube_errors.KubeError as exc:  # the placement stands; only its Event is lost
-        logger.warning("pod=%s/%s: cannot post the Allocated Event: %s", pod.metadata.namespace,
-                       pod.metadata.name, exc)
-    created = pod.metadata.creation_timestamp
-    if created:
-        metrics.observe_placement_latency(clock.age_seconds(created))
-    return True
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
-    """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch)."""
-    session = rt.require_session()
-    node = rt.cluster.nodes.get("", node_name)
-    hostname = (node.metadata.labels.get("kubernetes.io/hostname") if node else None) or node_name
-    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-    spec = raw.get("spec") or {}
-    ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion",
-                       "value": (raw.get("metadata") or {}).get("resourceVersion")}]
-    if spec.get("nodeSelector"):
-        ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape('kubernetes.io/hostname')}",
-                    "value": hostname})
-    else:
-        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": hostname}})
-    gates = [g.get("name") for g in spec.get("schedulingGates") or []]
-    index = gates.index(rt.settings.scheduling.gate)
-    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": rt.settings.scheduling.gate})
-    ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
-    stored = await writing.json_patch(session, resources.PODS, pod.metadata.name, ops,
-                                      pod.metadata.namespace or "default")
-    rt.cluster.apply("Pod", "MODIFIED", stored)
-
-
 async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -> bool:
     """An unbound pod holding reservations that no longer fit anywhere: give them back."""
     mine = [c for c in item.allocated if any(r.uid == pod.metadata.uid for r in c.status.reserved_for)]
@@ -483,9 +351,9 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
             status.pop("allocation", None)
             status.pop("devices", None)
         try:
-            await _write_claim(rt, claim, status)
+            await committing.write_claim_status(rt, claim, status)
         except kube_errors.KubeError as exc:
-            _backoff(rt, pod, "claim-status", exc)
+            committing.backoff(rt, pod, "claim-status", exc)
             return True
     logger.info("pod=%s/%s: released %d earlier reservation(s) that no longer fit", pod.metadata.namespace,
                 pod.metadata.name, len(mine))
@@ -524,4 +392,6 @@ async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
 def _next_retry(rt: Runtime) -> float:
     now = time.monotonic()
     waits = [m.retry_at - now for m in rt.pods.values() if m.retry_at > now]
+    if rt.ledger.unknown():
+        waits.append(committing.RESOLVE_EVERY)
     return max(0.05, min(waits)) if waits else 5.0

@@ -17,7 +17,11 @@ for debugging.
       TooManyRequestsError     429 (.retry_after seconds, if the server said)
       ServerError              5xx
       TransportError           no HTTP answer at all: connection refused/reset, timeout
+      NotLeaderError           a write not sent: this replica does not hold the leader Lease
       ConfigError              the login configuration could not be loaded
+
+`outcome_unknown(exc)` tells the writes that may have happened anyway (5xx, timeouts)
+from those that certainly did not (4xx, not sent).
 """
 
 from __future__ import annotations
@@ -96,6 +100,26 @@ class TransportError(KubeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(0, "Transport", message)
+
+
+class NotLeaderError(KubeError):
+    """The write was not sent: this replica does not hold the leader Lease (or may no longer
+    trust that it does). Definite: nothing happened on the server."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "NotLeader", message)
+
+
+def outcome_unknown(exc: KubeError) -> bool:
+    """Whether a failed write may nevertheless have been applied.
+
+    A 5xx (kube-apiserver answers 504 when etcd times out, possibly after committing), a
+    408, or no answer at all (timeout, reset) leaves it open; a 4xx answer means the server
+    refused the request and wrote nothing, and a write we never sent wrote nothing either.
+    """
+    if isinstance(exc, (NotLeaderError, ConfigError)):
+        return False
+    return isinstance(exc, (ServerError, TransportError)) or exc.status in (0, 408)
 
 
 class ConfigError(KubeError):

@@ -1,0 +1,392 @@
+"""Writing a placement: claim allocations, reservations, then the bind (or the gate's removal).
+
+Every write carries a precondition (the claim's or pod's resourceVersion), and every
+failure is one of two kinds (`kube.errors.outcome_unknown`):
+
+- **refused** (4xx, or not sent): nothing was written. The pod's remaining ledger
+  entries are released and it backs off; claims already written for it are finished
+  or rolled back by the next pass (see scheduling.py).
+- **unknown** (5xx, timeout, reset): the write may have happened — kube-apiserver
+  answers 504 when etcd times out, possibly after committing. Nothing is released
+  on that answer. The object is read back (GET): if it shows our write, the commit
+  goes on as if the write had succeeded; if it shows a newer version without it,
+  the write can never apply and is refused after all; if it shows the very version
+  the write was conditioned on, the same write is sent again — either it applies
+  now, or it meets a 409 because the first one did apply after all, and a read says
+  which. When even the read fails, the claim's ledger entry stays `unknown` (its
+  devices held back) until `resolve_unknown` or the watch settles it.
+
+A bind answered with 409 or an unknown outcome is read back the same way: a pod
+bound to our node was bound by us. After a successful bind the pod is remembered as
+bound until the watch shows it, so no later pass binds it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from dralloc import metrics
+from dralloc.handlers import clock
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import reading, resources, writing
+from dralloc.lifecycle import claims as lifecycle_claims
+from dralloc.model import claims as model_claims
+from dralloc.model import conversion, pods
+from dralloc.scheduling import placement
+from dralloc.state.ledger import Reservation
+
+logger = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+RESENDS = 3  # how often a write with an unknown outcome is sent again after a read showed it did not apply
+RESOLVE_EVERY = 2.0  # seconds between read-backs of a claim whose write outcome is still unknown
+FENCE_ANNOTATION = "dralloc.io/fenced-write"
+
+
+class Refused(Exception):
+    """The write did not happen, for certain (the message says what the server or a read showed)."""
+
+
+class Unknown(Exception):
+    """Whether the write happened is still not known (the object could not be read back)."""
+
+
+def pod_ref(pod: pods.Pod) -> Raw:
+    return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid or ""}
+
+
+def reserve(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> None:
+    for claim, allocation in zip(item.claims, decision.results, strict=True):
+        rt.ledger.reserve(Reservation(claim.metadata.uid or "", claim.ref(), allocation, pod.metadata.uid or ""))
+
+
+def release_unsent(rt: Runtime, item: placement.Item) -> None:
+    """Release the entries whose write is not in doubt: never sent, or refused for certain."""
+    for claim in item.claims:
+        entry = rt.ledger.get(claim.metadata.uid or "")
+        if entry is not None and not entry.unknown:
+            rt.ledger.release(claim.metadata.uid or "")
+
+
+def backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: BaseException) -> None:
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.failures += 1
+    settings = rt.settings.scheduling
+    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
+    memory.retry_at = time.monotonic() + delay
+    metrics.observe_retry(operation)
+    if isinstance(exc, kube_errors.ConflictError):
+        metrics.observe_conflict(operation)
+    logger.info("pod=%s/%s: %s failed (%s); retrying in %.1fs", pod.metadata.namespace, pod.metadata.name,
+                operation, exc, delay)
+
+
+async def _read_back(rt: Runtime, kind: str, resource: resources.Resource, namespace: str, name: str) -> Raw | None:
+    """GET the object into the view; None when it is gone. Raises Unknown when it cannot be read."""
+    try:
+        got = await reading.get_object(rt.require_session(), resource, name, namespace or None)
+    except kube_errors.NotFoundError:
+        raw = rt.cluster.store(kind).raw(namespace, name)
+        if raw is not None:
+            rt.cluster.apply(kind, "DELETED", raw)
+            if kind == "ResourceClaim":
+                rt.ledger.forget_deleted(str((raw.get("metadata") or {}).get("uid") or ""))
+        return None
+    except kube_errors.KubeError as exc:
+        raise Unknown(f"{kind} {namespace}/{name} cannot be read back: {exc}") from exc
+    rt.cluster.apply(kind, "MODIFIED", got)
+    if kind == "ResourceClaim":
+        parsed = rt.cluster.claims.get(namespace, name)
+        if parsed is not None:
+            rt.ledger.observed(parsed)
+    return got
+
+
+def _rv(raw: Raw) -> str:
+    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def _write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
+    stored = await writing.replace_claim_status(rt.require_session(), _claim_raw(rt, claim), status)
+    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+    parsed = rt.cluster.claims.get(claim.metadata.namespace or "", claim.metadata.name)
+    if parsed is not None:
+        rt.ledger.observed(parsed)
+
+
+def _claim_raw(rt: Runtime, claim: model_claims.ResourceClaim) -> Raw:
+    raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name)
+    if raw is None or (raw.get("metadata") or {}).get("uid") != claim.metadata.uid:
+        raise Refused(f"ResourceClaim {claim.ref()} is gone")
+    return raw
+
+
+def _results(allocation: Raw | None) -> list[tuple[Any, ...]]:
+    results = ((allocation or {}).get("devices") or {}).get("results") or []
+    return sorted((r.get("request"), r.get("driver"), r.get("pool"), r.get("device"), r.get("shareID"))
+                  for r in results)
+
+
+async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: model_claims.AllocationResult,
+                    me: Raw) -> None:
+    """Write allocation + reservedFor of one claim; returns once it is known to be written.
+
+    Raises Refused when it certainly was not written, Unknown when that is not known.
+    """
+    namespace, name, uid = claim.metadata.namespace or "", claim.metadata.name, claim.metadata.uid or ""
+    wanted = conversion.to_raw(allocation)
+    for _ in range(RESENDS + 1):
+        raw = _claim_raw(rt, claim)
+        status = dict(raw.get("status") or {})
+        if status.get("allocation") is not None:
+            if _results(status["allocation"]) == _results(wanted) and any(
+                    r.get("uid") == me["uid"] for r in status.get("reservedFor") or []):
+                return  # ours, already (an earlier send did apply)
+            raise Refused(f"ResourceClaim {claim.ref()} was allocated meanwhile by someone else")
+        status["allocation"] = wanted
+        status["reservedFor"] = [*(status.get("reservedFor") or []), me]
+        sent = _rv(raw)
+        rt.ledger.sending(uid, sent)
+        try:
+            await _write_claim_status(rt, claim, status)
+            logger.info("claim=%s/%s: allocated (%s) and reserved for pod %s", namespace, name,
+                        ", ".join(f"{r[0]}={r[2]}/{r[3]}" for r in _results(wanted)), me["name"])
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc) and not isinstance(exc, kube_errors.ConflictError):
+                raise Refused(str(exc)) from exc
+            if not isinstance(exc, kube_errors.ConflictError):
+                rt.ledger.outcome_unknown(uid)
+                logger.warning("claim=%s/%s: allocation write outcome unknown (%s); reading it back",
+                               namespace, name, exc)
+            got = await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
+            if got is None:
+                raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+            if (got.get("status") or {}).get("allocation") is None and _rv(got) != sent:
+                if isinstance(exc, kube_errors.ConflictError):
+                    raise Refused(str(exc)) from exc  # a plain conflict: someone else changed the claim
+                raise Refused(f"ResourceClaim {claim.ref()} changed meanwhile; the write did not apply") from exc
+            # Allocated (ours or not: the loop looks), or still at the version we sent: send again.
+    raise Unknown(f"ResourceClaim {claim.ref()}: the allocation write kept failing with an unknown outcome")
+
+
+async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Raw) -> None:
+    """Add the pod to an allocated claim's reservedFor (a claim shared with other pods)."""
+    namespace, name = claim.metadata.namespace or "", claim.metadata.name
+    for _ in range(RESENDS + 1):
+        raw = _claim_raw(rt, claim)
+        status = dict(raw.get("status") or {})
+        reserved = list(status.get("reservedFor") or [])
+        if any(r.get("uid") == me["uid"] for r in reserved):
+            return
+        if status.get("allocation") is None:
+            raise Refused(f"ResourceClaim {claim.ref()} was deallocated meanwhile")
+        status["reservedFor"] = [*reserved, me]
+        try:
+            await _write_claim_status(rt, claim, status)
+            logger.info("claim=%s/%s: reserved for pod %s", namespace, name, me["name"])
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise Refused(str(exc)) from exc
+            if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
+                raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+    raise Unknown(f"ResourceClaim {claim.ref()}: the reservation write kept failing with an unknown outcome")
+
+
+async def _protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
+    """Add the delete-protection finalizer before the allocation is written (as kube-scheduler does)."""
+    namespace, name = claim.metadata.namespace or "", claim.metadata.name
+    for _ in range(RESENDS + 1):
+        raw = _claim_raw(rt, claim)
+        meta = raw.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if lifecycle_claims.DELETE_PROTECTION_FINALIZER in finalizers:
+            return
+        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
+        if finalizers:
+            ops.append({"op": "add", "path": "/metadata/finalizers/-",
+                        "value": lifecycle_claims.DELETE_PROTECTION_FINALIZER})
+        else:
+            ops.append({"op": "add", "path": "/metadata/finalizers",
+                        "value": [lifecycle_claims.DELETE_PROTECTION_FINALIZER]})
+        try:
+            stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, name, ops,
+                                              namespace or "default")
+            rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise Refused(str(exc)) from exc
+            if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
+                raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+    raise Unknown(f"ResourceClaim {claim.ref()}: adding the finalizer kept failing with an unknown outcome")
+
+
+def _bound_to(raw: Raw | None, uid: str) -> str | None:
+    if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
+        return None
+    return (raw.get("spec") or {}).get("nodeName") or None
+
+
+async def _bind(rt: Runtime, pod: pods.Pod, node: str) -> None:
+    namespace, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid or ""
+    for _ in range(RESENDS + 1):
+        try:
+            await writing.bind_pod(rt.require_session(), namespace, name, uid, node)
+            logger.info("pod=%s/%s: bound to node %s", namespace, name, node)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc) and not isinstance(exc, kube_errors.ConflictError):
+                raise Refused(str(exc)) from exc
+            got = await _read_back(rt, "Pod", resources.PODS, namespace, name)
+            where = _bound_to(got, uid)
+            if where == node:
+                logger.info("pod=%s/%s: bound to node %s (seen on reading it back after: %s)", namespace, name,
+                            node, exc)
+                return
+            if where is not None or got is None or isinstance(exc, kube_errors.ConflictError):
+                raise Refused(f"pod {namespace}/{name}: {exc}" + (f"; it is bound to {where}" if where else "")
+                              ) from exc
+    raise Unknown(f"pod {namespace}/{name}: binding kept failing with an unknown outcome")
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _ungated_on(raw: Raw | None, uid: str, gate: str, hostname: str) -> bool:
+    if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
+        return False
+    spec = raw.get("spec") or {}
+    return (gate not in [g.get("name") for g in spec.get("schedulingGates") or []]
+            and (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") == hostname)
+
+
+async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
+    """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch)."""
+    namespace, name, uid = pod.metadata.namespace or "", pod.metadata.name, pod.metadata.uid or ""
+    gate = rt.settings.scheduling.gate
+    node = rt.cluster.nodes.get("", node_name)
+    hostname = (node.metadata.labels.get("kubernetes.io/hostname") if node else None) or node_name
+    for _ in range(RESENDS + 1):
+        raw = rt.cluster.pods.raw(namespace, name) or {}
+        if _ungated_on(raw, uid, gate, hostname):
+            return
+        spec = raw.get("spec") or {}
+        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion",
+                           "value": (raw.get("metadata") or {}).get("resourceVersion")}]
+        if spec.get("nodeSelector"):
+            ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape('kubernetes.io/hostname')}",
+                        "value": hostname})
+        else:
+            ops.append({"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": hostname}})
+        gates = [g.get("name") for g in spec.get("schedulingGates") or []]
+        if gate not in gates:
+            raise Refused(f"pod {namespace}/{name}: our scheduling gate is gone")
+        index = gates.index(gate)
+        ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": gate})
+        ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
+        try:
+            stored = await writing.json_patch(rt.require_session(), resources.PODS, name, ops, namespace or "default")
+            rt.cluster.apply("Pod", "MODIFIED", stored)
+            logger.info("pod=%s/%s: pinned to node %s and ungated", namespace, name, node_name)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise Refused(str(exc)) from exc
+            got = await _read_back(rt, "Pod", resources.PODS, namespace, name)
+            if got is None:
+                raise Refused(f"pod {namespace}/{name} is gone") from exc
+    raise Unknown(f"pod {namespace}/{name}: ungating kept failing with an unknown outcome")
+
+
+async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
+    """Write the placement; True when the pod is bound (or ungated) with its claims allocated."""
+    me = pod_ref(pod)
+    operation = "claim-status"
+    try:
+        for claim, allocation in zip(item.claims, decision.results, strict=True):
+            await _protect(rt, claim)
+            await _allocate(rt, claim, allocation, me)
+        for claim in item.allocated:
+            await _reserve_shared(rt, claim, me)
+        if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+            operation = "pod-patch"
+            await _pin_and_ungate(rt, pod, decision.node)
+        else:
+            operation = "bind"
+            await _bind(rt, pod, decision.node)
+            rt.memory(pod.metadata.uid or "").bound_to = decision.node
+    except (Refused, Unknown) as exc:
+        release_unsent(rt, item)
+        backoff(rt, pod, operation, exc.__cause__ if isinstance(exc.__cause__, kube_errors.KubeError) else exc)
+        return False
+    except kube_errors.KubeError as exc:  # a read or write outside the cases above (e.g. not the leader)
+        release_unsent(rt, item)
+        backoff(rt, pod, operation, exc)
+        return False
+    rt.placements += 1
+    memory = rt.memory(pod.metadata.uid or "")
+    memory.failures, memory.unschedulable_at, memory.error_at, memory.last_message = 0, None, None, ""
+    pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
+    try:
+        await writing.post_event(
+            rt.require_session(), regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
+            message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
+        )
+    except kube_errors.KubeError as exc:  # the placement stands; only its Event is lost
+        logger.warning("pod=%s/%s: cannot post the Allocated Event: %s", pod.metadata.namespace,
+                       pod.metadata.name, exc)
+    created = pod.metadata.creation_timestamp
+    if created:
+        metrics.observe_placement_latency(clock.age_seconds(created))
+    return True
+
+
+async def write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
+    """A plain status write (rolling back a reservation); KubeError as the server answered."""
+    await _write_claim_status(rt, claim, status)
+
+
+async def resolve_unknown(rt: Runtime) -> None:
+    """Settle ledger entries whose write outcome is still unknown, each at most every RESOLVE_EVERY s.
+
+    Reading the claim settles it when it shows the allocation or a newer version. When
+    it still shows the version the write was conditioned on, a fence (an annotation
+    written with that version as precondition) makes sure the old write can never apply
+    later; the fence's own answer is then read like any other.
+    """
+    now = time.monotonic()
+    for entry in rt.ledger.unknown():
+        if now - rt.unknown_checked.get(entry.claim_uid, 0.0) < RESOLVE_EVERY:
+            continue
+        rt.unknown_checked[entry.claim_uid] = now
+        namespace, _, name = entry.claim_ref.partition("/")
+        try:
+            got = await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
+            if got is None or entry.claim_uid not in rt.ledger:
+                continue
+            if entry.sent_version is None or _rv(got) != str(entry.sent_version):
+                continue  # observed() decided, or a version we cannot order: the watch will tell
+            meta = got.get("metadata") or {}
+            ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": _rv(got)}]
+            if meta.get("annotations"):
+                ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(FENCE_ANNOTATION)}",
+                            "value": _rv(got)})
+            else:
+                ops.append({"op": "add", "path": "/metadata/annotations", "value": {FENCE_ANNOTATION: _rv(got)}})
+            stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, name, ops, namespace)
+            rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+            parsed = rt.cluster.claims.get(namespace, name)
+            if parsed is not None:
+                rt.ledger.observed(parsed)
+            logger.info("claim=%s/%s: fenced an allocation write of unknown outcome (version %s)", namespace, name,
+                        entry.sent_version)
+        except (Unknown, kube_errors.KubeError) as exc:
+            logger.info("claim=%s/%s: allocation write outcome still unknown: %s", namespace, name, exc)
+    rt.unknown_checked = {uid: at for uid, at in rt.unknown_checked.items() if uid in rt.ledger}
