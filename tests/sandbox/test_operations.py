@@ -37,9 +37,9 @@ class TestFaults:
     def test_spec_language(self) -> None:
         faults = Faults()
         faults.load("PATCH /apis/* 409 x3; GET /api/v1/pods* delay=0.2; compact every=60; * * 500")
-        assert [(r.method, r.path, r.status, r.delay, r.times) for r in faults.rules] == [
-            ("PATCH", "/apis/*", 409, 0.0, 3), ("GET", "/api/v1/pods*", None, 0.2, None),
-            ("*", "*", 500, 0.0, None)]
+        assert [(r.kind, r.method, r.path, r.status, r.delay, r.times) for r in faults.rules] == [
+            ("error", "PATCH", "/apis/*", 409, 0.0, 3), ("delay", "GET", "/api/v1/pods*", None, 0.2, None),
+            ("compact", "*", "*", None, 0.0, None), ("error", "*", "*", 500, 0.0, None)]
         assert [(p.action, p.every) for p in faults.periodic] == [("compact", 60.0)]
         with pytest.raises(ValueError):
             faults.load("PATCH /apis/* teapot")

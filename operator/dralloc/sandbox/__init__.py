@@ -14,6 +14,8 @@ Python API:
         srv.url; srv.write_kubeconfig(path); srv.seed([...]); srv.get(api_version, kind, name, ns)
         srv.list_objects(api_version, kind, ns)
         srv.faults.next("PATCH", "/apis/resource.k8s.io/v1/*/status", status=409)
+        srv.faults.load("seed=1; POST /api/* applied-then x1; watch-lag delay=0.5 agent=replica-b")
+        srv.faults.counters()                                          # also GET/POST/DELETE /_faults
         srv.compact(); srv.close_watches()
         await srv.wait_for(api_version, kind, name, ns, predicate)    # on every write; TimeoutError
         srv.requests.matching("PATCH", "/apis/*/status")              # the request log

@@ -7,14 +7,17 @@ not share that loop (kopf cancels every task of its loop on exit), which is what
 `threads.run_in_thread()` is for.
 
 Requests pass three layers before the REST verbs: the optional bearer token (401), the
-fault rules (`faults.py`: injected statuses and latency), and error rendering (every
-`ApiError` becomes its Status body; anything else is a logged 500).
+fault rules (`faults.py`: injected statuses, latency, errors after a committed write),
+and error rendering (every `ApiError` becomes its Status body; anything else is a
+logged 500). `/_faults` (loopback clients only) lists, adds and clears fault rules while
+the server runs; fault rules never apply to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -65,6 +68,7 @@ class ApiServer:
         simulate_pods: bool = False,
         sim_start_delay: float = 0.5,
         faults: str | None = None,  # a --faults spec
+        faults_seed: int | None = None,  # seed of the faults' random draws (p=); None = random
         history: int = 20_000,  # watch events kept for resuming
         bookmark_interval: float = 30.0,
         validate_schemas: bool = True,
@@ -80,8 +84,9 @@ class ApiServer:
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
         self.scheduler = scheduler.SchedulerStandIn(self.store, delay=min(sim_start_delay, 0.05)) \
             if simulate_pods else None
-        self.endpoints = endpoints.Endpoints(self.store, self.hub, bookmark_interval=bookmark_interval)
-        self.faults = faults_.Faults()
+        self.faults = faults_.Faults(seed=faults_seed)
+        self.endpoints = endpoints.Endpoints(self.store, self.hub, bookmark_interval=bookmark_interval,
+                                             faults=self.faults)
         self.requests = recording.Recorder()
         if faults:
             self.faults.load(faults)
@@ -126,8 +131,10 @@ class ApiServer:
         if self.port == 0 and server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self.collector.run(), name="sandbox-collector"))
-        for periodic in self.faults.periodic:
-            self._tasks.append(asyncio.create_task(self._periodic(periodic), name="sandbox-faults"))
+        for rule in list(self.faults.rules):
+            if rule.action in faults_.PERIODIC:
+                self._start_periodic(rule)
+        self.faults.on_periodic(self._start_periodic)
         logger.info("sandbox API server listening on %s", self.url)
 
     async def stop(self) -> None:
@@ -169,13 +176,29 @@ class ApiServer:
             done.wait(10)
         return call
 
-    async def _periodic(self, periodic: faults_.Periodic) -> None:
-        while True:
-            await asyncio.sleep(periodic.every)
-            if periodic.action == "compact":
+    def _start_periodic(self, rule: faults_.Rule) -> None:
+        """Run a periodic fault rule on the server's loop (callable from any thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def start() -> None:
+            self._tasks = [t for t in self._tasks if not t.done()]
+            self._tasks.append(loop.create_task(self._periodic(rule), name="sandbox-faults"))
+        if _running_loop() is loop:
+            start()
+        else:
+            loop.call_soon_threadsafe(start)
+
+    async def _periodic(self, rule: faults_.Rule) -> None:
+        while self.faults.active(rule):
+            await asyncio.sleep(rule.every)
+            if not self.faults.fire_periodic(rule):
+                return
+            if rule.action == "compact":
                 self.hub.compact(self.store.rv)
             else:
-                self.hub.close_all()
+                self.hub.close_matching(lambda w: rule.targets(w.agent, w.token))
 
     # ---- helpers for tests and the CLI ------------------------------------------------------
 
@@ -258,6 +281,8 @@ class ApiServer:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Answer (token, faults, handler, errors as Status), then record the request."""
         response = await self._answer(request, handler)
+        if request.path.startswith(FAULTS_PATH):
+            return response
         raw = await request.read() if request.method != "GET" else None  # aiohttp caches the body
         self.requests.add(request.method, request.path, dict(request.query), request.content_type, raw,
                           response.status)
@@ -267,13 +292,27 @@ class ApiServer:
         try:
             if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
                 raise errors.ApiError(401, "Unauthorized")
-            decision = self.faults.decide(request.method, request.path)
-            if decision is not None:
-                if decision.delay:
-                    await asyncio.sleep(decision.delay)
-                if decision.status is not None:
-                    raise errors.ApiError(decision.status, decision.message)
-            return await handler(request)
+            if request.path.startswith(FAULTS_PATH):
+                return await handler(request)
+            decision = self.faults.decide(request.method, request.path, request.headers.get("User-Agent", ""),
+                                          bearer_token(request))
+            if decision is None:
+                return await handler(request)
+            if decision.delay:
+                await asyncio.sleep(decision.delay)
+            if decision.status is not None and not decision.applied_then:
+                raise _injected(decision)
+            try:
+                response = await handler(request)
+            except errors.ApiError:
+                self.faults.refund(decision)  # nothing was applied: the rule did not fire
+                raise
+            if decision.applied_then:
+                if response.status >= 300:
+                    self.faults.refund(decision)
+                    return response
+                raise _injected(decision)
+            return response
         except errors.ApiError as exc:
             return endpoints.respond(exc.status_body(), exc.code)
         except (web.HTTPException, ConnectionResetError, asyncio.CancelledError):
@@ -285,6 +324,8 @@ class ApiServer:
     async def _route(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
+        if parts and parts[0] == FAULTS_PATH.strip("/"):
+            return await self._faults_endpoint(request, parts[1:])
         if request.method == "GET":
             doc = self._discovery(path, parts, request)
             if doc is not None:
@@ -327,6 +368,61 @@ class ApiServer:
         if found is None:
             raise errors.ApiError(404, "the server could not find the requested resource")
         return respond(found)
+
+
+    async def _faults_endpoint(self, request: web.Request, rest: list[str]) -> web.Response:
+        """GET lists rules and counters; POST adds rules (spec text or JSON); DELETE clears
+        them (`?counters=true` also zeroes the counters) or, as /_faults/{id}, removes one."""
+        if not is_loopback(request.remote):
+            raise errors.ApiError(403, "the fault control endpoint only serves loopback clients")
+        if len(rest) > 1 or (rest and request.method != "DELETE"):
+            raise errors.ApiError(404, "the server could not find the requested resource")
+        if request.method == "GET":
+            return endpoints.respond(self.faults.snapshot())
+        if request.method == "POST":
+            raw = (await request.read()).decode(errors="replace")
+            try:
+                if request.content_type == "application/json":
+                    added = self.faults.load_json(json.loads(raw or "null"))
+                else:
+                    added = self.faults.load(raw)
+            except ValueError as exc:
+                raise errors.ApiError(400, f"bad fault rules: {exc}") from exc
+            return endpoints.respond({"added": [r.describe() for r in added], **self.faults.snapshot()}, 201)
+        if request.method == "DELETE":
+            if rest:
+                if not rest[0].isdigit() or not self.faults.remove(int(rest[0])):
+                    raise errors.ApiError(404, f"no fault rule {rest[0]!r}")
+            else:
+                self.faults.clear(counters=request.query.get("counters", "").lower() in ("true", "1"))
+            return endpoints.respond(self.faults.snapshot())
+        raise errors.ApiError(405, f"{request.method} is not supported here")
+
+
+FAULTS_PATH = "/_faults"
+
+
+def is_loopback(remote: str | None) -> bool:
+    """Whether a peer address is this machine (127.0.0.0/8, ::1, or IPv4-mapped loopback)."""
+    if not remote:
+        return False
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def bearer_token(request: web.Request) -> str | None:
+    auth = request.headers.get("Authorization", "")
+    return auth[7:] if auth.startswith("Bearer ") else None
+
+
+def _injected(decision: faults_.Decision) -> errors.ApiError:
+    status = decision.status or 500
+    return errors.ApiError(status, decision.message, details={} if status == 504 else None)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -1,7 +1,7 @@
 """`dralloc sandbox`: run the API server in the foreground until interrupted.
 
     dralloc sandbox [--port N] [--listen ADDR] [--seed demo|empty|FILE ...]
-                    [--kubeconfig PATH] [--faults SPEC] [--state FILE]
+                    [--kubeconfig PATH] [--faults SPEC] [--faults-seed N] [--state FILE]
                     [--simulate-pods] [--token T]
 
 With `--state FILE` the cluster is loaded from FILE when it exists (seeds are then
@@ -18,7 +18,7 @@ import logging
 import signal
 import sys
 
-from dralloc.sandbox import apiserver, seeds
+from dralloc.sandbox import apiserver, errors, seeds
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,7 +30,9 @@ def parser() -> argparse.ArgumentParser:
                    help="objects to start with: the demo cluster (default), nothing, or YAML/JSON files "
                         "(several, and repeatable: --seed demo extra.yaml)")
     p.add_argument("--kubeconfig", metavar="PATH", help="write a kubeconfig for this server to PATH")
-    p.add_argument("--faults", metavar="SPEC", help="fault rules, e.g. 'PATCH /apis/* 409 x3; compact every=60'")
+    p.add_argument("--faults", metavar="SPEC", help="fault rules, e.g. 'PATCH /apis/* 409 x3; compact every=60' "
+                                                    "(see docs/sandbox.md; change them at run time via /_faults)")
+    p.add_argument("--faults-seed", type=int, metavar="N", help="seed of the fault rules' random draws (p=)")
     p.add_argument("--state", metavar="FILE", help="load the cluster from FILE at start, save it there on exit")
     p.add_argument("--simulate-pods", action="store_true", help="bound pods become Running; "
                                                                 "dralloc.io/sim-duration makes them finish")
@@ -53,7 +55,7 @@ async def serve(args: argparse.Namespace) -> None:
             loop.add_signal_handler(sig, stop.set)
     server = apiserver.ApiServer(host=args.listen, port=args.port, token=args.token, seed=objects,
                                  state_file=args.state, simulate_pods=args.simulate_pods, faults=args.faults,
-                                 bookmark_interval=args.bookmark_interval)
+                                 faults_seed=args.faults_seed, bookmark_interval=args.bookmark_interval)
     await server.start()
     # A long-lived server holds many small dicts: fewer full collections keep writes steady.
     gc.freeze()
@@ -77,5 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(args))
     except (OSError, ValueError) as exc:
         print(f"dralloc sandbox: {exc}", file=sys.stderr)
+        return 2
+    except errors.ApiError as exc:  # a seed object the server refuses
+        print(f"dralloc sandbox: cannot seed: {exc.message}", file=sys.stderr)
         return 2
     return 0

@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from dralloc.sandbox import admission, errors, patching, pods, protobuf, resources, selectors, tables, watches
+from dralloc.sandbox import faults as faults_
 from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
@@ -40,11 +41,13 @@ def _flag(request: web.Request, name: str) -> bool:
 
 
 class Endpoints:
-    def __init__(self, store: store_.Store, hub: watches.Hub, *, bookmark_interval: float = 30.0) -> None:
+    def __init__(self, store: store_.Store, hub: watches.Hub, *, bookmark_interval: float = 30.0,
+                 faults: faults_.Faults | None = None) -> None:
         self.store = store
         self.registry = store.registry
         self.hub = hub
         self.bookmark_interval = bookmark_interval
+        self.faults = faults
 
     # ---- routing ----------------------------------------------------------------------------
 
@@ -192,6 +195,11 @@ class Endpoints:
         watcher = watches.Watcher(rt, ns, self._matcher(request, rt))
         if (want := _table_request(request)) is not None:
             watcher.render = _table_renderer(rt, *want)
+        watcher.agent = request.headers.get("User-Agent", "")
+        auth = request.headers.get("Authorization", "")
+        watcher.token = auth[7:] if auth.startswith("Bearer ") else None
+        if self.faults is not None:
+            watcher.lag = _lag_source(self.faults, request.path, watcher.agent, watcher.token)
         rv_text = request.query.get("resourceVersion", "")
         initial = _flag(request, "sendInitialEvents")
         since: int | None = None
@@ -339,6 +347,12 @@ def _decode_continue(token: str | None) -> tuple[tuple[str, str] | None, int]:
         return (str(data["start"][0]), str(data["start"][1])), int(data["rv"])
     except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
         raise errors.ApiError(400, "the continue token is not valid") from exc
+
+
+def _lag_source(faults: faults_.Faults, path: str, agent: str, token: str | None) -> Callable[[], float]:
+    def lag() -> float:
+        return faults.lag(path, agent, token) if faults.lagging else 0.0
+    return lag
 
 
 def _table_request(request: web.Request) -> tuple[str, str] | None:

@@ -68,7 +68,7 @@ def status_body(
         body["message"] = message
     if code >= 300:
         body["reason"] = reason or REASONS.get(code, "Unknown")
-    if details:
+    if details is not None:
         body["details"] = details
     return body
 

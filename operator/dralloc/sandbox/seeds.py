@@ -196,14 +196,35 @@ def kopf_peering_objects(namespaces: Iterable[str] = ()) -> list[Obj]:
 
 
 def load_files(paths: Iterable[str | os.PathLike[str]]) -> list[Obj]:
-    """Objects from YAML (multi-document) or JSON files; `kind: List` is unpacked."""
+    """Objects from YAML (multi-document) or JSON files.
+
+    A document may be one object, a list of objects (a JSON array or a YAML sequence), or
+    a list object (`kind: List` or `PodList` ..., as `kubectl get -o yaml|json` prints);
+    lists are unpacked. Anything else (a number, an item without apiVersion and kind, a
+    file that does not parse or holds no object) is a ValueError naming the file.
+    """
     out: list[Obj] = []
     for path in paths:
         text = pathlib.Path(path).read_text()
-        docs = [json.loads(text)] if str(path).endswith(".json") else list(yaml.safe_load_all(text))
-        for doc in docs:
-            if isinstance(doc, dict) and doc.get("kind") == "List":
-                out.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
-            elif isinstance(doc, dict):
-                out.append(doc)
+        try:
+            docs = [json.loads(text)] if str(path).endswith(".json") else list(yaml.safe_load_all(text))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise ValueError(f"seed file {path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: "
+                             f"{exc}") from exc
+        found = [obj for doc in docs if doc is not None for obj in _objects(doc, f"seed file {path}")]
+        if not found:
+            raise ValueError(f"seed file {path}: no Kubernetes objects in it")
+        out.extend(found)
     return out
+
+
+def _objects(doc: Any, where: str) -> list[Obj]:
+    if isinstance(doc, list):
+        return [obj for i, item in enumerate(doc) for obj in _objects(item, f"{where}, item {i}")]
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where}: expected a Kubernetes object or a list of them, found {type(doc).__name__}")
+    if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+        return _objects(doc["items"], f"{where}, {doc['kind']}")
+    if not doc.get("apiVersion") or not doc.get("kind"):
+        raise ValueError(f"{where}: an object needs apiVersion and kind (got keys {sorted(doc)})")
+    return [doc]

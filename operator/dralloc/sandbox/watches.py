@@ -9,7 +9,9 @@ history, which is how tests provoke 410.
 
 Events are encoded once (JSON bytes shared by every watcher of the same version), and
 each watcher has an unbounded queue of ready-to-send lines, so a write never waits for
-a slow reader. Selectors are applied per watcher; an object that starts or stops
+a slow reader. A watcher may be told to hold lines back (`lag`, the faults' watch-lag
+rules): held lines wait in order and are released when due; closing a watcher drops
+them, as a real server drops what it had not sent. Selectors are applied per watcher; an object that starts or stops
 matching a selector is sent as ADDED or DELETED, as the real watch cache does.
 """
 
@@ -62,6 +64,11 @@ class Watcher:
         self.closed = False
         # (stored object, object as the view shows it) -> the JSON sent; None = the object itself
         self.render: Callable[[Obj, Obj], bytes] | None = None
+        self.agent = ""  # the client's User-Agent and bearer token, for fault rules aimed at one client
+        self.token: str | None = None
+        self.lag: Callable[[], float] | None = None  # seconds to hold the next line back
+        self._held: collections.deque[tuple[float, bytes]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
 
     def _shape(self, obj: Obj) -> Obj:
         return self.view.outward(obj)
@@ -99,11 +106,49 @@ class Watcher:
             self.close()
             return
         self.last_rv = max(self.last_rv, rv)
-        self.queue.put_nowait(line)
+        delay = self.lag() if self.lag is not None else 0.0
+        if delay > 0 or self._held:
+            self._hold(line, delay)
+        else:
+            self.queue.put_nowait(line)
+
+    def _hold(self, line: bytes, delay: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on a loop (nothing can wait): deliver now
+            self.queue.put_nowait(line)
+            return
+        due = loop.time() + delay
+        if self._held:
+            due = max(due, self._held[-1][0])  # never overtake a line held longer
+        self._held.append((due, line))
+        if self._timer is None:
+            self._timer = loop.call_at(self._held[0][0], self._release)
+
+    def _release(self) -> None:
+        self._timer = None
+        if self.closed:
+            self._held.clear()
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._held and self._held[0][0] <= now:
+            self.queue.put_nowait(self._held.popleft()[1])
+        if self._held:
+            self._timer = loop.call_at(self._held[0][0], self._release)
+
+    @property
+    def held(self) -> int:
+        """Lines waiting for their lag to pass."""
+        return len(self._held)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self._held.clear()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self.queue.put_nowait(CLOSE)
 
 
@@ -158,3 +203,11 @@ class Hub:
         for w in list(self.watchers):
             w.close()
         self.watchers.clear()
+
+    def close_matching(self, predicate: Callable[[Watcher], bool]) -> int:
+        """Close the watchers `predicate` selects; returns how many."""
+        chosen = [w for w in self.watchers if predicate(w)]
+        for w in chosen:
+            w.close()
+            self.watchers.discard(w)
+        return len(chosen)
