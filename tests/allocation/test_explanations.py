@@ -25,7 +25,7 @@ from tests.builders import (
 )
 
 from dralloc import allocation
-from dralloc.allocation import outcomes
+from dralloc.allocation import explaining, outcomes
 from dralloc.allocation.features import Features
 
 GPU = class_("gpu", f'device.driver == "{DRIVER}"')
@@ -192,12 +192,19 @@ def test_explanation_is_deterministic_and_leaves_no_state(name: str) -> None:
     assert _run(case) == _run(case)
 
 
-def test_a_small_budget_makes_the_explanation_say_it_cannot_tell() -> None:
-    """The extra searches get at most the call's budget: when that is too small to decide, the note says
-    it cannot tell which instead of guessing. (The counting bound decides the call itself at once.)"""
-    outcome = _run(CASES["competing-requests-of-one-claim"], budget=3)
+def test_extra_searches_out_of_steps_say_they_cannot_tell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the extra searches run out of their steps, the note says it cannot tell which instead of
+    guessing, and no culprit is named."""
+    monkeypatch.setattr(explaining, "EXPLAIN_STEPS", 1)
+    outcome = _run(CASES["match-attribute-is-named"], budget=None)
     assert isinstance(outcome, outcomes.Unsatisfiable), outcome
-    assert all(r.culprits == () for r in outcome.reasons)
-    assert {r.note for r in outcome.reasons if r.request in ("a", "b")} == {
+    assert [(r.note, r.culprits) for r in outcome.reasons] == [(
         "enough devices individually; constraints, counters or the other requests rule out every combination, "
-        "cannot tell which"}
+        "cannot tell which", ())]
+
+
+def test_extra_searches_get_at_most_the_calls_budget() -> None:
+    """A call with a small budget gives its explanation no more than that (counting bound aside)."""
+    trials = explaining._Trials(search=None, plans=[], budget=5)  # type: ignore[arg-type]
+    assert trials.budget == 5
+    assert explaining._Trials(search=None, plans=[], budget=None).budget == explaining.EXPLAIN_STEPS  # type: ignore[arg-type]

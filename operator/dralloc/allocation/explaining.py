@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from dralloc.allocation import errors
+from dralloc.allocation import bounds, errors
 from dralloc.allocation.constraints import MatchAttribute
 from dralloc.allocation.counters import RelaxedLedger
 from dralloc.allocation.outcomes import Cause, Culprit, RequestReason
@@ -109,6 +109,12 @@ class _Trials:
         if relax != frozenset():
             trial.counters = RelaxedLedger(original.allocated, relax)
         try:
+            # The counting bound ignores constraints and counters, so "impossible" holds for every
+            # variant; it keeps hopeless competition (16 + 16 of 31 devices) from using the budget.
+            if bounds.impossible(variant, order_len=len(trial.order), usable=trial.statically_usable,
+                                 exclusive=lambda plan, info: not plan.admin_access and not trial.shareable(info),
+                                 device_at=lambda position: trial.order[position][1]):
+                return False
             return trial.run()
         except (BudgetExceeded, errors.AllocationInputError):
             return None
