@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -265,7 +266,6 @@ def test_periodic_rules_from_another_thread(apiserver: ThreadedApiServer) -> Non
     for _ in range(500):
         if rule.fired == 2:
             break
-        import time
         time.sleep(0.01)
     assert rule.fired == 2 and rule not in apiserver.faults.rules
 
@@ -316,6 +316,8 @@ async def test_control_endpoint_over_http(async_apiserver: ApiServer, http: Http
     assert code == 400 and "teapot" in bad["message"]
     code, after = await request(http, "DELETE", "/_faults")
     assert code == 200 and after["rules"] == [] and after["counters"]["kinds"] == {"error": 2}
+    first, second = (str(r["id"]) for r in added["added"])
+    assert after["counters"]["rules"] == {first: 1, second: 1}, "rules removed keep their counts"
     assert (await http.get(CM))[0] == 200
     code, zeroed = await request(http, "DELETE", "/_faults?counters=true")
     assert zeroed["counters"]["kinds"] == {}

@@ -141,6 +141,7 @@ class Faults:
         self._ids = itertools.count(1)
         self._kinds: collections.Counter[str] = collections.Counter()
         self._statuses: collections.Counter[int] = collections.Counter()
+        self._by_rule: collections.Counter[int] = collections.Counter()  # also of rules used up or removed
         self._actions: dict[str, Callable[..., None]] = {}
         self._on_periodic: Callable[[Rule], None] | None = None
 
@@ -220,6 +221,7 @@ class Faults:
             if counters:
                 self._kinds.clear()
                 self._statuses.clear()
+                self._by_rule.clear()
 
     @property
     def periodic(self) -> list[Periodic]:
@@ -243,6 +245,7 @@ class Faults:
     def _use(self, rule: Rule) -> None:
         """Count one firing of `rule` (lock held) and drop it when used up."""
         rule.fired += 1
+        self._by_rule[rule.id] += 1
         self._kinds[rule.kind] += 1
         if rule.status is not None and rule.action == REQUEST:
             self._statuses[rule.status] += 1
@@ -288,6 +291,7 @@ class Faults:
             return
         with self._lock:
             rule.fired -= 1
+            self._by_rule[rule.id] -= 1
             self._kinds[rule.kind] -= 1
             if rule.status is not None:
                 self._statuses[rule.status] -= 1
@@ -324,11 +328,13 @@ class Faults:
     # ---- counters ----------------------------------------------------------------------------
 
     def counters(self) -> dict[str, Any]:
-        """Faults injected so far: per kind, per status code, and per rule still present."""
+        """Faults injected so far: per kind, per status code, and per rule id (rules used up or
+        removed included; present rules listed even at 0)."""
         with self._lock:
+            by_rule = {r.id: 0 for r in self.rules} | {k: v for k, v in self._by_rule.items() if v}
             return {"kinds": {k: v for k, v in sorted(self._kinds.items()) if v},
                     "statuses": {str(k): v for k, v in sorted(self._statuses.items()) if v},
-                    "rules": {str(r.id): r.fired for r in self.rules}}
+                    "rules": {str(k): v for k, v in sorted(by_rule.items())}}
 
     def snapshot(self) -> dict[str, Any]:
         """Everything GET /_faults shows."""
