@@ -144,6 +144,7 @@ class Faults:
         self._by_rule: collections.Counter[int] = collections.Counter()  # also of rules used up or removed
         self._actions: dict[str, Callable[..., None]] = {}
         self._on_periodic: Callable[[Rule], None] | None = None
+        self.lagging = False  # whether any watch-lag rule exists: the watch fan-out checks it per event
 
     # ---- wiring to the server ----------------------------------------------------------------
 
@@ -171,6 +172,7 @@ class Faults:
             rule.id = next(self._ids)
             rule.rng = random.Random(f"{self.seed_value}:{rule.id}")
             self.rules.append(rule)
+            self._changed()
         if rule.action in PERIODIC and self._on_periodic is not None:
             self._on_periodic(rule)
         return rule
@@ -213,11 +215,13 @@ class Faults:
         with self._lock:
             before = len(self.rules)
             self.rules = [r for r in self.rules if r.id != rule_id]
+            self._changed()
             return len(self.rules) != before
 
     def clear(self, *, counters: bool = False) -> None:
         with self._lock:
             self.rules.clear()
+            self._changed()
             if counters:
                 self._kinds.clear()
                 self._statuses.clear()
@@ -253,6 +257,7 @@ class Faults:
             rule.times -= 1
             if rule.times <= 0:
                 self.rules = [r for r in self.rules if r is not rule]
+                self._changed()
 
     def _draw(self, rule: Rule) -> bool:
         return rule.p >= 1.0 or rule.rng.random() < rule.p
@@ -300,6 +305,7 @@ class Faults:
                 if not any(r is rule for r in self.rules):
                     self.rules.append(rule)
                     self.rules.sort(key=lambda r: r.id)
+                    self._changed()
 
     def lag(self, path: str, agent: str = "", token: str | None = None) -> float:
         """How long a watch event for this watcher is held back (counted as one fault when > 0)."""
@@ -312,10 +318,8 @@ class Faults:
                     self._use(rule)
             return total
 
-    @property
-    def lagging(self) -> bool:
-        """Whether any watch-lag rule exists (cheap check for the watch fan-out)."""
-        return any(r.action == LAG for r in self.rules)
+    def _changed(self) -> None:
+        self.lagging = any(r.action == LAG for r in self.rules)
 
     def fire_periodic(self, rule: Rule) -> bool:
         """Count a periodic firing; False when the rule is gone (its timer should stop)."""
