@@ -138,6 +138,7 @@ class ApiServer:
         logger.info("sandbox API server listening on %s", self.url)
 
     async def stop(self) -> None:
+        self.faults.on_periodic(None)
         self.hub.close_all()
         if self.simulator is not None:
             self.simulator.stop()

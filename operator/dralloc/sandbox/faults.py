@@ -73,6 +73,7 @@ class Rule:
     id: int = 0  # set when added
     fired: int = 0  # faults injected by this rule
     spec: str = ""  # the rule as written, when it came from a spec
+    removed: bool = dataclasses.field(default=False, repr=False, compare=False)  # taken out by remove()/clear()
     rng: random.Random = dataclasses.field(default_factory=random.Random, repr=False, compare=False)
 
     def matches(self, method: str, path: str, agent: str = "", token: str | None = None) -> bool:
@@ -152,8 +153,8 @@ class Faults:
         """Connect an immediate action ("close-watches", "compact") to the running server."""
         self._actions[action] = fn
 
-    def on_periodic(self, fn: Callable[[Rule], None]) -> None:
-        """Called for each periodic rule added (the server starts its timer)."""
+    def on_periodic(self, fn: Callable[[Rule], None] | None) -> None:
+        """Called for each periodic rule added (the server starts its timer); None unbinds."""
         self._on_periodic = fn
 
     # ---- adding and removing rules -----------------------------------------------------------
@@ -214,12 +215,16 @@ class Faults:
     def remove(self, rule_id: int) -> bool:
         with self._lock:
             before = len(self.rules)
+            for rule in self.rules:
+                rule.removed = rule.removed or rule.id == rule_id
             self.rules = [r for r in self.rules if r.id != rule_id]
             self._changed()
             return len(self.rules) != before
 
     def clear(self, *, counters: bool = False) -> None:
         with self._lock:
+            for rule in self.rules:
+                rule.removed = True
             self.rules.clear()
             self._changed()
             if counters:
@@ -302,7 +307,7 @@ class Faults:
                 self._statuses[rule.status] -= 1
             if rule.times is not None:
                 rule.times += 1
-                if not any(r is rule for r in self.rules):
+                if not rule.removed and not any(r is rule for r in self.rules):
                     self.rules.append(rule)
                     self.rules.sort(key=lambda r: r.id)
                     self._changed()
