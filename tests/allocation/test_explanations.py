@@ -83,7 +83,7 @@ CASES: dict[str, Case] = {
         claims=[claim("c").request("r", "gpu", count=2).constraint_match(NUMA)],
         slices=[gpus((0, "x"), (1, "x"))],
         messages={"c/r": "claim default/c, request r: 2 of 2 devices of class gpu usable, 2 needed; " + ENOUGH
-                         + f"matchAttribute {NUMA} (constraint #0 of claim default/c) rules out every combination: "
+                         + f"matchAttribute {NUMA} (claim default/c, constraint #0) rules out every combination: "
                          "without it the claims fit"},
         culprits=("constraint",),
     ),
@@ -93,10 +93,10 @@ CASES: dict[str, Case] = {
         slices=[gpus((0, "x"), (1, "x")), nics(1)],
         messages={
             "c/a": "claim default/c, request a: 2 of 2 devices of class gpu usable, 1 needed; " + ENOUGH
-                   + f"distinctAttribute {MODEL} over requests a, b (constraint #0 of claim default/c) rules out "
+                   + f"distinctAttribute {MODEL} over requests a, b (claim default/c, constraint #0) rules out "
                    "every combination: without it the claims fit",
             "c/b": "claim default/c, request b: 2 of 2 devices of class gpu usable, 1 needed; " + ENOUGH
-                   + f"distinctAttribute {MODEL} over requests a, b (constraint #0 of claim default/c) rules out "
+                   + f"distinctAttribute {MODEL} over requests a, b (claim default/c, constraint #0) rules out "
                    "every combination: without it the claims fit",
         },
         culprits=("constraint",),
@@ -106,8 +106,8 @@ CASES: dict[str, Case] = {
         slices=[gpus((0, "x"), (0, "y"), (1, "x"))],
         messages={f"c/{r}": f"claim default/c, request {r}: 3 of 3 devices of class gpu usable, 1 needed; " + ENOUGH
                   + "each of these rules out every combination (relaxing any one of them, the claims fit): "
-                  f"matchAttribute {NUMA} (constraint #0 of claim default/c); "
-                  f"matchAttribute {MODEL} (constraint #1 of claim default/c)" for r in ("a", "b")},
+                  f"matchAttribute {NUMA} (claim default/c, constraint #0); "
+                  f"matchAttribute {MODEL} (claim default/c, constraint #1)" for r in ("a", "b")},
         culprits=("constraint", "constraint"),
     ),
     "two-constraints-only-together-cannot-tell": Case(

@@ -332,3 +332,20 @@ class TestInvalidItems:
         only_room = documents(tmp_path / "w2.yaml", [claim("big").request("gpu", "gpu", count=2)])
         run = dralloc("simulate", "-f", snapshot, "--workload", only_room, "-o", "json")
         assert (run.code, run.json()["errors"]) == (1, 0)
+
+
+def test_culprit_names_each_items_own_claim(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """Items of one shape share an explanation; the constraint it names is each item's own claim's."""
+    from tests.builders import device, slice_
+
+    numa = slice_("n1-gpus", pool="n1", node="n1", devices=[device("gpu-0").attr("numa", 0),
+                                                            device("gpu-1").attr("numa", 1)])
+    snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, node("n1"), numa])
+    workload = documents(tmp_path / "w.yaml", [
+        claim(name).request("gpu", "gpu", count=2).constraint_match("gpu.example.com/numa")
+        for name in ("first", "second")])
+    report = dralloc("simulate", "-f", snapshot, "--workload", workload, "-o", "json").json()
+    assert [(u["name"], u["reason"].split("; ", 1)[1]) for u in report["unplaced"]] == [
+        (name, "enough devices individually, but matchAttribute gpu.example.com/numa "
+               f"(claim default/{name}, constraint #0) rules out every combination: without it the claims fit")
+        for name in ("first", "second")]

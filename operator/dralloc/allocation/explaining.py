@@ -131,7 +131,8 @@ def _constraint_text(claim: ClaimPlan, index: int) -> str:
     constraint = claim.constraints[index]
     kind = "matchAttribute" if isinstance(constraint, MatchAttribute) else "distinctAttribute"
     scope = f" over requests {', '.join(sorted(constraint.requests))}" if constraint.requests else ""
-    return f"{kind} {constraint.attribute}{scope} (constraint #{index} of claim {claim.ref})"
+    # "claim NS/NAME" followed by "," or ":": how cached explanations are renamed for other items.
+    return f"{kind} {constraint.attribute}{scope} (claim {claim.ref}, constraint #{index})"
 
 
 def _competing(trials: _Trials, keys: list[RequestKey]) -> Culprit | None:
