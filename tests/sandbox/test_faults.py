@@ -381,3 +381,21 @@ async def seeded_cli(tmp_path: pathlib.Path) -> AsyncIterator[ApiServer]:
 
 async def test_json_array_seed_is_served(seeded_cli: ApiServer) -> None:
     assert seeded_cli.get("v1", "ConfigMap", "from-array", "default") is not None
+
+
+@pytest.mark.sandbox(token=["replica-a-token", "replica-b-token"])
+def test_token_targeting_with_one_token_per_replica(apiserver: ThreadedApiServer, tmp_path: pathlib.Path) -> None:
+    """Each replica logs in with its own token; a rule aimed at one token hits only that replica."""
+    import kubernetes
+    apiserver.faults.load("GET /api/v1/namespaces 503 token=replica-b-token")
+    codes = {}
+    for replica in ("a", "b"):
+        path = apiserver.write_kubeconfig(tmp_path / f"kc-{replica}", token=f"replica-{replica}-token")
+        with kubernetes.config.new_client_from_config(config_file=str(path)) as api:
+            try:
+                kubernetes.client.CoreV1Api(api).list_namespace(_request_timeout=5)
+                codes[replica] = 200
+            except kubernetes.client.ApiException as exc:
+                codes[replica] = exc.status
+    assert codes == {"a": 200, "b": 503}
+    assert apiserver.kubeconfig is not None and "replica-a-token" in apiserver.kubeconfig.read_text()

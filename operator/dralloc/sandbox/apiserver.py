@@ -23,7 +23,7 @@ import logging
 import os
 import pathlib
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -62,7 +62,7 @@ class ApiServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,  # 0 = a free port, chosen at start
-        token: str | None = None,  # None = no authentication
+        token: str | Sequence[str] | None = None,  # None = no authentication; several = any of them
         seed: Iterable[Obj] = (),
         state_file: str | os.PathLike[str] | None = None,  # load at start, save at stop
         simulate_pods: bool = False,
@@ -73,7 +73,10 @@ class ApiServer:
         bookmark_interval: float = 30.0,
         validate_schemas: bool = True,
     ) -> None:
-        self.host, self.port, self.token = host, port, token
+        tokens = [token] if isinstance(token, str) else list(token or ())
+        self.tokens = frozenset(tokens)
+        self.token = tokens[0] if tokens else None  # the one write_kubeconfig() uses
+        self.host, self.port = host, port
         self.state_file = pathlib.Path(state_file) if state_file else None
         self.registry = resources.Registry()
         self.hub = watches.Hub(history)
@@ -203,9 +206,13 @@ class ApiServer:
 
     # ---- helpers for tests and the CLI ------------------------------------------------------
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        self.kubeconfig = kubeconfig.write(path, self.url, self.token)
-        return self.kubeconfig
+    def write_kubeconfig(self, path: str | os.PathLike[str], token: str | None = None) -> pathlib.Path:
+        """A kubeconfig for this server, with `token` (default: the first one configured; only
+        then is it remembered as `self.kubeconfig`)."""
+        written = kubeconfig.write(path, self.url, token or self.token)
+        if token is None:
+            self.kubeconfig = written
+        return written
 
     def seed(self, objects: Iterable[Obj]) -> list[Obj]:
         """Store objects as given (status included); namespaces they name are created."""
@@ -291,7 +298,7 @@ class ApiServer:
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            if self.tokens and bearer_token(request) not in self.tokens:
                 raise errors.ApiError(401, "Unauthorized")
             if request.path.startswith(FAULTS_PATH):
                 return await handler(request)

@@ -36,7 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state", metavar="FILE", help="load the cluster from FILE at start, save it there on exit")
     p.add_argument("--simulate-pods", action="store_true", help="bound pods become Running; "
                                                                 "dralloc.io/sim-duration makes them finish")
-    p.add_argument("--token", help="require this bearer token")
+    p.add_argument("--token", action="append", metavar="T",
+                   help="require this bearer token (repeatable: any of them; the kubeconfig gets the first)")
     p.add_argument("--bookmark-interval", type=float, default=30.0, help=argparse.SUPPRESS)
     return p
 

@@ -90,9 +90,12 @@ class ThreadedApiServer:
     def faults(self) -> faults.Faults:
         return self._srv.faults
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        self.kubeconfig = self._srv.write_kubeconfig(path)
-        return self.kubeconfig
+    def write_kubeconfig(self, path: str | os.PathLike[str], token: str | None = None) -> pathlib.Path:
+        """A kubeconfig for this server (the fixture's own stays in `kubeconfig` unless `token` is None)."""
+        written = self._srv.write_kubeconfig(path, token)
+        if token is None:
+            self.kubeconfig = written
+        return written
 
     def seed(self, objects: Iterable[Obj]) -> list[Obj]:
         objs = list(objects)
