@@ -143,15 +143,27 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--features", default="", metavar="GATE=true,...", help="DRA feature gates (1.36 defaults)")
     p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
     p.add_argument("--metrics-port", type=int, default=8080, help="Prometheus /metrics port (0: off)")
-    p.add_argument("--metrics-address", default="0.0.0.0", help="address for /metrics")
-    p.add_argument("--health-port", type=int, default=8081, help="liveness/readiness port for /healthz (0: off)")
+    p.add_argument("--metrics-address", default="127.0.0.1",
+                   help="address for /metrics (default 127.0.0.1; the Deployment passes the pod IP)")
+    p.add_argument("--health-port", type=int, default=8081, help="port for /healthz (0: off)")
+    p.add_argument("--health-address", default="127.0.0.1",
+                   help="address for /healthz (default 127.0.0.1; the Deployment passes the pod IP)")
     p.add_argument("--log-format", default="plain", choices=("plain", "json"), help="log line format")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     p.add_argument("--standalone", action="store_true",
-                   help="no kopf peering: this process is always the active replica")
-    p.add_argument("--priority", type=int, default=None,
-                   help="kopf peering priority (default: derived from the pod name, distinct per replica)")
-    p.add_argument("--peering-name", default="dralloc", help="kopf ClusterKopfPeering object to use")
+                   help="no leader election: this process always acts (one replica only)")
+    p.add_argument("--leader-elect-lease-duration", type=float, default=15.0, metavar="SECONDS",
+                   help="how long a Lease not renewed stays with its holder before others take it (default 15)")
+    p.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, metavar="SECONDS",
+                   help="the holder stops acting when it could not renew for this long (default 10)")
+    p.add_argument("--leader-elect-retry-period", type=float, default=2.0, metavar="SECONDS",
+                   help="how often the holder renews and candidates try (default 2)")
+    p.add_argument("--leader-elect-resource-name", default="dralloc", metavar="NAME",
+                   help="the coordination.k8s.io Lease to hold (default dralloc)")
+    p.add_argument("--leader-elect-resource-namespace", default=None, metavar="NS",
+                   help="its namespace (default $POD_NAMESPACE, else dralloc-system)")
+    p.add_argument("--identity", default=None,
+                   help="this replica's name in the Lease, logs and Events (default <pod or host name>_<random>)")
     p.add_argument("--eviction-per-minute", type=int, default=None, metavar="N",
                    help="NoExecute device-taint evictions per minute, 0 = unlimited "
                    "(default: $DRALLOC_EVICTION_PER_MINUTE or 60)")
@@ -167,6 +179,7 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
     from dralloc.settings import (
         ConnectionSettings,
         EvictionSettings,
+        LeaderElectionSettings,
         RuntimeSettings,
         SchedulingSettings,
         Settings,
@@ -178,20 +191,33 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
                                       namespaces=tuple(args.namespaces), features=features, budget=args.budget),
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
-        runtime=RuntimeSettings(metrics_port=args.metrics_port, metrics_address=args.metrics_address,
-                                health_port=args.health_port, log_format=args.log_format,
-                                log_level=args.log_level.upper(), standalone=args.standalone,
-                                priority=args.priority, peering_name=args.peering_name),
+        runtime=RuntimeSettings(
+            metrics_port=args.metrics_port, metrics_address=args.metrics_address,
+            health_port=args.health_port, health_address=args.health_address, log_format=args.log_format,
+            log_level=args.log_level.upper(),
+            leader_election=LeaderElectionSettings(
+                enabled=not args.standalone, lease_duration=args.leader_elect_lease_duration,
+                renew_deadline=args.leader_elect_renew_deadline, retry_period=args.leader_elect_retry_period,
+                resource_name=args.leader_elect_resource_name,
+                resource_namespace=args.leader_elect_resource_namespace, identity=args.identity)),
     )
 
 
 def _run_operator(args: argparse.Namespace) -> int:
     from dralloc import running
+    from dralloc.state.leadership import Timing
 
     features = _features(args)
     if features is None:
         return 2
-    return running.run(settings_from_args(args, features))
+    settings = settings_from_args(args, features)
+    election = settings.runtime.leader_election
+    problems = Timing(election.lease_duration, election.renew_deadline, election.retry_period).problems()
+    if problems and election.enabled:
+        for problem in problems:
+            print(f"dralloc run: {problem}", file=sys.stderr)
+        return 2
+    return running.run(settings)
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

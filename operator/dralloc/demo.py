@@ -35,7 +35,13 @@ import yaml
 from dralloc import running
 from dralloc.model import quantities
 from dralloc.sandbox import ApiError, ThreadedApiServer, demo_objects
-from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
+from dralloc.settings import (
+    ConnectionSettings,
+    LeaderElectionSettings,
+    RuntimeSettings,
+    SchedulingSettings,
+    Settings,
+)
 
 Obj = dict[str, Any]
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -242,7 +248,7 @@ def operator_settings(kubeconfig: pathlib.Path, options: Options) -> Settings:
         connection=ConnectionSettings(kubeconfig=str(kubeconfig)),
         scheduling=SchedulingSettings(),
         runtime=RuntimeSettings(metrics_port=options.metrics_port, metrics_address="127.0.0.1", health_port=0,
-                                standalone=True, log_level=options.log_level),
+                                leader_election=LeaderElectionSettings(enabled=False), log_level=options.log_level),
     )
 
 

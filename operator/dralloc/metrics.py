@@ -29,7 +29,7 @@ API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-de
 QUEUE_STATES = ("pending", "backoff", "unschedulable", "error")
 # The control loops; each isolates errors per object (counted in object_errors) so that a
 # whole pass fails (pass_failures) only on a bug of ours, never because of one object.
-LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics")
+LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election")
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
 EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
@@ -81,6 +81,9 @@ health_transitions = Counter(
     "Device health state changes made by DeviceHealthPolicies, by the state entered.", ["state"],
     registry=REGISTRY)
 
+leader = Gauge(
+    "dralloc_leader", "1 while this replica holds the leader Lease and acts (0: standby); by Lease name.",
+    ["lease"], registry=REGISTRY)
 object_errors = Counter(
     "dralloc_object_errors_total",
     "Objects a control loop could not handle (an invalid object, or a bug met while deciding for it); "
@@ -163,6 +166,10 @@ def observe_allocation(result: str, seconds: float, steps: int | None = None) ->
     allocation_duration.labels(result).observe(seconds)
     if steps is not None and result == "allocated":
         search_steps.observe(steps)
+
+
+def set_leader(lease: str, active: bool) -> None:
+    leader.labels(lease).set(1 if active else 0)
 
 
 def observe_object_error(loop: str) -> None:

@@ -7,10 +7,10 @@ with settings they build themselves (`run_in_loop`).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from typing import Any
@@ -24,18 +24,32 @@ from dralloc.settings import Settings
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {"time": self.formatTime(record), "level": record.levelname,
-                                 "logger": record.name, "message": record.getMessage()}
+                                 "replica": getattr(record, "replica", "-"), "logger": record.name,
+                                 "message": record.getMessage()}
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
 
 
-def configure_logging(settings: Settings) -> None:
+class _Replica(logging.Filter):
+    """Every line says which replica wrote it (two replicas log to one place in a cluster)."""
+
+    def __init__(self, identity: str) -> None:
+        super().__init__()
+        self.identity = identity
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.replica = self.identity
+        return True
+
+
+def configure_logging(settings: Settings, identity: str = "-") -> None:
     handler = logging.StreamHandler()
+    handler.addFilter(_Replica(identity))
     if settings.runtime.log_format == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s [%(replica)s] %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.runtime.log_level)
@@ -44,41 +58,77 @@ def configure_logging(settings: Settings) -> None:
     logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, root.level))
 
 
-def peering_priority(settings: Settings) -> int:
-    """Replicas must differ in priority, or kopf freezes them all: derive it from the pod name."""
-    if settings.runtime.priority is not None:
-        return settings.runtime.priority
-    name = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or "dralloc"
-    return int(hashlib.sha256(name.encode()).hexdigest()[:6], 16) % 1000 + 1
+async def _wait(flag: asyncio.Event | threading.Event) -> None:
+    if isinstance(flag, asyncio.Event):
+        await flag.wait()
+        return
+    while not flag.is_set():
+        await asyncio.sleep(0.05)
 
 
 async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threading.Event | None = None,
                       ready_flag: asyncio.Event | threading.Event | None = None,
                       runtime: Runtime | None = None,  # for tests: to look inside the running operator
-                      identity: str | None = None,  # for tests: kopf peering identity (default host@pid)
                       ) -> None:
-    """Run the operator in the current event loop until stop_flag is set (kopf cancels this loop's tasks)."""
+    """Run the operator in the current event loop until stop_flag is set (or SIGINT/SIGTERM in the main thread).
+
+    Stopping is ours first, then kopf's: the election gives the Lease up and the control
+    loops finish their step (handlers/operating.py `stop_everything`) before kopf stops
+    its watches, so a rolling update hands over at once and no write is cut in half.
+    """
     import dralloc.handlers  # noqa: F401  (registers the handlers)
+    from dralloc.handlers import operating
     from dralloc.handlers.registry import REGISTRY
 
     if settings.connection.kubeconfig:
         os.environ["KUBECONFIG"] = settings.connection.kubeconfig
     options = settings.runtime
     namespaces = settings.scheduling.namespaces
-    await kopf.operator(
-        registry=REGISTRY,
-        clusterwide=not namespaces,
-        namespaces=list(namespaces),
-        standalone=options.standalone,
-        # Naming a peering makes it mandatory in kopf: only when this replica must peer.
-        priority=None if options.standalone else peering_priority(settings),
-        peering_name=None if options.standalone else options.peering_name,
-        liveness_endpoint=f"http://0.0.0.0:{options.health_port}/healthz" if options.health_port else None,
-        identity=identity,  # type: ignore[arg-type]  # kopf.Identity is a NewType of str, not exported
-        memo=runtime if runtime is not None else Runtime(settings),
-        stop_flag=stop_flag,
-        ready_flag=ready_flag,
-    )
+    rt = runtime if runtime is not None else Runtime(settings)
+    loop = asyncio.get_running_loop()
+    requested, kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def stop_when_asked() -> None:
+        waits: list[asyncio.Task[Any]] = [asyncio.create_task(requested.wait())]
+        if stop_flag is not None:
+            waits.append(asyncio.create_task(_wait(stop_flag)))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+        logging.getLogger(__name__).info("stopping (replica %s)", rt.identity)
+        await operating.stop_everything(rt)
+        kopf_stop.set()
+
+    async def when_ready() -> None:
+        await kopf_ready.wait()
+        if threading.current_thread() is threading.main_thread():
+            # kopf installed its own handlers when it started; ours stop the loops first.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, requested.set)
+        if ready_flag is not None:
+            ready_flag.set()
+
+    # Created before kopf starts, so kopf's shutdown leaves them to us.
+    helpers = [asyncio.create_task(stop_when_asked(), name="dralloc-stopper"),
+               asyncio.create_task(when_ready(), name="dralloc-ready")]
+    try:
+        await kopf.operator(
+            registry=REGISTRY,
+            clusterwide=not namespaces,
+            namespaces=list(namespaces),
+            standalone=True,  # one replica acts through our own leader election (handlers/leading.py)
+            liveness_endpoint=(f"http://{options.health_address}:{options.health_port}/healthz"
+                               if options.health_port else None),
+            memo=rt,
+            stop_flag=kopf_stop,
+            ready_flag=kopf_ready,
+        )
+    finally:
+        for task in helpers:
+            task.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
 
 
 class OperatorThread:
@@ -88,10 +138,9 @@ class OperatorThread:
     process.
     """
 
-    def __init__(self, settings: Settings, *, runtime: Runtime | None = None, identity: str | None = None) -> None:
+    def __init__(self, settings: Settings, *, runtime: Runtime | None = None) -> None:
         self.settings = settings
         self.runtime = runtime if runtime is not None else Runtime(settings)
-        self.identity = identity
         self.stop_flag = threading.Event()
         self.ready_flag = threading.Event()
         self.error: BaseException | None = None
@@ -100,7 +149,7 @@ class OperatorThread:
     def _main(self) -> None:
         try:
             asyncio.run(run_in_loop(self.settings, stop_flag=self.stop_flag, ready_flag=self.ready_flag,
-                                    runtime=self.runtime, identity=self.identity))
+                                    runtime=self.runtime))
         except BaseException as exc:  # reported by start() and by whoever watches `alive`
             self.error = exc
 
@@ -127,9 +176,10 @@ class OperatorThread:
 
 
 def run(settings: Settings) -> int:
-    configure_logging(settings)
+    runtime = Runtime(settings)
+    configure_logging(settings, runtime.identity)
     try:
-        asyncio.run(run_in_loop(settings))
+        asyncio.run(run_in_loop(settings, runtime=runtime))
     except KeyboardInterrupt:
         pass
     return 0

@@ -41,15 +41,30 @@ class EvictionSettings(_Settings):
     dry_run: bool | None = None
 
 
+class LeaderElectionSettings(_Settings):
+    """kube-scheduler's --leader-elect-* flags, with its defaults."""
+
+    enabled: bool = True  # False (--standalone): this process always acts
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = "dralloc"
+    resource_namespace: str | None = None  # None: $POD_NAMESPACE, else "dralloc-system"
+    identity: str | None = None  # None: <pod or host name>_<random>, unique per process
+
+
 class RuntimeSettings(_Settings):
     metrics_port: int = 8080  # 0 disables the metrics endpoint
-    metrics_address: str = "0.0.0.0"
-    health_port: int = 8081  # kopf liveness endpoint; 0 disables it
+    metrics_address: str = "127.0.0.1"  # the Deployment passes the pod's IP
+    health_port: int = 8081  # /healthz (liveness, readiness details); 0 disables it
+    health_address: str = "127.0.0.1"
     log_format: str = "plain"  # plain | json
     log_level: str = "INFO"
-    standalone: bool = False  # no kopf peering: this replica is always active
-    peering_name: str = "dralloc"
-    priority: int | None = None  # kopf peering priority; None: derived from the pod name
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+
+    @property
+    def standalone(self) -> bool:
+        return not self.leader_election.enabled
 
 
 class Settings(_Settings):

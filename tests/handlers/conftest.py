@@ -36,9 +36,15 @@ import pytest
 import yaml
 
 from dralloc import running
-from dralloc.sandbox import Faults, ThreadedApiServer, kopf_peering_objects
+from dralloc.sandbox import Faults, ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import _options, pytest_configure
-from dralloc.settings import ConnectionSettings, RuntimeSettings, SchedulingSettings, Settings
+from dralloc.settings import (
+    ConnectionSettings,
+    LeaderElectionSettings,
+    RuntimeSettings,
+    SchedulingSettings,
+    Settings,
+)
 
 __all__ = ["Cluster", "OperatorThread", "apiserver", "faults", "operator", "pytest_configure", "wait_for"]
 
@@ -177,15 +183,6 @@ def crds() -> list[dict[str, Any]]:
     return [doc for path in sorted((REPO / "crds").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
 
 
-def peering_objects(server: Cluster, name: str) -> list[Obj]:
-    """kopf's peering CRDs and a peering object `name`: cluster-wide, or in the operator's namespaces."""
-    crd_objects = [o for o in kopf_peering_objects() if o["kind"] == "CustomResourceDefinition"]
-    if not server.operator_namespaces:
-        return [*crd_objects, {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": name}}]
-    return [*crd_objects, *({"apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
-                             "metadata": {"name": name, "namespace": ns}} for ns in server.operator_namespaces)]
-
-
 def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
     """Poll until `condition()` returns something truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -215,12 +212,17 @@ class OperatorThread(running.OperatorThread):
             raise AssertionError(str(exc)) from exc
 
 
-def operator_settings(server: Cluster, *, peering: int | None = None, peering_name: str = "default",
+def operator_settings(server: Cluster, *, elect: str | None = None, timing: tuple[float, float, float] = (3.0, 2.0, 0.5),
                       **scheduling: Any) -> Settings:
-    """Standalone, or with `peering=<priority>` in the kopf peering `peering_name` (see `peering_objects`)."""
-    runtime = (RuntimeSettings(metrics_port=0, health_port=0, standalone=True) if peering is None else
-               RuntimeSettings(metrics_port=0, health_port=0, standalone=False, priority=peering,
-                               peering_name=peering_name))
+    """Standalone, or with `elect=<identity>`: leader election on the Lease `server.name("dralloc")` in the
+    test's namespace, with short durations (lease, renew deadline, retry period) so tests see failovers."""
+    if elect is None:
+        runtime = RuntimeSettings(metrics_port=0, health_port=0, leader_election=LeaderElectionSettings(enabled=False))
+    else:
+        lease, deadline, retry = timing
+        runtime = RuntimeSettings(metrics_port=0, health_port=0, leader_election=LeaderElectionSettings(
+            lease_duration=lease, renew_deadline=deadline, retry_period=retry, identity=elect,
+            resource_name=server.name("dralloc"), resource_namespace=server.namespace))
     kubeconfig = server.kubeconfig
     namespaces = getattr(server, "operator_namespaces", ())  # bench/ and tests/manifests/ pass a bare sandbox
     return Settings(

@@ -21,8 +21,7 @@ from dralloc import cli
 
 EXPECTED_KINDS = collections.Counter({
     "Namespace": 1,
-    "CustomResourceDefinition": 4,  # allocationpolicies, devicehealthpolicies, kopf's two peering types
-    "ClusterKopfPeering": 1,
+    "CustomResourceDefinition": 2,  # allocationpolicies, devicehealthpolicies
     "ServiceAccount": 1,
     "ClusterRole": 1,
     "ClusterRoleBinding": 1,
@@ -32,8 +31,8 @@ EXPECTED_KINDS = collections.Counter({
     "PrometheusRule": 1,
     "ConfigMap": 1,
 })
-CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterKopfPeering", "ClusterRole", "ClusterRoleBinding"}
-NO_OFFLINE_SCHEMA = {"ClusterKopfPeering", "ServiceMonitor", "PrometheusRule"}  # CRD types: no built-in schema
+CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+NO_OFFLINE_SCHEMA = {"ServiceMonitor", "PrometheusRule"}  # CRD types: no built-in schema
 
 
 def yaml_files() -> list[str]:
@@ -122,9 +121,10 @@ def _container() -> dict:
 def test_deployment_runs_dralloc_with_flags_the_cli_accepts() -> None:
     args = cli.build_parser().parse_args(_container()["args"])
     assert args.command == "run" and args.in_cluster is True and args.standalone is False
-    assert args.namespaces == []  # cluster-wide: the ClusterRole and the ClusterKopfPeering assume it
-    peering = find(load("kopf-peering.yaml"), "ClusterKopfPeering")
-    assert args.peering_name == peering["metadata"]["name"] == "dralloc"
+    assert args.namespaces == []  # cluster-wide: the ClusterRole assumes it
+    assert args.leader_elect_resource_name == "dralloc"  # the Lease the ClusterRole names
+    # The endpoints listen on the pod's IP, which the kubelet expands from the env.
+    assert args.metrics_address == args.health_address == "$(POD_IP)"
     ports = {p["name"]: p["containerPort"] for p in _container()["ports"]}
     assert ports == {"metrics": args.metrics_port, "health": args.health_port} == {"metrics": 8080, "health": 8081}
 
@@ -135,8 +135,9 @@ def test_deployment_is_two_hardened_replicas_with_probes() -> None:
     container = _container()
     assert deployment["spec"]["replicas"] == 2
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]}
-    assert env["POD_NAME"] == "metadata.name"  # peering priority and Event reportingInstance
-    assert env["POD_ID"] == "metadata.name"  # kopf's peer identity
+    assert env["POD_NAME"] == "metadata.name"  # the replica's identity and Event reportingInstance
+    assert env["POD_NAMESPACE"] == "metadata.namespace"  # where the Lease lives
+    assert env["POD_IP"] == "status.podIP"  # the endpoints' address
     for probe in ("livenessProbe", "readinessProbe"):
         http = container[probe]["httpGet"]
         assert http["path"] == "/healthz" and http["port"] == "health", probe

@@ -1,6 +1,6 @@
 """`kubectl apply` of the rendered manifests, against the sandbox API server.
 
-CRDs go first (as a fresh cluster needs them before the ClusterKopfPeering), then every
+CRDs go first (as a fresh cluster needs them before our custom objects), then every
 object of a kind the sandbox serves. The sandbox serves the core, DRA, CRD, Event, Lease
 and ConfigMap types but no apps/v1, rbac, ServiceAccount or Service, and the Prometheus
 Operator's types are CRDs it does not have: those objects are skipped here and checked
@@ -27,7 +27,7 @@ __all__ = ["apiserver", "pytest_configure"]
 
 pytestmark = needs_kubectl
 
-MUST_APPLY = {"Namespace", "CustomResourceDefinition", "ClusterKopfPeering", "ConfigMap"}
+MUST_APPLY = {"Namespace", "CustomResourceDefinition", "ConfigMap"}
 # Kinds this sandbox does not serve (see the module docstring); anything else must apply.
 NOT_SERVED = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceMonitor",
               "PrometheusRule"}
@@ -75,7 +75,7 @@ def test_rendered_manifests_apply(apiserver: ThreadedApiServer, tmp_path: pathli
     objs = render()
     crds = [o for o in objs if is_crd(o)]
     out = kubectl(apiserver, tmp_path, "apply", objs=crds)
-    assert out.count(" created") == len(crds) == 4, out
+    assert out.count(" created") == len(crds) == 2, out
     kubectl(apiserver, tmp_path, "wait", "--for=condition=Established", "--timeout=20s",
             *(f"crd/{c['metadata']['name']}" for c in crds))
 
@@ -98,19 +98,6 @@ def test_rendered_manifests_apply(apiserver: ThreadedApiServer, tmp_path: pathli
     # Applying the same manifests again changes nothing.
     again = kubectl(apiserver, tmp_path, "apply", objs=[*crds, *applied])
     assert again.count(" unchanged") == len(crds) + len(applied), again
-
-
-def test_the_operator_peering_object_is_usable(apiserver: ThreadedApiServer, tmp_path: pathlib.Path) -> None:
-    """kopf patches its heartbeat into the ClusterKopfPeering's status (no status subresource)."""
-    objs = render()
-    kubectl(apiserver, tmp_path, "apply", objs=[o for o in objs if is_crd(o)])
-    kubectl(apiserver, tmp_path, "wait", "--for=condition=Established", "--timeout=20s",
-            "crd/clusterkopfpeerings.kopf.dev")
-    kubectl(apiserver, tmp_path, "apply", objs=[o for o in objs if o["kind"] == "ClusterKopfPeering"])
-    heartbeat = {"status": {"dralloc-0": {"priority": 100, "lifetime": 60, "lastseen": "2026-01-01T00:00:00"}}}
-    kubectl(apiserver, tmp_path, "patch", "clusterkopfpeering", "dralloc", "--type=merge", "-p", json.dumps(heartbeat))
-    stored = apiserver.get("kopf.dev/v1", "ClusterKopfPeering", "dralloc")
-    assert stored is not None and stored["status"] == heartbeat["status"]
 
 
 @pytest.mark.parametrize("kind", sorted(NOT_SERVED))

@@ -9,11 +9,11 @@ beyond their union:
 - kopf's own calls for the handlers we register, derived from kopf's registry after
   `import dralloc.handlers`: list+watch of every resource a handler watches, patch (and
   status patch where the CRD has a status subresource) of the resources with changing
-  handlers or daemons, core v1 Events, the ClusterKopfPeering it watches and patches,
-  and the CRDs it watches. kopf has no public accessor for handlers by kind, so this reads
+  handlers or daemons, and the CRDs it watches (kopf runs standalone and posts no Events:
+  leader election is ours, on a Lease). kopf has no public accessor for handlers by kind, so this reads
   the registries `kopf._core.reactor.observation` itself reads (`registry._watching`, ...).
 
-Last, the real operator runs with peering against the sandbox (seeded from manifests/),
+Last, the real operator runs with leader election against the sandbox (seeded from manifests/),
 places pods in both modes, fails one, finishes one; every request it sent must be allowed.
 """
 
@@ -35,7 +35,7 @@ from dralloc.handlers import operating
 from dralloc.kube import resources
 from dralloc.sandbox import ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
-from dralloc.settings import ConnectionSettings, RuntimeSettings, Settings
+from dralloc.settings import ConnectionSettings, LeaderElectionSettings, RuntimeSettings, Settings
 
 __all__ = ["apiserver", "pytest_configure"]
 
@@ -63,7 +63,10 @@ def grants() -> list[Grant]:
 
 
 def allowed(call: Call, name: str | None = None) -> bool:
+    """Whether the ClusterRole grants the call; the Lease is only ever ours (--leader-elect-resource-name)."""
     group, resource, verb = call
+    if resource == "leases" and name is None and verb != "create":
+        name = deployment_args().leader_elect_resource_name
     return any(g.group == group and g.resource == resource and g.verb == verb
                and (not g.names or name in g.names) for g in grants())
 
@@ -110,11 +113,7 @@ def kopf_calls() -> set[Call]:
         calls.add((r.group, r.plural, "patch"))
         if "status" in r.subresources:
             calls.add((r.group, f"{r.plural}/status", "patch"))
-    calls.add(("", "events", "create"))  # kopf posts per-object log messages as core v1 Events
     calls |= {("apiextensions.k8s.io", "customresourcedefinitions", verb) for verb in ("list", "watch")}
-    args = deployment_args()
-    assert not args.standalone and not args.namespaces, "cluster-wide peering: ClusterKopfPeering"
-    calls |= {("kopf.dev", "clusterkopfpeerings", verb) for verb in ("list", "watch", "patch")}
     return calls
 
 
@@ -201,9 +200,7 @@ def test_every_kopf_call_is_allowed() -> None:
     calls = kopf_calls()
     watched = {(g, r) for g, r, v in calls if v == "watch"}
     assert {(g, r) for _, g, _, r in dralloc.handlers.watching.WATCHED} <= watched
-    assert ("dralloc.io", "allocationpolicies/status", "patch") in calls
-    peering = deployment_args().peering_name
-    missing = [call for call in calls if not allowed(call, name=peering)]
+    missing = [call for call in calls if not allowed(call)]
     assert not missing, f"kopf needs what the ClusterRole does not grant: {missing}"
 
 
@@ -217,10 +214,12 @@ def test_rules_are_not_repeated() -> None:
     assert len(keys) == len(set(keys))
 
 
-def test_peering_patch_is_limited_to_our_peering_object() -> None:
-    patch = [g for g in grants() if g.resource == "clusterkopfpeerings" and g.verb == "patch"]
-    assert [g.names for g in patch] == [(deployment_args().peering_name,)]
-    assert not allowed(("kopf.dev", "clusterkopfpeerings", "patch"), name="default")
+def test_lease_writes_are_limited_to_our_lease() -> None:
+    name = deployment_args().leader_elect_resource_name
+    assert name == "dralloc"
+    for verb in ("get", "update"):
+        assert allowed(("coordination.k8s.io", "leases", verb), name=name)
+        assert not allowed(("coordination.k8s.io", "leases", verb), name="kube-scheduler")
 
 
 def test_api_calls_declare_every_call_in_the_code() -> None:
@@ -254,19 +253,20 @@ def _request_call(method: str, path: str, query: dict[str, str]) -> tuple[Call, 
 
 def _operator(server: ThreadedApiServer) -> OperatorThread:
     args = deployment_args()
+    assert not args.standalone
     settings = Settings(
         connection=ConnectionSettings(kubeconfig=str(server.kubeconfig)),
-        runtime=RuntimeSettings(metrics_port=0, health_port=0, standalone=args.standalone,
-                                peering_name=args.peering_name, priority=100),
+        runtime=RuntimeSettings(metrics_port=0, health_port=0, leader_election=LeaderElectionSettings(
+            resource_name=args.leader_elect_resource_name, resource_namespace="dralloc-system",
+            identity="dralloc-0")),
     )
-    return OperatorThread(settings, identity="dralloc-0")
+    return OperatorThread(settings)
 
 
 def _manifest_objects() -> Iterable[dict[str, Any]]:
     yield from load("namespace.yaml")
     for path in sorted((MANIFESTS / "crds").glob("*.yaml")):
         yield from load(f"crds/{path.name}")
-    yield from load("kopf-peering.yaml")
 
 
 def test_a_running_operator_makes_only_allowed_requests(apiserver: ThreadedApiServer) -> None:
@@ -312,7 +312,8 @@ def test_a_running_operator_makes_only_allowed_requests(apiserver: ThreadedApiSe
                     if not allowed(call, name))
     assert not denied, f"the running operator made requests the ClusterRole does not allow: {denied}"
     # The run exercised the main paths (so the check above means something).
-    for call in [("kopf.dev", "clusterkopfpeerings", "patch"), ("dralloc.io", "allocationpolicies", "create"),
+    for call in [("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "update"),
+                 ("dralloc.io", "allocationpolicies", "create"),
                  ("dralloc.io", "allocationpolicies/status", "patch"), ("", "pods/binding", "create"),
                  ("resource.k8s.io", "resourceclaims", "create"), ("resource.k8s.io", "resourceclaims", "delete"),
                  ("events.k8s.io", "events", "create"), ("", "pods", "watch"), ("", "pods", "patch")]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import hashlib
 import logging
 import time
 from typing import Any
@@ -26,7 +27,7 @@ from dralloc import metrics
 from dralloc.handlers import scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
-from dralloc.kube import resources, writing
+from dralloc.kube import reading, resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.lifecycle import extended, plans, templates
 from dralloc.model import claims as model_claims
@@ -272,11 +273,10 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         await _write_status(rt, raw, status)
         logger.info("claim=%s/%s: released and deallocated", step.drop.claim_namespace, step.drop.claim_name)
     elif isinstance(step, plans.CreateClaim):
-        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, _protected(rt, step.raw))
+        created = await _create_claim(rt, _protected(rt, step.raw))
         rt.cluster.apply("ResourceClaim", "ADDED", created)
         metrics.observe_claim_create(True)
         meta = created.get("metadata") or {}
-        logger.info("claim=%s/%s: created from a template", meta.get("namespace"), meta.get("name"))
         for ref in meta.get("ownerReferences") or []:
             key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
             if key is not None:
@@ -329,6 +329,70 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         await writing.post_event(session, regarding=regarding, reason=step.reason, message=step.message,
                                  type_=step.type_, action="ClaimLifecycle",
                                  reporting_controller="dralloc.io/claim-lifecycle")
+
+
+# The alphabet kube-apiserver draws generateName suffixes from (no vowels, no look-alikes).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_IDENTITY_ANNOTATIONS = (templates.POD_CLAIM_NAME_ANNOTATION, extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+
+
+def _identity(raw: Raw) -> tuple[str, ...]:
+    """What makes a generated claim the claim of one pod entry: its controller pod and entry annotation."""
+    meta = raw.get("metadata") or {}
+    owners = [str(o.get("uid") or "") for o in meta.get("ownerReferences") or [] if o.get("controller")]
+    annotations = meta.get("annotations") or {}
+    return (*owners, *(f"{k}={annotations[k]}" for k in _IDENTITY_ANNOTATIONS if k in annotations))
+
+
+def deterministic_name(raw: Raw) -> str:
+    """`generateName` plus five characters derived from the pod entry, in the shape the API server gives.
+
+    The same entry always gets the same name, so a create sent twice (a retry after a
+    timeout, or two replicas at a handover) meets AlreadyExists instead of making a second
+    claim: the API server itself is the precondition.
+    """
+    meta = raw.get("metadata") or {}
+    digest = hashlib.sha256("\x00".join(_identity(raw)).encode()).digest()
+    suffix = "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
+    return f"{meta.get('generateName') or ''}{suffix}"
+
+
+async def _create_claim(rt: Runtime, raw: Raw) -> Raw:
+    """Create the claim under its deterministic name; a claim of that name of the same entry is ours already."""
+    session = rt.require_session()
+    meta = raw.get("metadata") or {}
+    name, namespace = deterministic_name(raw), str(meta.get("namespace") or "")
+    named = {**raw, "metadata": {**meta, "name": name}}
+    try:
+        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, named)
+        logger.info("claim=%s/%s: created for pod entry %s", namespace, name, _identity(raw))
+        return created
+    except kube_errors.AlreadyExistsError:
+        existing = await _existing(rt, namespace, name)
+        if existing is not None and _identity(existing) == _identity(raw):
+            logger.info("claim=%s/%s: exists already for this pod entry (an earlier create did apply)", namespace,
+                        name)
+            return existing
+        # Someone else's claim holds the name (a 1 in 14 million chance): let the server pick one.
+        created = await writing.create_object(session, resources.RESOURCE_CLAIMS, raw)
+        logger.info("claim=%s/%s: created for pod entry %s", namespace, (created.get("metadata") or {}).get("name"),
+                    _identity(raw))
+        return created
+    except kube_errors.KubeError as exc:
+        if not kube_errors.outcome_unknown(exc):
+            raise
+        existing = await _existing(rt, namespace, name)
+        if existing is not None and _identity(existing) == _identity(raw):
+            logger.info("claim=%s/%s: created (seen on reading it back after: %s)", namespace, name, exc)
+            return existing
+        raise  # not there (yet): the entry is planned again, and the same name keeps it single
+
+
+async def _existing(rt: Runtime, namespace: str, name: str) -> Raw | None:
+    try:
+        return await reading.get_object(rt.require_session(), resources.RESOURCE_CLAIMS, name, namespace)
+    except kube_errors.NotFoundError:
+        return None
 
 
 def _set_reserved(status: Raw, keep: tuple[Raw, ...]) -> None:

@@ -1,15 +1,19 @@
 """Operator lifecycle in kopf: startup, login, probes, and the active replica's loops.
 
-The scheduling and claim-lifecycle loops run inside a kopf *daemon* on the
-`AllocationPolicy` named `default`. kopf stops daemons when peering pauses this
-replica and starts them again when it is resumed, so with two replicas only the
-active one ever writes. The daemon relists everything before its loops start:
-objects deleted while this replica was paused must not linger in its view.
+kopf runs on every replica (standalone: no kopf peering) and keeps each replica's
+cluster view current through its watches. The control loops (scheduling, claim
+lifecycle, DeviceTaintRule feed, eviction, health, and the Pod/ResourceClaim feeds)
+run only on the replica that holds the leader Lease (handlers/leading.py), or always
+with `--standalone`. They start after a relist of everything (objects deleted while
+this replica was not acting must not linger in its view) and stop when the Lease is
+lost. The `default` AllocationPolicy is only read by kopf's event handler; the active
+replica creates it when missing and writes its status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -19,7 +23,7 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import clock, evicting, health, lifecycle, scheduling, watching
+from dralloc.handlers import clock, evicting, health, leading, lifecycle, scheduling, watching
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -47,32 +51,60 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 @kopf.on.startup(registry=REGISTRY)
 async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> None:
     runtime = memo.settings.runtime
-    settings.posting.level = logging.WARNING  # kopf posts our warnings as Events; info goes to logs only
+    settings.posting.enabled = False  # Events are written by the active replica's loops only
     settings.persistence.finalizer = "dralloc.io/kopf-finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="dralloc.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="dralloc.io")
     settings.watching.server_timeout = 300
-    settings.peering.stealth = True
     connection = memo.settings.connection
     memo.session = await Session.connect(kubeconfig=connection.kubeconfig, context=connection.context,
                                          in_cluster=connection.in_cluster)
     if runtime.metrics_port:
         metrics.serve(runtime.metrics_port, runtime.metrics_address)
     metrics.set_cluster_source(lambda: cluster_metrics(memo))
-    await ensure_default_policy(memo)
+    memo.control = ControlLoops(memo)
+    if runtime.standalone:
+        await memo.control.start()
+    else:
+        memo.leadership = leading.Leadership(memo, start_loops=memo.control.start, stop_loops=memo.control.stop)
+        memo.session.write_guard = memo.leadership.guard
+        memo.background.append(asyncio.create_task(memo.leadership.run(memo.stopping), name="dralloc-leader"))
 
 
 @kopf.on.cleanup(registry=REGISTRY)
 async def cleanup(memo: Runtime, **_: Any) -> None:
+    await stop_everything(memo)
     metrics.set_cluster_source(None)
     if memo.session is not None:
         await memo.session.close()
         memo.session = None
 
 
+async def stop_everything(rt: Runtime) -> None:
+    """Stop the election (giving the Lease up) and the loops; idempotent."""
+    rt.stopping.set()
+    for task in rt.background:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    rt.background.clear()
+    if rt.control is not None:
+        await rt.control.stop()
+
+
 @kopf.on.probe(id="synced", registry=REGISTRY)
 async def synced(memo: Runtime, **_: Any) -> bool:
     return memo.synced.is_set()
+
+
+@kopf.on.probe(id="leader", registry=REGISTRY)
+async def leader(memo: Runtime, **_: Any) -> dict[str, Any]:
+    """Whether this replica acts, who it is, and who holds the Lease (in /healthz)."""
+    election = memo.leadership
+    if election is None:
+        return {"active": True, "identity": memo.identity, "election": "off (--standalone)"}
+    record = election.elector.record
+    return {"active": election.acting, "identity": memo.identity,
+            "lease": f"{election.namespace}/{election.name}", "holder": record.holder if record else None}
 
 
 async def ensure_default_policy(rt: Runtime) -> None:
@@ -96,61 +128,139 @@ def _strategy(spec: dict[str, Any]) -> tuple[str, str | None]:
     return STRATEGIES[strategy], None
 
 
-@kopf.on.resume("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
-                registry=REGISTRY)
-@kopf.on.create("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
-                registry=REGISTRY)
-@kopf.on.update("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
-                registry=REGISTRY)
-async def policy_changed(**kwargs: Any) -> None:
-    spec, meta, patch, memo = kwargs["spec"], kwargs["meta"], kwargs["patch"], kwargs["memo"]
-    policy, problem = _strategy(dict(spec))
-    memo.policy = policy
+@kopf.on.event("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
+               registry=REGISTRY)
+async def policy_event(**kwargs: Any) -> None:
+    """Read the strategy; the active replica writes the status (kopf's event handlers write nothing)."""
+    event, body, memo = kwargs["event"], kwargs["body"], kwargs["memo"]
+    if event.get("type") == "DELETED":
+        memo.policy, memo.policy_body = "first-fit", None
+    else:
+        memo.policy, _ = _strategy(dict(body.get("spec") or {}))
+        memo.policy_body = dict(body)
     memo.wake()
-    patch.status["conditions"] = [{
-        "type": "Accepted",
-        "status": "False" if problem else "True",
-        "reason": "InvalidStrategy" if problem else "Valid",
-        "message": problem or f"placing with {policy}",
-        "lastTransitionTime": clock.stamp(),
-    }]
-    patch.status["observedGeneration"] = meta.get("generation")
+    memo.policy_wakeup.set()
 
 
-@kopf.daemon("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
-             registry=REGISTRY,
-             cancellation_timeout=10.0)
-async def control_loops(**kwargs: Any) -> None:
-    spec, stopped, memo = kwargs["spec"], kwargs["stopped"], kwargs["memo"]
-    memo.policy, _problem = _strategy(dict(spec))
-    for kind, resource in RELISTED:  # objects deleted while this replica was paused must go
-        await watching.relist(memo, kind, resource)
-    fed_versions = {kind: await watching.relist(memo, kind, resource) for kind, resource in watching.FED_DIRECTLY}
-    rules_version = await watching.relist_taint_rules(memo)  # before any placement: rules are in effect
-    memo.synced.set()
-    memo.wake()
-    stop = asyncio.Event()
-    tasks = [
-        asyncio.create_task(scheduling.scheduling_loop(memo, stop), name="dralloc-scheduling"),
-        asyncio.create_task(lifecycle.lifecycle_loop(memo, stop), name="dralloc-lifecycle"),
-        asyncio.create_task(watching.taint_rule_feed(memo, stop, rules_version), name="dralloc-taint-rules"),
-        asyncio.create_task(evicting.eviction_loop(memo, stop), name="dralloc-eviction"),
-        asyncio.create_task(health.health_loop(memo, stop), name="dralloc-health"),
-        *(asyncio.create_task(watching.object_feed(memo, stop, kind, resource, fed_versions[kind]),
-                              name=f"dralloc-feed-{resource.plural}")
-          for kind, resource in watching.FED_DIRECTLY),
-    ]
-    try:
-        await stopped.wait()
-    finally:
-        stop.set()
-        memo.wake()
-        memo.eviction_wakeup.set()
-        memo.health_wakeup.set()
-        for task in tasks:
+async def _policy_status(rt: Runtime) -> None:
+    """Write the `default` AllocationPolicy's `Accepted` condition when it differs from what it says."""
+    body = rt.policy_body
+    if body is None:
+        return
+    meta, status = body.get("metadata") or {}, body.get("status") or {}
+    _, problem = _strategy(dict(body.get("spec") or {}))
+    policy, _ = _strategy(dict(body.get("spec") or {}))
+    wanted = {"type": "Accepted", "status": "False" if problem else "True",
+              "reason": "InvalidStrategy" if problem else "Valid", "message": problem or f"placing with {policy}"}
+    current: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Accepted"), {})
+    if all(current.get(k) == v for k, v in wanted.items()) and status.get("observedGeneration") == meta.get("generation"):
+        return
+    patch = {"status": {"conditions": [{**wanted, "lastTransitionTime": clock.stamp()}],
+                        "observedGeneration": meta.get("generation")}}
+    stored = await writing.merge_patch(rt.require_session(), resources.ALLOCATION_POLICIES, POLICY_NAME, patch,
+                                       subresource="status")
+    rt.policy_body = stored
+
+
+async def policy_loop(rt: Runtime, stopped: asyncio.Event) -> None:
+    """The active replica's AllocationPolicy duties: make sure `default` exists, keep its status true."""
+    await ensure_default_policy(rt)
+    while not stopped.is_set():
+        rt.policy_wakeup.clear()
+        try:
+            await _policy_status(rt)
+        except kube_errors.KubeError as exc:
+            logger.warning("AllocationPolicy %s: cannot write status: %s", POLICY_NAME, exc)
+            metrics.observe_object_error("policy")
+            await asyncio.sleep(1.0)
+            rt.policy_wakeup.set()
+        except Exception:
+            logger.exception("AllocationPolicy %s: status pass failed", POLICY_NAME)
+            metrics.observe_pass_failure("policy")
+            await asyncio.sleep(1.0)
+            rt.policy_wakeup.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(rt.policy_wakeup.wait(), timeout=60.0)
+
+
+class ControlLoops:
+    """The active replica's loops: started when it may act, stopped when it may not."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.stop_event = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+        self.feeds: list[asyncio.Task[None]] = []
+        self.starting: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self.tasks or self.starting is not None:
+            return
+        self.stop_event = asyncio.Event()
+        # Relisting takes a while on a big cluster: the election loop must not wait for it.
+        self.starting = asyncio.create_task(self._start(), name="dralloc-loops-start")
+        self.rt.background_loops.add(self.starting)
+
+    async def _start(self) -> None:
+        rt, stop = self.rt, self.stop_event
+        try:
+            for kind, resource in RELISTED:  # objects deleted while this replica was not acting must go
+                await watching.relist(rt, kind, resource)
+            fed_versions = {kind: await watching.relist(rt, kind, resource) for kind, resource in watching.FED_DIRECTLY}
+            rules_version = await watching.relist_taint_rules(rt)  # before any placement: rules are in effect
+        except Exception:
+            logger.exception("relisting before the control loops start failed; retrying")
+            metrics.observe_pass_failure("scheduling")
+            self.starting = None
+            await asyncio.sleep(1.0)
+            if not stop.is_set():
+                await self.start()
+            return
+        if stop.is_set():
+            self.starting = None
+            return
+        rt.synced.set()
+        rt.wake()
+        self.feeds = [
+            asyncio.create_task(watching.taint_rule_feed(rt, stop, rules_version), name="dralloc-taint-rules"),
+            *(asyncio.create_task(watching.object_feed(rt, stop, kind, resource, fed_versions[kind]),
+                                  name=f"dralloc-feed-{resource.plural}")
+              for kind, resource in watching.FED_DIRECTLY),
+        ]
+        self.tasks = [
+            asyncio.create_task(scheduling.scheduling_loop(rt, stop), name="dralloc-scheduling"),
+            asyncio.create_task(lifecycle.lifecycle_loop(rt, stop), name="dralloc-lifecycle"),
+            asyncio.create_task(evicting.eviction_loop(rt, stop), name="dralloc-eviction"),
+            asyncio.create_task(health.health_loop(rt, stop), name="dralloc-health"),
+            asyncio.create_task(policy_loop(rt, stop), name="dralloc-policy"),
+            *self.feeds,
+        ]
+        self.starting = None
+        logger.info("control loops running (replica %s)", rt.identity)
+
+    async def stop(self) -> None:
+        rt = self.rt
+        self.stop_event.set()
+        starting, self.starting = self.starting, None
+        if starting is not None:
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+        if not self.tasks:
+            return
+        rt.wake()
+        rt.eviction_wakeup.set()
+        rt.health_wakeup.set()
+        rt.policy_wakeup.set()
+        tasks, self.tasks = self.tasks, []
+        # Feeds only read: cancelled at once. Loops finish their current step and return.
+        for feed in self.feeds:
+            feed.cancel()
+        _, pending = await asyncio.wait(tasks, timeout=5.0)
+        for task in pending:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        memo.synced.clear()
+        rt.synced.clear()
+        logger.info("control loops stopped (replica %s)", rt.identity)
 
 
 def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]]]:

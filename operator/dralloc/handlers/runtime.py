@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dralloc.handlers.failures import Failures
 from dralloc.lifecycle import eviction
@@ -21,6 +21,8 @@ from dralloc.state.ledger import Ledger
 from dralloc.state.views import Views
 
 if TYPE_CHECKING:
+    from dralloc.handlers.leading import Leadership
+    from dralloc.handlers.operating import ControlLoops
     from dralloc.kube.resources import Resource
     from dralloc.kube.session import Session
 
@@ -35,6 +37,12 @@ class PodMemory:
     error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
     bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
     last_message: str = ""
+
+
+def _identity() -> str:
+    from dralloc.handlers.leading import default_identity
+
+    return default_identity()
 
 
 class Runtime:
@@ -54,6 +62,16 @@ class Runtime:
         self.pods: dict[str, PodMemory] = {}  # by pod uid
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
+        # Who this process is in logs, Events and the leader Lease: distinct for every process.
+        self.identity = settings.runtime.leader_election.identity or _identity()
+        self.leadership: Leadership | None = None  # set when leader election runs (not --standalone)
+        self.control: ControlLoops | None = None  # the active replica's loops (handlers/operating.py)
+        self.stopping = asyncio.Event()  # set when the operator shuts down
+        self.background: list[asyncio.Task[None]] = []  # the election loop
+        self.background_loops: set[asyncio.Task[None]] = set()
+        # The `default` AllocationPolicy as kopf last delivered it (None: none), and its status writer's wake-up.
+        self.policy_body: dict[str, Any] | None = None
+        self.policy_wakeup = asyncio.Event()
         self.placements = 0  # pods this process placed (bound or ungated)
         # Device health (handlers/evicting.py, handlers/health.py): the DeviceTaintRule version
         # this cluster serves (None: none), the loops' wake-ups, and the eviction limits

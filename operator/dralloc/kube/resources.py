@@ -76,7 +76,7 @@ DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRu
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
-# Every resource the operator reads or writes (leases are described but unused: peering is kopf's).
+# Every resource the operator reads or writes.
 ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
@@ -115,6 +115,8 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
         add(resource, resource.plural, "patch")
         add(resource, f"{resource.plural}/status", "patch", "update")
     add(EVENTS, "events", "create")
+    # Leader election: the Lease is read, created once, and renewed by replace.
+    add(LEASES, "leases", "get", "create", "update")
     return tuple(calls)
 
 

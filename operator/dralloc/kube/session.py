@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -50,6 +50,9 @@ class Session:
         self._api = api_client  # a kubernetes_asyncio ApiClient, logged in
         self.server: str = str(api_client.configuration.host)
         self.request_timeout = request_timeout  # seconds per non-watch request; None = no limit
+        # Called with (method, path) before every write; raises (NotLeaderError) to refuse it
+        # unsent. Leader election sets it: a replica that may not act never writes.
+        self.write_guard: Callable[[str, str], None] | None = None
 
     @classmethod
     async def connect(
@@ -104,6 +107,8 @@ class Session:
         content_type: str = JSON,
     ) -> Any:
         """Send one request; the parsed JSON answer (None when empty), or a `KubeError`."""
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard(method, path)
         response = await self._send(method, path, query=query, body=body, content_type=content_type,
                                     timeout=self.request_timeout)
         try:

@@ -9,6 +9,10 @@ controller does this; here we compute the same decisions as values:
   than 57 characters is cut: the pod name and the entry name are each shortened
   in proportion to their length and joined with a hyphen. As upstream, that
   shortened base has no trailing hyphen (`<pod-prefix>-<entry-prefix>` + random).
+- The operator sends the create with a name of that very shape whose five last
+  characters derive from the pod's UID and the entry (handlers/lifecycle.py
+  `deterministic_name`), so a create sent twice — retried after a timeout, or by two
+  replicas during a handover — meets AlreadyExists instead of making a second claim.
 - Owner: the pod, as controller with blockOwnerDeletion, so the garbage
   collector removes the claim with the pod.
 - The annotation `resource.kubernetes.io/pod-claim-name` holds the entry name. It
