@@ -34,11 +34,12 @@ class TestPaths:
 
 def test_api_calls_are_well_formed() -> None:
     """Every entry names a known group and resource, a real verb, and appears once."""
-    known = {(r.group, r.plural) for r in resources.ALL}
+    known = {(r.group, r.plural) for r in (*resources.ALL, resources.LEASES)}
     assert len(set(resources.API_CALLS)) == len(resources.API_CALLS)
     for group, resource, verb in resources.API_CALLS:
         assert (group, resource.split("/")[0]) in known and verb in VERBS
     # The calls the allocator's commit path cannot work without:
     for call in [("resource.k8s.io", "resourceclaims/status", "update"), ("", "pods/binding", "create"),
-                 ("events.k8s.io", "events", "create"), ("", "pods/eviction", "create")]:
+                 ("events.k8s.io", "events", "create"), ("", "pods/eviction", "create"),
+                 ("coordination.k8s.io", "leases", "update")]:
         assert call in resources.API_CALLS

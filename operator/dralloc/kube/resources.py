@@ -76,7 +76,7 @@ DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRu
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
-# Every resource the operator reads or writes.
+# Every resource the operator watches or lists (the leader Lease, only read by name and written, is apart).
 ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
