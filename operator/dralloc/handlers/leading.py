@@ -74,6 +74,7 @@ class Leadership:
                                Timing(election.lease_duration, election.renew_deadline, election.retry_period))
         self._start_loops, self._stop_loops = start_loops, stop_loops
         self.acting = False
+        self.acting_since: float | None = None  # monotonic time the loops last started
         self.lease_path = resources.LEASES.object_path(self.name, self.namespace)
 
     # ---- the fence ------------------------------------------------------------------------
@@ -162,7 +163,7 @@ class Leadership:
         may_act = self.elector.may_act(time.monotonic())
         metrics.set_leader(self.name, may_act)
         if may_act and not self.acting:
-            self.acting = True
+            self.acting, self.acting_since = True, time.monotonic()
             logger.info("leader election: %s is the active replica", self.elector.identity)
             await self._start_loops()
         elif not may_act and self.acting:

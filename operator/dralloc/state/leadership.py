@@ -110,8 +110,7 @@ class Elector:
         return self.leading and self.renewed_at is not None and now < self.renewed_at + self.timing.renew_deadline
 
     def lost(self) -> None:
-        self.leading = False
-        self.renewed_at = None
+        self.leading = False  # renewed_at stays: when our last term could have lasted until
 
     def next_check(self, now: float) -> float:
         """Seconds until the next read or renewal is due."""
