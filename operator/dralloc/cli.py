@@ -142,10 +142,12 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="only handle pods and claims in these namespaces (repeatable; default all)")
     p.add_argument("--features", default="", metavar="GATE=true,...", help="DRA feature gates (1.36 defaults)")
     p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
-    p.add_argument("--metrics-port", type=int, default=8080, help="Prometheus /metrics port (0: off)")
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="Prometheus /metrics port (default 8080, or a free port when 8080 is taken; 0: off)")
     p.add_argument("--metrics-address", default="127.0.0.1",
                    help="address for /metrics (default 127.0.0.1; the Deployment passes the pod IP)")
-    p.add_argument("--health-port", type=int, default=8081, help="port for /healthz (0: off)")
+    p.add_argument("--health-port", type=int, default=None,
+                   help="port for /healthz (default 8081, or a free port when 8081 is taken; 0: off)")
     p.add_argument("--health-address", default="127.0.0.1",
                    help="address for /healthz (default 127.0.0.1; the Deployment passes the pod IP)")
     p.add_argument("--log-format", default="plain", choices=("plain", "json"), help="log line format")
@@ -192,8 +194,12 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
         runtime=RuntimeSettings(
-            metrics_port=args.metrics_port, metrics_address=args.metrics_address,
-            health_port=args.health_port, health_address=args.health_address, log_format=args.log_format,
+            metrics_port=8080 if args.metrics_port is None else args.metrics_port,
+            metrics_address=args.metrics_address,
+            health_port=8081 if args.health_port is None else args.health_port,
+            health_address=args.health_address, metrics_port_may_move=args.metrics_port is None,
+            health_port_may_move=args.health_port is None,
+            log_format=args.log_format,
             log_level=args.log_level.upper(),
             leader_election=LeaderElectionSettings(
                 enabled=not args.standalone, lease_duration=args.leader_elect_lease_duration,

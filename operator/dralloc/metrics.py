@@ -224,6 +224,6 @@ def observe_health_transition(state: str) -> None:
         health_transitions.labels(state).inc()
 
 
-def serve(port: int, address: str = "0.0.0.0") -> None:
+def serve(port: int, address: str = "127.0.0.1") -> None:
     """Expose /metrics on a background thread (prometheus_client's own server)."""
     start_http_server(port, addr=address, registry=REGISTRY)

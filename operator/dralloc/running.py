@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from typing import Any
@@ -66,6 +67,25 @@ async def _wait(flag: asyncio.Event | threading.Event) -> None:
         await asyncio.sleep(0.05)
 
 
+def usable_port(address: str, port: int, *, may_move: bool, what: str) -> int:
+    """`port`, or (when it is taken and `may_move`) a free one on `address`; 0 stays 0 (off)."""
+    if not port:
+        return 0
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, port))
+            return port
+        except OSError as exc:
+            if not may_move:
+                raise OSError(f"{what}: cannot listen on {address}:{port}: {exc.strerror}") from exc
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM) as free:
+        free.bind((address, 0))
+        moved = int(free.getsockname()[1])
+    logging.getLogger(__name__).warning("%s: port %d on %s is taken (another replica on this host?); using %d",
+                                        what, port, address, moved)
+    return moved
+
+
 async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threading.Event | None = None,
                       ready_flag: asyncio.Event | threading.Event | None = None,
                       runtime: Runtime | None = None,  # for tests: to look inside the running operator
@@ -85,6 +105,10 @@ async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threadin
     options = settings.runtime
     namespaces = settings.scheduling.namespaces
     rt = runtime if runtime is not None else Runtime(settings)
+    rt.metrics_port = usable_port(options.metrics_address, options.metrics_port,
+                                  may_move=options.metrics_port_may_move, what="/metrics")
+    health_port = usable_port(options.health_address, options.health_port,
+                              may_move=options.health_port_may_move, what="/healthz")
     loop = asyncio.get_running_loop()
     requested, kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
@@ -119,8 +143,7 @@ async def run_in_loop(settings: Settings, *, stop_flag: asyncio.Event | threadin
             clusterwide=not namespaces,
             namespaces=list(namespaces),
             standalone=True,  # one replica acts through our own leader election (handlers/leading.py)
-            liveness_endpoint=(f"http://{options.health_address}:{options.health_port}/healthz"
-                               if options.health_port else None),
+            liveness_endpoint=(f"http://{options.health_address}:{health_port}/healthz" if health_port else None),
             memo=rt,
             stop_flag=kopf_stop,
             ready_flag=kopf_ready,

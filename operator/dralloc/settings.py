@@ -58,6 +58,9 @@ class RuntimeSettings(_Settings):
     metrics_address: str = "127.0.0.1"  # the Deployment passes the pod's IP
     health_port: int = 8081  # /healthz (liveness, readiness details); 0 disables it
     health_address: str = "127.0.0.1"
+    # Ports not given explicitly: when taken (a second replica on the same host), use a free one.
+    metrics_port_may_move: bool = False
+    health_port_may_move: bool = False
     log_format: str = "plain"  # plain | json
     log_level: str = "INFO"
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)

@@ -127,6 +127,7 @@ def test_deployment_runs_dralloc_with_flags_the_cli_accepts() -> None:
     assert args.metrics_address == args.health_address == "$(POD_IP)"
     ports = {p["name"]: p["containerPort"] for p in _container()["ports"]}
     assert ports == {"metrics": args.metrics_port, "health": args.health_port} == {"metrics": 8080, "health": 8081}
+    # Given explicitly: the Service and the probes rely on them, so they never move.
 
 
 def test_deployment_is_two_hardened_replicas_with_probes() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from dralloc import cli
+from dralloc import cli, running
 from dralloc.allocation import errors
 from dralloc.allocation.features import Features, parse_gates
 from dralloc.handlers.runtime import Runtime
@@ -16,11 +18,48 @@ def _settings(*argv: str):  # type: ignore[no-untyped-def]
 
 
 def test_defaults_are_documented_ones() -> None:
-    """No flags: scheduler name dralloc, gate dralloc.io/allocate, metrics 8080, health 8081, peering on."""
+    """No flags: scheduler name dralloc, gate dralloc.io/allocate, endpoints on loopback 8080/8081 (movable),
+    leader election on with kube-scheduler's durations."""
     settings = _settings()
     assert (settings.scheduling.scheduler_name, settings.scheduling.gate) == ("dralloc", "dralloc.io/allocate")
-    assert (settings.runtime.metrics_port, settings.runtime.health_port) == (8080, 8081)
-    assert settings.runtime.standalone is False
+    runtime = settings.runtime
+    assert (runtime.metrics_port, runtime.health_port) == (8080, 8081)
+    assert (runtime.metrics_address, runtime.health_address) == ("127.0.0.1", "127.0.0.1")
+    assert runtime.metrics_port_may_move and runtime.health_port_may_move
+    assert runtime.standalone is False
+    election = runtime.leader_election
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
+    assert (election.resource_name, election.resource_namespace, election.identity) == ("dralloc", None, None)
+
+
+def test_leader_election_and_endpoint_flags() -> None:
+    runtime = _settings("--leader-elect-lease-duration", "30", "--leader-elect-renew-deadline", "20",
+                        "--leader-elect-retry-period", "4", "--leader-elect-resource-name", "mine",
+                        "--leader-elect-resource-namespace", "ops", "--identity", "replica-a",
+                        "--metrics-port", "9090", "--health-address", "10.0.0.7").runtime
+    election = runtime.leader_election
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (30.0, 20.0, 4.0)
+    assert (election.resource_name, election.resource_namespace, election.identity) == ("mine", "ops", "replica-a")
+    assert runtime.metrics_port == 9090 and not runtime.metrics_port_may_move  # given: never moves
+    assert runtime.health_address == "10.0.0.7" and runtime.health_port_may_move
+    assert _settings("--standalone").runtime.standalone is True
+
+
+def test_durations_that_cannot_fence_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--leader-elect-lease-duration", "5", "--leader-elect-renew-deadline", "10"]) == 2
+    assert "must be greater than --leader-elect-renew-deadline" in capsys.readouterr().err
+
+
+def test_two_replicas_on_one_host_get_distinct_identities_and_ports() -> None:
+    a, b = Runtime(_settings()), Runtime(_settings())
+    assert a.identity != b.identity
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        moved = running.usable_port("127.0.0.1", port, may_move=True, what="/metrics")
+        assert moved not in (0, port)
+        with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1"):
+            running.usable_port("127.0.0.1", port, may_move=False, what="/metrics")
 
 
 def test_eviction_flags_reach_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:

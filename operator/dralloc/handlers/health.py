@@ -191,6 +191,8 @@ async def _sync_rules(rt: Runtime, policy: health.DeviceHealthPolicy, owned: dic
                            policy.metadata.name, device, exc)
             continue
         rt.cluster.apply("DeviceTaintRule", "ADDED", stored)
+        logger.info("DeviceTaintRule %s: created for device %s (DeviceHealthPolicy %s)", stored["metadata"]["name"],
+                    device, policy.metadata.name)
         rt.eviction_wakeup.set()
         rt.scheduling_wakeup.set()
         reason = mine.states[device].reason if device in mine.states else ""
@@ -224,6 +226,7 @@ async def _delete_rule(rt: Runtime, rule: taints.DeviceTaintRule) -> bool:
     except kube_errors.KubeError as exc:
         logger.warning("DeviceTaintRule %s: cannot delete: %s", rule.metadata.name, exc)
         return False
+    logger.info("DeviceTaintRule %s: deleted", rule.metadata.name)
     raw = rt.cluster.taint_rules.raw("", rule.metadata.name)
     if raw is not None:
         rt.cluster.apply("DeviceTaintRule", "DELETED", raw)

@@ -263,6 +263,7 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         stored = await writing.merge_patch(session, resources.PODS, step.pod_name, patch, step.pod_namespace,
                                            subresource="status")
         rt.cluster.apply("Pod", "MODIFIED", stored)
+        logger.info("pod=%s/%s: recorded its extended-resource claim", step.pod_namespace, step.pod_name)
         rt.scheduling_wakeup.set()
     elif isinstance(step, _DropAndDeallocate):
         raw = _claim_raw(rt, step.drop.claim_namespace, step.drop.claim_name)
@@ -292,12 +293,16 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         stored = await writing.merge_patch(session, resources.PODS, step.pod_name, patch, step.pod_namespace,
                                            subresource="status")
         rt.cluster.apply("Pod", "MODIFIED", stored)
+        logger.info("pod=%s/%s: recorded its claims %s", step.pod_namespace, step.pod_name,
+                    ", ".join(f"{e.get('name')}={e.get('resourceClaimName')}" for e in step.statuses))
         rt.scheduling_wakeup.set()
     elif isinstance(step, plans.DropReservations):
         raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
         status = dict(raw.get("status") or {})
         _set_reserved(status, step.keep)
         await _write_status(rt, raw, status)
+        logger.info("claim=%s/%s: reservations of gone or finished pods dropped (%d kept)", step.claim_namespace,
+                    step.claim_name, len(step.keep))
     elif isinstance(step, plans.Deallocate):
         raw = _claim_raw(rt, step.claim_namespace, step.claim_name)
         status = dict(raw.get("status") or {})
@@ -316,6 +321,7 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
                {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
         stored = await writing.json_patch(session, resources.RESOURCE_CLAIMS, step.name, ops, step.namespace)
         rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
+        logger.info("claim=%s/%s: finalizer %s removed", step.namespace, step.name, step.finalizer)
     elif isinstance(step, plans.DeleteClaim):
         await writing.delete_object(session, resources.RESOURCE_CLAIMS, step.name, step.namespace, uid=step.uid)
         logger.info("claim=%s/%s: deleted (its pod is gone or done)", step.namespace, step.name)

@@ -59,8 +59,8 @@ async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> N
     connection = memo.settings.connection
     memo.session = await Session.connect(kubeconfig=connection.kubeconfig, context=connection.context,
                                          in_cluster=connection.in_cluster)
-    if runtime.metrics_port:
-        metrics.serve(runtime.metrics_port, runtime.metrics_address)
+    if memo.metrics_port:
+        metrics.serve(memo.metrics_port, runtime.metrics_address)
     metrics.set_cluster_source(lambda: cluster_metrics(memo))
     memo.control = ControlLoops(memo)
     if runtime.standalone:

@@ -64,6 +64,7 @@ class Runtime:
         self.started = time.monotonic()
         # Who this process is in logs, Events and the leader Lease: distinct for every process.
         self.identity = settings.runtime.leader_election.identity or _identity()
+        self.metrics_port = settings.runtime.metrics_port  # where /metrics listens (running.usable_port)
         self.leadership: Leadership | None = None  # set when leader election runs (not --standalone)
         self.control: ControlLoops | None = None  # the active replica's loops (handlers/operating.py)
         self.stopping = asyncio.Event()  # set when the operator shuts down
