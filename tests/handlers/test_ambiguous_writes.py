@@ -8,6 +8,8 @@ any double allocation visible at once.
 
 from __future__ import annotations
 
+import time
+
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
@@ -76,3 +78,23 @@ def test_a_bind_applied_but_answered_504_is_not_sent_again_as_new(
     pod = helpers.pod(apiserver, "trainer")
     assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
     assert len(helpers.events(apiserver, "Allocated")) == 1
+
+
+def test_a_pod_bound_while_its_watch_lags_is_bound_once(
+        apiserver: Cluster, faults: Faults, operator: OperatorThread) -> None:
+    """The demo's old '409 ... already assigned to node': a later pass must not bind the pod again."""
+    node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 4), cluster.gpu_class(gpu),
+                    cluster.template("one", device_class=gpu)])
+    faults.watch_lag(2.0, path="*pods*")  # the operator sees its own bindings late
+    server = getattr(apiserver, "server")  # noqa: B009
+    apiserver.seed([cluster.pod("first", template_name="one")])
+    wait_for(lambda: helpers.node_of(apiserver, "first"), what="the first pod bound")
+    for i in range(3):  # relevant changes the operator sees at once: passes while the binding is not seen yet
+        other = apiserver.name(f"node-{i}")
+        apiserver.seed([cluster.node(other), cluster.gpu_slice(other, 1)])
+        time.sleep(0.2)
+    apiserver.seed([cluster.pod("second", template_name="one")])
+    wait_for(lambda: helpers.node_of(apiserver, "second"), what="a later pod bound (the lag is over)")
+    binds = [r for r in server.requests.matching("POST", "/api/v1/namespaces/*/pods/first/binding")]
+    assert [r.status for r in binds] == [201]
