@@ -127,12 +127,25 @@ class CompiledSelector:
 
 
 _lock = threading.Lock()
+# Expressions known not to compile, with their error: compiling a 10 KiB selector that fails
+# costs as much as one that works, and a broken class is met once per device it is asked about.
+_failures: dict[str, str] = {}
+_MAX_FAILURES = 4096
 
 
 def compile_selector(expression: str) -> CompiledSelector:
     """Compile (or fetch the already compiled) selector for this exact text."""
     with _lock:
-        return _compile_cached(expression)
+        failed = _failures.get(expression)
+        if failed is not None:
+            raise CELCompileError(failed, expression=expression)
+        try:
+            return _compile_cached(expression)
+        except CELCompileError as exc:
+            if len(_failures) >= _MAX_FAILURES:
+                _failures.clear()
+            _failures[expression] = str(exc)
+            raise
 
 
 def compile_reference(expression: str) -> CompiledSelector:
@@ -142,6 +155,16 @@ def compile_reference(expression: str) -> CompiledSelector:
 
 @functools.lru_cache(maxsize=4096)
 def _compile_cached(expression: str) -> CompiledSelector:
+    try:
+        return _compile(expression)
+    except (RecursionError, SyntaxError):
+        # Nesting deeper than the parse tree walks (checks, fast path, transpiler) or Python's
+        # own compiler can take (`((((...))))` a few hundred deep): an invalid selector, never
+        # a crash of whoever compiles it.
+        raise CELCompileError("compilation failed: expression nested too deeply", expression=expression) from None
+
+
+def _compile(expression: str) -> CompiledSelector:
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"compilation failed: expression is longer than {MAX_EXPRESSION_LENGTH} bytes",
