@@ -100,7 +100,7 @@ def allocate(
 
     def failure() -> outcomes.Outcome:
         if search.invalid_pool_seen:
-            raise errors.InvalidPoolError(
+            raise errors.InvalidPoolOnNodeError(
                 f"cannot allocate all claims on node {node.name}: invalid resource pools were encountered: "
                 + ", ".join(f"{p.id} ({p.invalid_reason})" for p in pools if p.invalid and not p.incomplete)
             )

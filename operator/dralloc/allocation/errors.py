@@ -46,5 +46,14 @@ class InvalidPoolError(AllocationInputError):
     """An `All` request met an incomplete or invalid pool, or no solution exists and an invalid pool was seen."""
 
 
+class InvalidPoolOnNodeError(InvalidPoolError):
+    """No solution on this node, and an invalid pool was seen there.
+
+    Upstream's `ErrFailedAllocationOnNode`: not fatal, other nodes may still fit. A caller
+    that tries several nodes treats it as "does not fit here" and reports it only when no
+    node fits; `allocate` on one node raises it like any other input error.
+    """
+
+
 class InvalidSliceError(AllocationInputError):
     """A ResourceSlice that the API should not have admitted (e.g. a node selector we cannot evaluate)."""

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from dralloc import allocation
-from dralloc.allocation import nodeaffinity, outcomes, scoring
+from dralloc.allocation import errors, nodeaffinity, outcomes, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -220,10 +220,15 @@ class Placer:
                 self._record_failure(shape, index)
                 continue
             self.allocator_calls += 1
-            outcome = allocation.allocate(
-                self.snapshot, item.claims, self.views[index], features=self.features,
-                budget=self.budget, explain=False,
-            )
+            try:
+                outcome = allocation.allocate(
+                    self.snapshot, item.claims, self.views[index], features=self.features,
+                    budget=self.budget, explain=False,
+                )
+            except errors.InvalidPoolOnNodeError:
+                # Upstream's ErrFailedAllocationOnNode: this node does not fit; others may.
+                self._record_failure(shape, index)
+                continue
             if isinstance(outcome, outcomes.Allocated):
                 return Placement(self.nodes[index].metadata.name, outcome.results, outcome.steps)
             if isinstance(outcome, outcomes.BudgetExhausted):
@@ -243,12 +248,16 @@ class Placer:
         for index, node in enumerate(self.nodes):
             reason = self.misfit(item, index)
             if reason is None:
-                outcome = allocation.allocate(
-                    self.snapshot, item.claims, self.views[index], features=self.features, budget=self.budget,
-                )
-                if isinstance(outcome, outcomes.Allocated):
-                    continue  # fits now (only when called directly, not after place())
-                reason = outcome.message()
+                try:
+                    outcome = allocation.allocate(
+                        self.snapshot, item.claims, self.views[index], features=self.features, budget=self.budget,
+                    )
+                except errors.InvalidPoolOnNodeError as exc:
+                    reason = str(exc)
+                else:
+                    if isinstance(outcome, outcomes.Allocated):
+                        continue  # fits now (only when called directly, not after place())
+                    reason = outcome.message()
             grouped.setdefault(reason, []).append(node.metadata.name)
         ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         return NoPlacement(tuple((r, tuple(sorted(ns))) for r, ns in ordered), budget_exhausted)
