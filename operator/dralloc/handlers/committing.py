@@ -173,6 +173,16 @@ async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: 
     raise Unknown(f"ResourceClaim {claim.ref()}: the allocation write kept failing with an unknown outcome")
 
 
+async def _read_back_claim_after(rt: Runtime, claim: model_claims.ResourceClaim, exc: kube_errors.KubeError) -> None:
+    """A claim write failed: Refused when it certainly did not apply, else the claim is read back (and the
+    caller's loop looks again)."""
+    if not kube_errors.outcome_unknown(exc):
+        raise Refused(str(exc)) from exc
+    namespace, name = claim.metadata.namespace or "", claim.metadata.name
+    if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
+        raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+
+
 async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Raw) -> None:
     """Add the pod to an allocated claim's reservedFor (a claim shared with other pods)."""
     namespace, name = claim.metadata.namespace or "", claim.metadata.name
@@ -190,10 +200,7 @@ async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Ra
             logger.info("claim=%s/%s: reserved for pod %s", namespace, name, me["name"])
             return
         except kube_errors.KubeError as exc:
-            if not kube_errors.outcome_unknown(exc):
-                raise Refused(str(exc)) from exc
-            if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
-                raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+            await _read_back_claim_after(rt, claim, exc)
     raise Unknown(f"ResourceClaim {claim.ref()}: the reservation write kept failing with an unknown outcome")
 
 
@@ -219,10 +226,7 @@ async def _protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
             rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
             return
         except kube_errors.KubeError as exc:
-            if not kube_errors.outcome_unknown(exc):
-                raise Refused(str(exc)) from exc
-            if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
-                raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
+            await _read_back_claim_after(rt, claim, exc)
     raise Unknown(f"ResourceClaim {claim.ref()}: adding the finalizer kept failing with an unknown outcome")
 
 
