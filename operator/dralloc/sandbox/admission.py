@@ -90,6 +90,11 @@ class Admission:
         causes = metadata_causes(rt, new) if old is None else []
         if self.validate_schemas and not rt.crd:
             causes += schema_causes(new, strict_fields.get(), old)
+            if any(message == structural.QUANTITY_ERROR for _, message in causes):
+                # Not even decodable, as kube-apiserver answers it: 400, before any validation.
+                version = str(new.get("apiVersion", "")).rpartition("/")[2]
+                raise errors.ApiError(400, f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: '
+                                           f"{structural.QUANTITY_ERROR}")
         if rt.group == "resource.k8s.io":
             if not causes:
                 causes += dra.validate(new, old, subresource)
@@ -113,12 +118,19 @@ class Admission:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {}).setdefault("phase", "Active")
         elif rt.storage == "/pods" and old is None:
-            spec = obj.setdefault("spec", {})
+            if obj.get("spec") is None:
+                obj["spec"] = {}  # null is an empty PodSpec, as Go decodes it
+            spec = obj["spec"]
+            if not isinstance(spec, dict):
+                return  # the schema check refuses it
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("restartPolicy", "Always")
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("priority", 0)
-            obj.setdefault("status", {}).setdefault("phase", "Pending")
+            if obj.get("status") is None:
+                obj["status"] = {}
+            if isinstance(obj["status"], dict):
+                obj["status"].setdefault("phase", "Pending")
         elif rt.storage == "apiextensions.k8s.io/customresourcedefinitions":
             names = (obj.get("spec") or {}).get("names") or {}
             names.setdefault("singular", str(names.get("kind", "")).lower())
@@ -148,8 +160,8 @@ def pod_create_causes(pod: Obj) -> Causes:
     claim_names = set()
     for i, ref in enumerate(spec.get("resourceClaims") or []):
         where = f"spec.resourceClaims[{i}]"
-        name = ref.get("name", "")
-        if not _DNS_LABEL.match(name) or len(name) > 63:
+        name = ref.get("name") or ""
+        if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > 63:
             causes.append((f"{where}.name", f"Invalid value: {errors.go_value(name)}: a lowercase RFC 1123 label must consist "
                                             "of lower case alphanumeric characters or '-'"))
         if name in claim_names:

@@ -311,15 +311,23 @@ def default(obj: Obj) -> None:
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     if kind == "ResourceClaimTemplate":
-        spec = spec.get("spec") or {}
+        spec = spec.get("spec") if isinstance(spec, dict) else None
     elif kind != "ResourceClaim":
         return
-    for req in (spec.get("devices") or {}).get("requests") or []:
-        for body in [req.get("exactly"), *(req.get("firstAvailable") or [])]:
+    # Defaulting runs before validation: shapes may be anything here (validation says what is wrong).
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    requests = devices.get("requests") if isinstance(devices, dict) else None
+    for req in requests if isinstance(requests, list) else []:
+        if not isinstance(req, dict):
+            continue
+        first = req.get("firstAvailable")
+        for body in [req.get("exactly"), *(first if isinstance(first, list) else [])]:
             if not isinstance(body, dict):
                 continue
             body.setdefault("allocationMode", "ExactCount")
             if body["allocationMode"] == "ExactCount":
                 body.setdefault("count", 1)
-            for tol in body.get("tolerations") or []:
-                tol.setdefault("operator", "Equal")
+            tolerations = body.get("tolerations")
+            for tol in tolerations if isinstance(tolerations, list) else []:
+                if isinstance(tol, dict):
+                    tol.setdefault("operator", "Equal")

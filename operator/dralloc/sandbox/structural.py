@@ -11,6 +11,7 @@ message) pairs in the API server's style: `spec.devices.requests[0].exactly.coun
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dralloc.sandbox import schemas
@@ -45,10 +46,21 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+# What apimachinery's ParseQuantity accepts: a sign, digits with an optional fraction, and one
+# suffix (binary, decimal SI, or a decimal exponent). Anything else does not even decode.
+QUANTITY_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]*)(?:[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+
+
 def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, *, strict: bool,
           defs: dict[str, schemas.Schema], required: bool = True) -> None:
     while schema is not None and "$ref" in schema:
-        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1])
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name == QUANTITY and isinstance(value, str) and (not _QUANTITY.match(value) or value in ("", ".")):
+            causes.append((path, QUANTITY_ERROR))
+            return
+        schema = defs.get(name)
     if schema is None or value is None:
         return
     if "oneOf" in schema:
@@ -81,6 +93,11 @@ def check(value: Any, schema: schemas.Schema | None, path: str, causes: Causes, 
         keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
         seen: set[tuple[Any, ...]] = set()
         for i, item in enumerate(value):
+            if item is None and isinstance(item_schema, dict):
+                # Go decodes it to an empty item, which then fails that item's own validation;
+                # never an item to skip (the rules after the schema expect the right shapes).
+                causes.append((f"{path}[{i}]", "Invalid value: null: must not be null"))
+                continue
             if isinstance(item_schema, dict):
                 check(item, item_schema, f"{path}[{i}]", causes, strict=strict, defs=defs, required=required)
             if keys and isinstance(item, dict):
