@@ -46,7 +46,6 @@ from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
-from dralloc.model import classes as model_classes
 from dralloc.model import pods
 from dralloc.scheduling import placement
 
@@ -54,6 +53,7 @@ logger = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
 COMMIT_CONCURRENCY = 32  # pods whose writes are in flight at once
+MAX_RESERVATIONS = 256  # ResourceClaimReservedForMaxSize: status.reservedFor holds at most this many
 
 
 def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
@@ -65,24 +65,29 @@ def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
     return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
 
 
-def _claim_names(pod: pods.Pod, classes: list[model_classes.DeviceClass]) -> list[str] | None:
-    """The claim of every pod.spec.resourceClaims entry (and of its DRA extended resources), or
-    None while one is not created and recorded yet."""
+def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | None:
+    """The claim of every pod.spec.resourceClaims entry (and of its DRA extended resources), each with
+    whether the pod names it directly; None while one is still to be created and recorded by the
+    lifecycle; a message when it never will be (its template does not exist)."""
     recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-    names: list[str] = []
+    namespace = pod.metadata.namespace or "default"
+    names: list[tuple[str, bool]] = []
     for entry in pod.spec.resource_claims:
         if entry.resource_claim_name:
-            names.append(entry.resource_claim_name)
+            names.append((entry.resource_claim_name, True))
         elif entry.resource_claim_template_name:
             name = recorded.get(entry.name)
             if not name:
+                if rt.cluster.templates.get(namespace, entry.resource_claim_template_name) is None:
+                    return (f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/"
+                            f"{entry.resource_claim_template_name} not found")
                 return None
-            names.append(name)
-    if extended.dra_resources(pod, classes):
+            names.append((name, False))
+    if extended.dra_resources(pod, list(rt.cluster.classes.all())):
         name = extended.recorded_claim_name(pod)
         if not name:
             return None
-        names.append(name)
+        names.append((name, False))
     return names
 
 
@@ -103,19 +108,21 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
 
     Raises `PodInputError` when a claim of the pod exists but cannot be read.
     """
-    names = _claim_names(pod, list(rt.cluster.classes.all()))
-    if names is None:
-        return None
+    names = _claim_names(rt, pod)
+    if names is None or isinstance(names, str):
+        return names
     namespace = pod.metadata.namespace or "default"
     to_allocate: list[model_claims.ResourceClaim] = []
     allocated: list[model_claims.ResourceClaim] = []
-    for name in names:
+    for name, direct in names:
         claim = rt.cluster.claims.get(namespace, name)
         if claim is None:
             problem = rt.cluster.claims.problems.get((namespace, name))
             if problem is not None:
                 raise PodInputError(f"ResourceClaim {namespace}/{name} cannot be used: {problem}")
-            return None
+            if direct:  # as kube-scheduler: the pod waits for it, and says so
+                return f"waiting for ResourceClaim {namespace}/{name} to be created"
+            return None  # created by the lifecycle, not seen yet
         if claim.metadata.deletion_timestamp:
             return f"ResourceClaim {namespace}/{name} is being deleted"
         if (claim.metadata.uid or "") in rt.ledger:
@@ -123,6 +130,10 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
         if claim.status.allocation is None:
             to_allocate.append(claim)
         else:
+            reserved = claim.status.reserved_for
+            if len(reserved) >= MAX_RESERVATIONS and not any(r.uid == pod.metadata.uid for r in reserved):
+                return (f"ResourceClaim {namespace}/{name} is in use: reserved for the maximum of "
+                        f"{MAX_RESERVATIONS} consumers")
             allocated.append(claim)
     return placement.Item(name=f"{namespace}/{pod.metadata.name}", claims=tuple(to_allocate), pod=pod,
                           allocated=tuple(allocated))
@@ -165,6 +176,7 @@ class _NotPlaced:
     message: str
     result: str  # the allocation-attempts label: unschedulable, budget-exhausted
     item: placement.Item | None = None  # set when reservations of an earlier attempt may need rolling back
+    nodes: bool = True  # a reason per group of nodes (else one about the pod's own objects)
 
 
 def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> _Decided | _NotPlaced | None:
@@ -173,7 +185,7 @@ def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> _Decided | 
     if item is None:
         return None
     if isinstance(item, str):
-        return _NotPlaced(item, "unschedulable")
+        return _NotPlaced(item, "unschedulable", nodes=False)
     decision = placer.place(item)
     if isinstance(decision, placement.NoPlacement):
         return _NotPlaced(decision.message(), "budget-exhausted" if decision.budget_exhausted else "unschedulable",
@@ -247,7 +259,7 @@ async def run_pass(rt: Runtime) -> PassResult:
                 if step.item is not None and await _roll_back_partial(rt, fresh, step.item):
                     continue  # reservations of an earlier attempt released; retried on the next pass
                 metrics.observe_allocation(step.result, elapsed)
-                await _record_unschedulable(rt, fresh, step.message)
+                await _record_unschedulable(rt, fresh, step.message, nodes=step.nodes)
             except Exception as exc:
                 logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
                                  fresh.metadata.name)
@@ -360,11 +372,11 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
     return True
 
 
-async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str) -> None:
+async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nodes: bool = True) -> None:
     memory = rt.memory(pod.metadata.uid or "")
     memory.unschedulable_at = rt.cluster.relevant_changes
     memory.error_at = None
-    text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}"
+    text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
     if memory.last_message == text:
         return
     memory.last_message = text
