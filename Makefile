@@ -28,6 +28,16 @@ bench: $(STAMP)
 	$(BIN)/python bench/placement.py
 	$(BIN)/python bench/sandbox.py
 
+# Chaos (tests/chaos): two `dralloc run` processes under random API faults, kill -9 and
+# rolling handovers for CHAOS_SECONDS at fault level CHAOS_P, then the audit; plus one
+# kill -9 with the default 15/10/2 s Lease timing. CHAOS_SEED=N replays a run's choices.
+.PHONY: chaos
+CHAOS_SECONDS ?= 300
+CHAOS_P ?= 0.1
+chaos: $(STAMP)
+	DRALLOC_CHAOS_SECONDS=$(CHAOS_SECONDS) DRALLOC_CHAOS_P=$(CHAOS_P) DRALLOC_CHAOS_SEED=$(CHAOS_SEED) \
+		$(BIN)/pytest -q -s tests/chaos -k "long or default_timing" $(PYTEST_ARGS)
+
 # The demo: sandbox cluster + operator + examples/demo, then where every pod went.
 # `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
 run: $(STAMP)
