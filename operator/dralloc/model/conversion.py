@@ -57,13 +57,31 @@ def _describe(raw: Mapping[str, Any]) -> str:
 
 
 def parse_as(model: type[Object], raw: Mapping[str, Any]) -> Any:
-    """Validate `raw` as `model`; malformed input raises ObjectError naming object and field."""
+    """Validate `raw` as `model`; malformed input raises ObjectError naming object and field.
+
+    A JSON `null` field is an absent one, as Go decodes it (`requests: null` is no requests).
+    """
     try:
         return model.model_validate(raw)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(p for p in first["loc"] if p not in ("function-plain",))
-        raise ObjectError(_describe(raw), _field_path(loc), first["msg"]) from exc
+        error = exc
+    stripped = _without_nulls(raw)
+    if stripped != raw:
+        try:
+            return model.model_validate(stripped)
+        except pydantic.ValidationError as exc:
+            error = exc
+    first = error.errors()[0]
+    loc = tuple(p for p in first["loc"] if p not in ("function-plain",))
+    raise ObjectError(_describe(raw), _field_path(loc), first["msg"]) from error
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def parse(raw: Mapping[str, Any]) -> Object | None:
