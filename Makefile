@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint bench run clean conformance
+.PHONY: install test lint bench run clean conformance fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/placement.py
 	$(BIN)/python bench/sandbox.py
 
+# The hostile-object fuzz (tests/fuzz) at campaign size: FUZZ_ROUNDS fresh clusters of
+# FUZZ_CASES hostile cases each; FUZZ_SEED=N replays a run (default: a new seed, printed).
+FUZZ_ROUNDS ?= 20
+FUZZ_CASES ?= 40
+fuzz: $(STAMP)
+	DRALLOC_FUZZ_ROUNDS=$(FUZZ_ROUNDS) DRALLOC_FUZZ_CASES=$(FUZZ_CASES) DRALLOC_FUZZ_SEED=$(FUZZ_SEED) \
+		$(BIN)/pytest -q -s tests/fuzz $(PYTEST_ARGS)
+
 # Chaos (tests/chaos): two `dralloc run` processes under random API faults, kill -9 and
 # rolling handovers for CHAOS_SECONDS at fault level CHAOS_P, then the audit; plus one
 # kill -9 with the default 15/10/2 s Lease timing. CHAOS_SEED=N replays a run's choices.
@@ -37,6 +45,20 @@ CHAOS_P ?= 0.1
 chaos: $(STAMP)
 	DRALLOC_CHAOS_SECONDS=$(CHAOS_SECONDS) DRALLOC_CHAOS_P=$(CHAOS_P) DRALLOC_CHAOS_SEED=$(CHAOS_SEED) \
 		$(BIN)/pytest -q -s tests/chaos -k "long or default_timing" $(PYTEST_ARGS)
+
+# The end-to-end suite on a real Kubernetes 1.37 control plane (e2e/: etcd, kube-apiserver,
+# kube-scheduler, kube-controller-manager built from Go modules into e2e/bin/; the first
+# build takes minutes). `make e2e-up` keeps one running for kubectl (e2e/run/kubeconfig).
+.PHONY: e2e e2e-build e2e-up
+E2E_TESTS ?= tests/handlers
+E2E_SOURCES := e2e/build.sh e2e/controlplane/go.mod e2e/controlplane/go.sum $(wildcard e2e/controlplane/*/*.go)
+e2e/bin/.built: $(E2E_SOURCES)
+	e2e/build.sh
+e2e-build: e2e/bin/.built
+e2e: $(STAMP) e2e/bin/.built
+	$(BIN)/python e2e/controlplane.py run -- $(BIN)/pytest -q --e2e-real $(E2E_TESTS) $(PYTEST_ARGS)
+e2e-up: $(STAMP) e2e/bin/.built
+	$(BIN)/python e2e/controlplane.py up
 
 # The demo: sandbox cluster + operator + examples/demo, then where every pod went.
 # `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
