@@ -14,6 +14,7 @@ from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
 from dralloc.lifecycle import templates
 from dralloc.model import pods
+from dralloc.sandbox import Faults
 from dralloc.scheduling import placement
 
 Obj = dict[str, object]
@@ -119,3 +120,29 @@ def test_a_bug_met_in_one_pods_lifecycle_leaves_the_others_alone(apiserver: Clus
     assert not [c for c in helpers.claims(apiserver) if c["metadata"]["name"].startswith("cursed")]
     monkeypatch.setattr(templates, "pod_claim_plan", real_plan)
     wait_for(lambda: helpers.node_of(apiserver, "cursed"), what="the pod handled once the bug is gone (backoff)")
+
+
+def test_a_template_without_requests_gives_an_empty_allocation(apiserver: Cluster, operator: OperatorThread) -> None:
+    """`requests: null` is accepted by the API: the claim allocates with no devices, as upstream's."""
+    node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    template = cluster.template("empty", device_class=gpu)
+    template["spec"]["spec"]["devices"]["requests"] = None
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 1), cluster.gpu_class(gpu), template])
+    apiserver.seed([cluster.pod("p", template_name="empty")])
+    assert wait_for(lambda: helpers.node_of(apiserver, "p"), what="the pod bound") == node
+    (claim,) = helpers.claims(apiserver)
+    assert claim["status"]["allocation"].get("devices", {}).get("results", []) == []
+
+
+def test_a_write_the_server_rejects_is_reported_on_the_pod(apiserver: Cluster, faults: Faults,
+                                                           operator: OperatorThread) -> None:
+    node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 1), cluster.gpu_class(gpu),
+                    cluster.template("one", device_class=gpu)])
+    faults.next("PUT", "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims/*/status", 422,
+                message="status.allocation: Invalid value: refused for the test")
+    apiserver.seed([cluster.pod("p", template_name="one")])
+    found = wait_for(lambda: _scheduling_error(apiserver, "p"), what="SchedulerError naming the refusal")
+    assert "the API server refused the claim-status write" in found["message"]
+    assert "refused for the test" in found["message"]
+    wait_for(lambda: helpers.node_of(apiserver, "p"), what="placed on the retry")

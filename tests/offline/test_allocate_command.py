@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.builders import claim, slice_
+from tests.builders import claim, device, slice_
 from tests.offline.conftest import REPO, Invoke, subprocess_dralloc
 from tests.offline.files import GPU_CLASS, as_list, documents, gpus, in_use, node
 
@@ -335,3 +335,22 @@ def test_output_follows_redirected_stdout(cluster: str) -> None:
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
         cli.main(["allocate", "-f", cluster, "--claim", "one", "-o", "json"])
     assert '"status": "allocated"' in buffer.getvalue()
+
+
+class TestInvalidPoolOnOneNode:
+    """A pool that is invalid on one node (a device listed twice across its slices) rules out that node only."""
+
+    @staticmethod
+    def _cluster(tmp_path: pathlib.Path) -> str:
+        broken = [slice_(f"node-a-gpus-{i}", pool="node-a", node="node-a", slice_count=2,
+                         devices=[device("gpu-0")]) for i in range(2)]
+        return as_list(tmp_path / "cluster.yaml", [GPU_CLASS, node("node-a"), node("node-b"), *broken,
+                                                   gpus("node-b", 1), ONE])
+
+    def test_another_node_is_chosen(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        run = dralloc("allocate", "-f", self._cluster(tmp_path), "-o", "json")
+        assert (run.code, picks(run.json())) == (0, [("one", "gpu", "node-b/gpu-0")])
+
+    def test_on_that_node_alone_it_is_the_error(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        run = dralloc("allocate", "-f", self._cluster(tmp_path), "--node", "node-a")
+        assert run.code == 2 and "node-a" in run.err and "invalid" in run.err

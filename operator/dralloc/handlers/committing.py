@@ -54,6 +54,11 @@ class Unknown(Exception):
     """Whether the write happened is still not known (the object could not be read back)."""
 
 
+class Rejected(Exception):
+    """The API server refused the placement's writes as invalid or forbidden: retrying the same
+    will not help until something changes, and the pod must say why (the message names the object)."""
+
+
 def pod_ref(pod: pods.Pod) -> Raw:
     return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid or ""}
 
@@ -327,7 +332,10 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
             rt.memory(pod.metadata.uid or "").bound_to = decision.node
     except (Refused, Unknown) as exc:
         release_unsent(rt, item)
-        backoff(rt, pod, operation, exc.__cause__ if isinstance(exc.__cause__, kube_errors.KubeError) else exc)
+        cause = exc.__cause__
+        if isinstance(cause, (kube_errors.InvalidError, kube_errors.ForbiddenError)):
+            raise Rejected(f"the API server refused the {operation} write: {cause}") from cause
+        backoff(rt, pod, operation, cause if isinstance(cause, kube_errors.KubeError) else exc)
         return False
     except kube_errors.KubeError as exc:  # a read or write outside the cases above (e.g. not the leader)
         release_unsent(rt, item)

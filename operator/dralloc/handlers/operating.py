@@ -61,7 +61,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> N
                                          in_cluster=connection.in_cluster)
     if memo.metrics_port:
         metrics.serve(memo.metrics_port, runtime.metrics_address)
-    metrics.set_cluster_source(lambda: cluster_metrics(memo))
+    metrics.set_cluster_source(_on_loop(asyncio.get_running_loop(), memo))
     memo.control = ControlLoops(memo)
     if runtime.standalone:
         await memo.control.start()
@@ -261,6 +261,28 @@ class ControlLoops:
         await asyncio.gather(*tasks, return_exceptions=True)
         rt.synced.clear()
         logger.info("control loops stopped (replica %s)", rt.identity)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, rt: Runtime) -> metrics.ClusterSource:
+    """The scrape-time gauges, computed on the operator's event loop.
+
+    Prometheus scrapes in a thread of its own, while the loop changes the cluster view:
+    reading the view from that thread could meet a dict changing size mid-iteration.
+    """
+    async def compute() -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        return cluster_metrics(rt)
+
+    def source() -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        if not loop.is_running():
+            return cluster_metrics(rt)  # no loop to ask (stopping)
+        try:
+            if asyncio.get_running_loop() is loop:
+                return cluster_metrics(rt)  # already on the loop (a scrape from a handler or a test)
+        except RuntimeError:
+            pass
+        return asyncio.run_coroutine_threadsafe(compute(), loop).result(timeout=10)
+
+    return source
 
 
 def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]]]:

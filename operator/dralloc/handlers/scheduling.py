@@ -78,9 +78,13 @@ def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | N
         elif entry.resource_claim_template_name:
             name = recorded.get(entry.name)
             if not name:
-                if rt.cluster.templates.get(namespace, entry.resource_claim_template_name) is None:
-                    return (f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/"
-                            f"{entry.resource_claim_template_name} not found")
+                template = entry.resource_claim_template_name
+                if rt.cluster.templates.get(namespace, template) is None:
+                    problem = rt.cluster.templates.problems.get((namespace, template))
+                    if problem is not None:
+                        raise PodInputError(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} "
+                                            f"cannot be used: {problem}")
+                    return f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} not found"
                 return None
             names.append((name, False))
     if extended.dra_resources(pod, list(rt.cluster.classes.all())):
@@ -195,7 +199,7 @@ def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> _Decided | 
 
 def error_message(exc: BaseException) -> str:
     """What a user reads for an error: input errors as they are (they name the object and field)."""
-    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError)):
+    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
         return str(exc)
     return f"internal error in dralloc ({type(exc).__name__}: {exc}); the operator log has the details"
 
@@ -225,6 +229,9 @@ async def run_pass(rt: Runtime) -> PassResult:
         async with limit:
             try:
                 return await committing.commit(rt, pod, item, decision)
+            except committing.Rejected as exc:  # invalid or forbidden: say so on the pod
+                await _record_error(rt, pod, exc)
+                return False
             except Exception as exc:  # a bug of ours in one pod's commit must not end the pass
                 logger.exception("pod=%s/%s: committing the placement failed", pod.metadata.namespace,
                                  pod.metadata.name)
@@ -318,7 +325,7 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
         logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
         return
     memory.last_message = text
-    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError)):
+    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
         logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs or when an object changes)",
                        pod.metadata.namespace, pod.metadata.name, text, delay)
     else:

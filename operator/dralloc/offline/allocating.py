@@ -143,7 +143,14 @@ def decide(request: Request) -> Answer:
     best: tuple[NodeView, outcomes.Allocated] | None = None
     reasons: list[dict[str, Any]] = []
     for node in candidates:
-        outcome = allocation.allocate(snapshot, chosen, node, features=features, budget=request.budget)
+        try:
+            outcome = allocation.allocate(snapshot, chosen, node, features=features, budget=request.budget)
+        except errors.InvalidPoolOnNodeError as exc:
+            if len(candidates) == 1:
+                raise  # the one node asked about: the error is the answer
+            # Upstream's ErrFailedAllocationOnNode: this node does not fit, others may.
+            reasons.append({"node": node.name, "message": f"node {node.name}: {exc}"})
+            continue
         if isinstance(outcome, outcomes.Allocated):
             best = (node, outcome)
             break

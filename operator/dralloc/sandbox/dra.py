@@ -215,10 +215,12 @@ def _claim_status(obj: Obj, old: Obj | None) -> Causes:
     status = obj.get("status") or {}
     old_status = (old or {}).get("status") or {}
     causes: Causes = []
+    # As Go decodes it: `allocation: {}` (a claim with no requests) is allocated; only absent or null is not.
     allocation, reserved = status.get("allocation"), status.get("reservedFor") or []
-    if old_status.get("allocation") and allocation and allocation != old_status["allocation"]:
+    old_allocation = old_status.get("allocation")
+    if old_allocation is not None and allocation is not None and allocation != old_allocation:
         causes.append(("status.allocation", "Invalid value: field is immutable"))
-    if reserved and not allocation:
+    if reserved and allocation is None:
         causes.append(("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set"))
     if len(reserved) > MAX_RESERVED_FOR:
         causes.append(("status.reservedFor", f"Too many: {len(reserved)}: must have at most "

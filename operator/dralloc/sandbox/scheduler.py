@@ -138,7 +138,7 @@ class SchedulerStandIn:
             claim = self.store.objects[key[0]].get(key[1:])
             if claim is None:
                 return [], f'resourceclaim "{claim_name}" not found'
-            if not (claim.obj.get("status") or {}).get("allocation"):
+            if (claim.obj.get("status") or {}).get("allocation") is None:
                 return [], f'resourceclaim "{claim_name}" is not allocated (the stand-in scheduler never allocates)'
             found.append((key, claim))
         return found, ""

@@ -325,7 +325,7 @@ def _claim_state(claim: Obj) -> str:
     status = claim.get("status") or {}
     if deleted:
         states.append("deleted")
-    if not status.get("allocation"):
+    if status.get("allocation") is None:
         if not deleted:
             states.append("pending")
     else:
