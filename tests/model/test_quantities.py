@@ -211,3 +211,22 @@ def test_parse_of_str_round_trips(quantity: Quantity) -> None:
 def test_addition_then_subtraction_restores_the_value(a: Quantity, b: Quantity) -> None:
     """(a + b) - b == a exactly."""
     assert (a + b) - b == a
+
+
+class TestMagnitudeBound:
+    """dralloc works with exact integers: magnitudes no device or request has are refused, quickly."""
+
+    def test_a_huge_exponent_is_refused_with_the_bound(self) -> None:
+        with pytest.raises(QuantityError, match="at most 1000 digits"):
+            Quantity.parse("1e1000000")
+
+    def test_a_huge_digit_string_is_refused(self) -> None:
+        with pytest.raises(QuantityError, match="too large"):
+            Quantity.parse("1" + "0" * 1001)
+
+    def test_the_largest_accepted_prints_canonically(self) -> None:
+        assert str(Quantity.parse("1e999")) == "1e999"
+
+    def test_a_tiny_value_rounds_up_to_one_nano_without_expanding(self) -> None:
+        assert Quantity.parse("1e-1000000").nanos == 1
+        assert Quantity.parse("-1e-1000000").nanos == -1

@@ -50,6 +50,7 @@ class QuantityError(ValueError):
 
 
 _MAX_INT64 = 2**63 - 1
+MAX_DIGITS = 1000  # the largest magnitude dralloc reads: 10^1000 (see Quantity.parse)
 _BINARY_FACTORS = {suffix: 2**exp for suffix, exp in _BINARY_SUFFIXES.items()}
 _DECIMAL_FACTORS = {suffix: Fraction(10) ** exp for suffix, exp in _DECIMAL_SUFFIXES.items()}
 
@@ -94,9 +95,20 @@ class Quantity:
                 f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
             )
         digits = match["number"]
+        suffix = match["suffix"] or ""
+        scientific = len(suffix) > 1 and suffix[0] in ("e", "E") and suffix not in _BINARY_FACTORS
+        exponent = int(suffix[1:]) if scientific else _DECIMAL_SUFFIXES.get(suffix, 0)
+        whole = digits.split(".")[0].lstrip("0")
+        if len(digits) > MAX_DIGITS or len(whole) + exponent > MAX_DIGITS:
+            # apimachinery keeps such values as a scaled decimal; dralloc works with exact integers
+            # and refuses magnitudes no device, node or request has (1e1000000 would take hours).
+            raise QuantityError(f"quantity {text[:40]!r}{'...' if len(text) > 40 else ''} is too large: "
+                                f"dralloc handles quantities of at most {MAX_DIGITS} digits")
+        if scientific and exponent < -(len(digits) + 18):
+            exponent = -(len(digits) + 18)  # every non-zero value this small rounds up to the same 1n
+            suffix = f"e{exponent}"
         number: Fraction | int = int(digits) if digits.isdigit() else Fraction(digits.rstrip(".") or "0")
         negative = match["sign"] == "-"
-        suffix = match["suffix"] or ""
         if suffix in _BINARY_FACTORS:
             # As apimachinery: binary amounts are capped at the largest int64, and a binary
             # amount between 0 and 1 cannot be written with a binary suffix, so it is decimal.
