@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import kopf
@@ -42,6 +43,12 @@ WATCHED = (
     ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),
 )
 TAINT_RULE_RETRY = 1.0  # seconds before re-watching after the API went away
+# A watch the server ends within this many seconds without a single event is treated as a failure
+# (client-go's reflector: "very short watch ... watch lasted less than a second and no items
+# received"): relist after TAINT_RULE_RETRY instead of resuming at once from the same version. A
+# server that keeps ending watches at once (overloaded, or dropping what it had not sent) would
+# otherwise keep the view stale while the feed spins.
+SHORT_WATCH = 1.0
 
 
 def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) -> None:
@@ -98,12 +105,16 @@ async def taint_rule_feed(rt: Runtime, stopped: asyncio.Event, resource_version:
                 await asyncio.sleep(30.0 if resource is None else TAINT_RULE_RETRY)  # served later? look again
                 resource_version = await relist_taint_rules(rt)
                 continue
+            started, received = time.monotonic(), 0
             async with contextlib.aclosing(reading.watch_objects(
                     rt.require_session(), resource, resource_version=resource_version)) as events:
                 async for event_type, raw in events:
+                    received += 1
                     resource_version = str((raw.get("metadata") or {}).get("resourceVersion") or resource_version)
                     if event_type != "BOOKMARK":
                         feed(rt, "DeviceTaintRule", event_type, raw)
+            if _very_short(resource, started, received):
+                resource_version = await _relist_later(rt, TAINT_RULE_RETRY)
         except kube_errors.GoneError:
             resource_version = await _relist_later(rt, 0.0)
         except (kube_errors.KubeError, OSError) as exc:
@@ -130,18 +141,32 @@ async def object_feed(rt: Runtime, stopped: asyncio.Event, kind: str, resource: 
         try:
             if not resource_version:
                 resource_version = await relist(rt, kind, resource)
+            started, received = time.monotonic(), 0
             async with contextlib.aclosing(reading.watch_objects(
                     rt.require_session(), resource, resource_version=resource_version)) as events:
                 async for event_type, raw in events:
+                    received += 1
                     resource_version = str((raw.get("metadata") or {}).get("resourceVersion") or resource_version)
                     if event_type != "BOOKMARK":
                         feed(rt, kind, event_type, raw)
+            if _very_short(resource, started, received):
+                await asyncio.sleep(TAINT_RULE_RETRY)
+                resource_version = ""
         except kube_errors.GoneError:
             resource_version = ""
         except (kube_errors.KubeError, OSError) as exc:
             logger.warning("watching %s failed (%s); relisting in %.0fs", resource.plural, exc, TAINT_RULE_RETRY)
             await asyncio.sleep(TAINT_RULE_RETRY)
             resource_version = ""
+
+
+def _very_short(resource: resources.Resource, started: float, received: int) -> bool:
+    """The server ended the watch at once with nothing in it: relist rather than resume."""
+    if received or time.monotonic() - started >= SHORT_WATCH:
+        return False
+    logger.warning("watching %s: the server ended the watch within %.0fs without any event; relisting in %.0fs",
+                   resource.plural, SHORT_WATCH, TAINT_RULE_RETRY)
+    return True
 
 
 async def _relist_later(rt: Runtime, delay: float) -> str:
