@@ -261,6 +261,23 @@ async def test_periodic_compaction(async_apiserver: ApiServer, http: Http) -> No
         resp.close()
 
 
+async def test_a_lagged_watch_resumed_from_a_compacted_version_still_gets_its_410(
+        async_apiserver: ApiServer, http: Http) -> None:
+    """The 410 is the whole answer to such a watch: lag must not hold it back until the close drops it
+    (found by the chaos run: clients got an empty stream, resumed from the same version, forever)."""
+    _, listed = await http.get(CM)
+    old = listed["metadata"]["resourceVersion"]
+    await http.post(CM, configmap("a"))
+    async_apiserver.compact()
+    async_apiserver.faults.watch_lag(5.0)
+    resp = await open_watch(http, CM, "client", resourceVersion=old)
+    try:
+        event = await next_event(resp, timeout=2)
+        assert event is not None and event["type"] == "ERROR" and event["object"]["code"] == 410
+    finally:
+        resp.close()
+
+
 def test_periodic_rules_from_another_thread(apiserver: ThreadedApiServer) -> None:
     rule = apiserver.faults.every("compact", 0.05, times=2)
     for _ in range(500):

@@ -180,7 +180,8 @@ class Hub:
         elif since < self.compacted_rv:
             status = errors.status_body(
                 410, f"too old resource version: {since} ({self.compacted_rv + 1})", reason="Expired")
-            watcher.push(encode("ERROR", json.dumps(status).encode()), 0)
+            # Straight to the queue: watch lag must not hold the answer back until close() drops it.
+            watcher.queue.put_nowait(encode("ERROR", json.dumps(status).encode()))
             watcher.close()
             return
         else:
