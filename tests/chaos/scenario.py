@@ -34,6 +34,7 @@ from tests.chaos.workload import CLAIMS, NAMESPACE, PODS, Workload, cluster_obje
 Obj = dict[str, Any]
 DEFAULT_TIMING = (15.0, 10.0, 2.0)
 SHORT_TIMING = (3.0, 2.0, 0.5)
+LEAK_LIMIT = 30.0  # seconds a leak may last during the chaos (faults, failovers and backoffs included)
 
 CLAIM = "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims"
 BINDING = "/api/v1/namespaces/*/pods/*/binding"
@@ -57,6 +58,9 @@ def fault_spec(p: float) -> str:
         f"POST {BINDING} applied-then=504 p={p:g}",
         f"PATCH /api/v1/namespaces/*/pods/* 409 p={p:g}",
         f"PATCH /api/v1/namespaces/*/pods/* 500 p={half:g}",
+        f"PATCH /api/v1/namespaces/*/pods/*/status applied-then=504 p={half:g}",
+        f"PATCH {CLAIM}/* applied-then=504 p={half:g}",
+        f"DELETE {CLAIM}/* applied-then=504 p={half:g}",
         f"PUT {LEASES} 500 p={quarter:g}",
         "watch-lag delay=0.2 path=*resourceclaims*",
         "close-watches every=4",
@@ -100,8 +104,10 @@ class Report:
     unplaced_at_end: int = 0
     safety_checks: int = 0
     safety: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    crashes: list[str] = dataclasses.field(default_factory=list)  # replicas that exited unasked
     audit: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     settle_seconds: float = 0.0
+    longest_leak: float = 0.0  # seconds, the longest a leak lasted during the run
     workdir: str = ""
 
     def count(self, kind: str) -> int:
@@ -112,7 +118,7 @@ class Report:
         return max(times) if times else None
 
     def clean(self) -> bool:
-        return audit.clean(self.safety) and audit.clean(self.audit)
+        return audit.clean(self.safety) and audit.clean(self.audit) and not self.crashes
 
     def text(self) -> str:
         kinds = self.faults.get("kinds", {})
@@ -126,7 +132,7 @@ class Report:
             + (" (statuses: " + ", ".join(f"{k}={v}" for k, v in statuses.items()) + ")" if statuses else ""),
             f"kills: {self.count('kill')}, handovers: {self.count('handover')}, brownouts: {self.count('brownout')}",
             f"pods: {self.pods_created} created, {self.pods_placed} placed, {self.finished_deleted} finished and "
-            f"deleted, {self.deleted_running} deleted running, {self.unplaced_at_end} unplaced at the end "
+            f"deleted, {self.deleted_running} deleted running or pending, {self.unplaced_at_end} unplaced at the end "
             "(no room)",
             f"worst takeover by the Lease: kill {fmt(self.worst('kill'))}, handover {fmt(self.worst('handover'))}, "
             f"brownout {fmt(self.worst('brownout'))}",
@@ -134,7 +140,9 @@ class Report:
         for f in self.failovers:
             lines.append(f"  {f.kind:9} {f.old} -> {f.new or '?'}: takeover {fmt(f.takeover)}, next pod placed "
                          f"{fmt(f.placed)} after the old holder's last renewal")
-        lines.append(f"safety during the run ({self.safety_checks} checks): {audit.summary(self.safety)}")
+        lines.append(f"safety during the run ({self.safety_checks} checks): {audit.summary(self.safety)}; "
+                     f"longest-lived leak {self.longest_leak:.1f}s (limit {LEAK_LIMIT:g}s)")
+        lines.append(f"replicas that exited unasked: {', '.join(self.crashes) or 'none'}")
         lines.append(f"audit after quiescence ({self.settle_seconds:.1f}s to settle): {audit.summary(self.audit)}")
         for check, found in {**self.safety, **self.audit}.items():
             for line in found[:10]:
@@ -176,6 +184,13 @@ class Chaos:
         self.replicas.append(replica)
         self.all_replicas.append(replica)
         return replica
+
+    def check_crashes(self) -> None:
+        for replica in list(self.replicas):
+            if not replica.alive:
+                code = replica.proc.returncode if replica.proc else None
+                self.report.crashes.append(f"{replica.identity} (exit {code})")
+                self.replicas.remove(replica)
 
     def holder(self) -> str:
         return str(self.sandbox.lease(NAMESPACE).get("holderIdentity") or "")
@@ -286,23 +301,37 @@ class Chaos:
         if self._lag_rule is not None:
             self.sandbox.remove_fault(self._lag_rule)
         target = self.rng.choice(self.replicas)
-        (rule,) = self.sandbox.add_faults(f"watch-lag delay={self.rng.uniform(0.3, 1.0):.2f} "
+        (rule,) = self.sandbox.add_faults(f"watch-lag delay={self.rng.uniform(0.3, 2.0):.2f} "
                                           f"path=*resourceclaims* token={target.token}")
         self._lag_rule = int(rule["id"])
 
     # ---- monitoring ----------------------------------------------------------------------------
 
     def _monitor(self) -> None:
-        seen: dict[str, list[str]] = {}
+        """Safety on every look; and leaks that last: a claim stuck allocated for a gone or finished pod
+        (or left after its pod) for LEAK_LIMIT seconds means the operator is not getting on with it."""
+        seen: dict[str, list[str]] = {"double allocation": [], "duplicate claims": [], "lasting leaks": []}
+        leaking: dict[str, float] = {}
+        reported: set[str] = set()
         while not self._stop_monitor.wait(0.5):
             try:
                 claims = self.sandbox.items(CLAIMS)
+                pods = self.sandbox.items(PODS)
             except OSError:
                 continue
             self.report.safety_checks += 1
             for check, found in audit.safety(claims).items():
-                known = seen.setdefault(check, [])
+                known = seen[check]
                 known.extend(f for f in found if f not in known)
+            now = time.monotonic()
+            deleted = self.workload.deleted_uids if self.workload is not None else set()
+            current = set(audit.leaks(pods, claims, deleted))
+            leaking = {leak: leaking.get(leak, now) for leak in current}
+            for leak, since in leaking.items():
+                self.report.longest_leak = max(self.report.longest_leak, now - since)
+                if now - since >= LEAK_LIMIT and leak not in reported:
+                    reported.add(leak)
+                    seen["lasting leaks"].append(f"{leak} (for {LEAK_LIMIT:g}s or more)")
         self.report.safety = seen
 
     def placements_after(self, failover: Failover, events: list[Obj]) -> None:
@@ -334,8 +363,11 @@ class Chaos:
             actions = ["kill", "handover", "brownout"]
             while time.monotonic() < end:
                 time.sleep(self.rng.uniform(*config.action_every))
+                self.check_crashes()
                 if time.monotonic() >= end:
                     break
+                while len(self.replicas) < 2:
+                    self.start_replica()
                 action = actions[len(self.report.failovers) % 3] if len(self.report.failovers) < 3 else \
                     self.rng.choice(actions)
                 if action == "kill":
@@ -367,9 +399,7 @@ class Chaos:
         self.report.faults = self.sandbox.fault_state()["counters"]
         self.sandbox.clear_faults()
         self.workload.stop_creating()
-        for replica in list(self.replicas):
-            if not replica.alive:
-                self.replicas.remove(replica)
+        self.check_crashes()
         while len(self.replicas) < 2:
             self.start_replica()
         self.wait_holder(60.0)
@@ -389,6 +419,7 @@ class Chaos:
                     clean_since = None
             time.sleep(0.5)
         self.report.settle_seconds = time.monotonic() - started
+        self.check_crashes()
         self.report.audit = findings
         self.workload.stop()
         stats = self.workload.stats

@@ -56,7 +56,7 @@ def pod_object(name: str, rng: random.Random) -> Obj:
 class Stats:
     created: int = 0
     finished_deleted: int = 0
-    deleted_running: int = 0
+    deleted_running: int = 0  # or pending
     errors: int = 0
 
 
@@ -113,6 +113,8 @@ class Workload:
                     self._delete(meta, finished=True)
             elif (p.get("spec") or {}).get("nodeName") and phase == "Running" and self.rng.random() < 0.01:
                 self._delete(meta, finished=False)
+            elif not (p.get("spec") or {}).get("nodeName") and self.rng.random() < 0.005:
+                self._delete(meta, finished=False)  # given up on while pending (maybe mid-placement)
         if not self._creating.is_set():
             return
         demand = sum(1 for p in live if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
