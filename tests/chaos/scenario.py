@@ -34,7 +34,7 @@ from tests.chaos.workload import CLAIMS, NAMESPACE, PODS, Workload, cluster_obje
 Obj = dict[str, Any]
 DEFAULT_TIMING = (15.0, 10.0, 2.0)
 SHORT_TIMING = (3.0, 2.0, 0.5)
-LEAK_LIMIT = 30.0  # seconds a leak may last during the chaos (faults, failovers and backoffs included)
+LEAK_LIMIT = 20.0  # seconds a leak may last during the chaos (faults, failovers and backoffs included)
 
 CLAIM = "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims"
 BINDING = "/api/v1/namespaces/*/pods/*/binding"
