@@ -2,7 +2,8 @@
 //
 //	ca.crt, ca.key                      the cluster CA (client and serving certs)
 //	apiserver.crt, apiserver.key        serving cert for 127.0.0.1, localhost and the kubernetes Service names
-//	<user>.crt, <user>.key              client certs: kube-scheduler, kube-controller-manager
+//	<user>.crt, <user>.key              client certs: kube-scheduler, kube-controller-manager,
+//	                                    front-proxy-client (the apiserver's, for requestheader auth)
 //	sa.key, sa.pub                      the service-account signing key pair
 //	tokens.csv, admin.token             a static admin token (group system:masters)
 //
@@ -47,7 +48,7 @@ func main() {
 		"kubernetes.default.svc.cluster.local"}
 	sign("apiserver", serving, newKey("apiserver"), ca, caKey)
 
-	for _, user := range []string{"kube-scheduler", "kube-controller-manager"} {
+	for _, user := range []string{"kube-scheduler", "kube-controller-manager", "front-proxy-client"} {
 		client := template(pkix.Name{CommonName: "system:" + user})
 		client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 		sign(user, client, newKey(user), ca, caKey)

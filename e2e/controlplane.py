@@ -1,0 +1,311 @@
+"""A real Kubernetes 1.37 control plane on loopback, for `make e2e` and for kubectl.
+
+    python e2e/controlplane.py run -- CMD...   start, run CMD with KUBECONFIG set, stop; CMD's exit code
+    python e2e/controlplane.py up              start, print how to reach it, serve until Ctrl-C
+
+It runs the binaries of e2e/bin/ (`e2e/build.sh` builds them): our etcd (a temp data
+dir), kube-apiserver (secure port on 127.0.0.1, every DRA feature gate of 1.37 on, the
+beta/alpha resource.k8s.io and scheduling.k8s.io versions served), kube-scheduler and
+kube-controller-manager, each in its own process group, on free ports. Certificates,
+the service-account key pair and an admin token come from e2e/bin/pki, into the same
+temp folder. It waits for /readyz and the kube-node-lease namespace, writes an admin
+kubeconfig (`--kubeconfig`, default e2e/run/kubeconfig) and stops everything it
+started on exit, on Ctrl-C, SIGTERM or SIGHUP and when any component dies; each
+component's log is in e2e/run/logs/ (the last lines are printed when it fails).
+
+There is no kubelet: tests/handlers/realcluster.py keeps the Nodes a test creates Ready
+(Lease heartbeats) and finishes pod deletions on them, and tests write pod phases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import ctypes
+import functools
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+
+HERE = pathlib.Path(__file__).resolve().parent
+BIN = HERE / "bin"
+RUN = HERE / "run"
+
+# Every DRA gate kube 1.37 has (the GA/beta ones are on by default; named anyway), and
+# the Workload/PodGroup API (GenericWorkload, beta, off by default).
+FEATURE_GATES = [
+    "DynamicResourceAllocation", "DRAAdminAccess", "DRAConsumableCapacity", "DRADerivedAttributes",
+    "DRADeviceBindingConditions", "DRADeviceCompatibilityGroups", "DRADeviceTaintRules", "DRADeviceTaints",
+    "DRAExtendedResource", "DRAFractionalCapacityRange", "DRAListTypeAttributes", "DRANodeAllocatableResources",
+    "DRAOptionalNodeOperations", "DRAPartitionableDevices", "DRAPartitionableDevicesType", "DRAPrioritizedList",
+    "DRAResourceClaimDeviceStatus", "DRAResourceClaimGranularStatusAuthorization", "DRAResourcePoolStatus",
+    "DRASchedulerFilterTimeout", "DRAWorkloadResourceClaims", "GenericWorkload",
+]
+# resource.k8s.io/v1 (incl. DeviceTaintRule) is on by default; the older versions are
+# what clients of older releases use; v1alpha3 serves ResourcePoolStatusRequest.
+RUNTIME_CONFIG = ["resource.k8s.io/v1beta1=true", "resource.k8s.io/v1beta2=true", "resource.k8s.io/v1alpha3=true",
+                  "scheduling.k8s.io/v1beta1=true"]
+# KCM's own DRA controllers would do dralloc's work beside it: resourceclaim-controller
+# creates claims from templates (and writes pods' resourceClaimStatuses), and
+# device-taint-eviction-controller evicts pods from NoExecute-tainted devices. How dralloc
+# coexists with them is issue 11's next phase; until then `make e2e` turns both off.
+KCM_CONTROLLERS = "*,-resourceclaim-controller,-device-taint-eviction-controller"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # runs in the child before exec: SIGTERM when the launcher dies, even by kill -9
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class ControlPlane:
+    def __init__(self, *, kubeconfig: pathlib.Path, verbosity: int = 1,
+                 kcm_controllers: str = KCM_CONTROLLERS) -> None:
+        self.kubeconfig = kubeconfig
+        self.verbosity = verbosity
+        self.kcm_controllers = kcm_controllers
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="dralloc-e2e-"))
+        self.pki = self.tmp / "pki"
+        self.logs = RUN / "logs"
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "scheduler", "kcm")}
+        self.url = f"https://127.0.0.1:{self.ports['apiserver']}"
+        self.token = ""
+        self._stopped = False
+
+    # ---- start ----------------------------------------------------------------------------------
+
+    def start(self) -> ControlPlane:
+        for binary in ("etcd", "pki", "kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+            if not (BIN / binary).exists():
+                raise SystemExit(f"e2e: {BIN / binary} is missing: run e2e/build.sh (or make e2e)")
+        shutil.rmtree(self.logs, ignore_errors=True)
+        self.logs.mkdir(parents=True)
+        self.pki.mkdir()
+        subprocess.run([str(BIN / "pki"), "-dir", str(self.pki)], check=True)
+        self.token = (self.pki / "admin.token").read_text().strip()
+        for user in ("kube-scheduler", "kube-controller-manager"):
+            self._write_kubeconfig(self.tmp / f"{user}.kubeconfig", user=user, cert=self.pki / f"{user}.crt",
+                                   key=self.pki / f"{user}.key")
+        self._write_kubeconfig(self.kubeconfig, user="dralloc-e2e-admin", token=self.token)
+
+        p = self.pki
+        self._spawn("etcd", "etcd", "-data-dir", str(self.tmp / "etcd"),
+                    "-client-url", f"http://127.0.0.1:{self.ports['etcd']}",
+                    "-peer-url", f"http://127.0.0.1:{self.ports['etcd-peer']}")
+        self._wait("etcd", lambda: self._log_says("etcd", "etcd ready"), 60)
+        gates = ",".join(f"{gate}=true" for gate in FEATURE_GATES)
+        self._spawn("kube-apiserver", "kube-apiserver",
+                    f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+                    "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                    f"--secure-port={self.ports['apiserver']}",
+                    f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
+                    f"--client-ca-file={p / 'ca.crt'}", f"--token-auth-file={p / 'tokens.csv'}",
+                    f"--requestheader-client-ca-file={p / 'ca.crt'}",
+                    "--requestheader-allowed-names=system:front-proxy-client",
+                    "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+                    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                    f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
+                    f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    f"--service-account-key-file={p / 'sa.pub'}",
+                    f"--service-account-signing-key-file={p / 'sa.key'}",
+                    "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
+                    "--endpoint-reconciler-type=none",  # it refuses a loopback address; no pod needs it
+                    f"--feature-gates={gates}", f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+                    f"--v={self.verbosity}")
+        self._wait("kube-apiserver /readyz", functools.partial(self._ok, "/readyz"), 120)
+        common = [f"--feature-gates={gates}", "--bind-address=127.0.0.1", "--leader-elect=false",
+                  f"--v={self.verbosity}"]
+        self._spawn("kube-scheduler", "kube-scheduler", *common, f"--secure-port={self.ports['scheduler']}",
+                    *self._component_auth("kube-scheduler"))
+        self._spawn("kube-controller-manager", "kube-controller-manager", *common,
+                    f"--secure-port={self.ports['kcm']}", *self._component_auth("kube-controller-manager"),
+                    f"--controllers={self.kcm_controllers}", "--use-service-account-credentials=true",
+                    f"--service-account-private-key-file={p / 'sa.key'}", f"--root-ca-file={p / 'ca.crt'}",
+                    f"--cluster-signing-cert-file={p / 'ca.crt'}", f"--cluster-signing-key-file={p / 'ca.key'}")
+        for name, port in (("kube-scheduler", self.ports["scheduler"]), ("kube-controller-manager", self.ports["kcm"])):
+            self._wait(f"{name} /healthz", functools.partial(self._ok, "/healthz", port), 60)
+        # realcluster.py heartbeats Node Leases only when this namespace exists; the default
+        # ServiceAccount of `default` shows that KCM's serviceaccount controller works.
+        self._wait("namespace kube-node-lease", lambda: self._get("/api/v1/namespaces/kube-node-lease"), 60)
+        if "serviceaccount" in self.kcm_controllers or self.kcm_controllers.startswith("*"):
+            self._wait("ServiceAccount default/default",
+                       lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default"), 60)
+        return self
+
+    def _component_auth(self, user: str) -> list[str]:
+        config = self.tmp / f"{user}.kubeconfig"
+        return [f"--kubeconfig={config}", f"--authentication-kubeconfig={config}",
+                f"--authorization-kubeconfig={config}"]
+
+    def _write_kubeconfig(self, path: pathlib.Path, *, user: str, token: str = "",
+                          cert: pathlib.Path | None = None, key: pathlib.Path | None = None) -> None:
+        credentials = {"token": token} if token else {"client-certificate": str(cert), "client-key": str(key)}
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "dralloc-e2e",
+                  "clusters": [{"name": "dralloc-e2e", "cluster": {
+                      "server": self.url, "certificate-authority-data": _b64((self.pki / "ca.crt").read_bytes())}}],
+                  "users": [{"name": user, "user": credentials}],
+                  "contexts": [{"name": "dralloc-e2e", "context": {"cluster": "dralloc-e2e", "user": user}}]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
+        path.chmod(0o600)
+
+    def _spawn(self, name: str, binary: str, *args: str) -> None:
+        log = (self.logs / f"{name}.log").open("wb")
+        proc = subprocess.Popen([str(BIN / binary), *args], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+        log.close()
+        self.procs.append((name, proc))
+
+    def _log_says(self, name: str, text: str) -> bool:
+        return text in (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def _get(self, path: str, port: int | None = None) -> str:
+        """GET over TLS with the admin token; '' on any error (for polling)."""
+        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        if port is not None:  # the scheduler's and KCM's serving certs are self-signed
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        request = urllib.request.Request(f"https://127.0.0.1:{port or self.ports['apiserver']}{path}",
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+                return str(response.read().decode())
+        except (OSError, urllib.error.URLError):
+            return ""
+
+    def _ok(self, path: str, port: int | None = None) -> bool:
+        return self._get(path, port) == "ok"
+
+    def _wait(self, what: str, ready: Callable[[], object], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            self.check()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"e2e: {what} not ready after {timeout:.0f} s")
+            time.sleep(0.2)
+
+    # ---- run, stop --------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise when a component has exited."""
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"e2e: {name} exited with status {proc.returncode}")
+
+    def tail_logs(self, lines: int = 12) -> None:
+        for name, _ in self.procs:
+            text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
+            print(f"---- {name} (last {lines} lines of {self.logs / name}.log) ----", file=sys.stderr)
+            print("\n".join(text[-lines:]), file=sys.stderr)
+
+    def stop(self) -> None:
+        """SIGTERM each process group, last started first; SIGKILL what is left after 15 s."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for _, proc in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _raise_on_signal(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="e2e/controlplane.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubeconfig", type=pathlib.Path, default=RUN / "kubeconfig",
+                        help="where to write the admin kubeconfig (default: e2e/run/kubeconfig)")
+    parser.add_argument("--v", type=int, default=1, dest="verbosity", help="the components' log level")
+    parser.add_argument("--kcm-controllers", default=KCM_CONTROLLERS,
+                        help=f"kube-controller-manager --controllers (default {KCM_CONTROLLERS!r}; '*' is KCM's own)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="start, run a command with KUBECONFIG set, stop")
+    run.add_argument("cmd", nargs=argparse.REMAINDER)
+    sub.add_parser("up", help="start and serve until Ctrl-C")
+    args = parser.parse_args(argv)
+    cmd = [c for c in getattr(args, "cmd", []) if c != "--"] if args.command == "run" else []
+    if args.command == "run" and not cmd:
+        parser.error("run: give the command after --")
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_on_signal)
+    plane = ControlPlane(kubeconfig=args.kubeconfig.resolve(), verbosity=args.verbosity,
+                         kcm_controllers=args.kcm_controllers)
+    atexit.register(plane.stop)
+    started = time.monotonic()
+    try:
+        print(f"e2e: starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager (logs: {plane.logs})",
+              flush=True)
+        plane.start()
+        print(f"e2e: control plane up in {time.monotonic() - started:.1f} s at {plane.url};"
+              f" KUBECONFIG={args.kubeconfig}", flush=True)
+        if args.command == "up":
+            print("e2e: Ctrl-C stops it", flush=True)
+            while True:
+                plane.check()
+                time.sleep(1)
+        child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(args.kubeconfig.resolve())})
+        try:
+            while True:
+                try:
+                    code = child.wait(1)
+                    break
+                except subprocess.TimeoutExpired:
+                    plane.check()
+        finally:
+            if child.poll() is None:  # a component died, or we were interrupted: the command goes too
+                child.terminate()
+                try:
+                    child.wait(30)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+        if code != 0:
+            plane.tail_logs()
+        return code
+    except KeyboardInterrupt:
+        print("e2e: interrupted, stopping the control plane", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        print(exc, file=sys.stderr)
+        plane.tail_logs()
+        return 1
+    finally:
+        plane.stop()
+        print("e2e: control plane stopped", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
