@@ -33,6 +33,7 @@ from dralloc.kube.session import Session
 logger = logging.getLogger(__name__)
 
 POLICY_NAME = "default"
+TLS_CLOSE_GRACE = 0.25  # seconds the loop keeps running for closing TLS connections (cleanup)
 STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread"}
 RELISTED = (
     ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
@@ -76,8 +77,15 @@ async def cleanup(memo: Runtime, **_: Any) -> None:
     await stop_everything(memo)
     metrics.set_cluster_source(None)
     if memo.session is not None:
+        tls = memo.session.server.startswith("https:")
         await memo.session.close()
         memo.session = None
+        if tls:
+            # A TLS connection ends with a close_notify exchange before its socket closes: the watch
+            # streams kopf has just cancelled and our session's pool need the loop a moment longer, or
+            # the loop's end strands their sockets (ResourceWarning: unclosed transport; seen on a real
+            # kube-apiserver by `make e2e`, never on the plain-HTTP sandbox).
+            await asyncio.sleep(TLS_CLOSE_GRACE)
 
 
 async def stop_everything(rt: Runtime) -> None:

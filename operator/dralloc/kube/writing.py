@@ -32,6 +32,7 @@ import datetime
 import logging
 import os
 import socket
+import time
 from typing import Any
 
 from dralloc.kube import errors, reading, resources
@@ -170,7 +171,7 @@ async def post_event(
     event: Obj = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{ref.get('name') or 'object'}.", "namespace": namespace},
+        "metadata": {"name": _event_name(ref.get("name") or ""), "namespace": namespace},
         "eventTime": now,
         "reportingController": reporting_controller[:MAX_EVENT_FIELD],
         "reportingInstance": (reporting_instance or _instance())[:MAX_EVENT_FIELD],
@@ -189,6 +190,13 @@ async def post_event(
     except errors.KubeError as exc:
         logger.warning("could not post event %s on %s %s/%s: %s", reason, ref.get("kind"), namespace,
                        ref.get("name"), exc)
+
+
+def _event_name(regarding: str) -> str:
+    """`<name>.<nanoseconds in hex>`, as client-go's recorder names Events. Not `generateName: "<name>."`:
+    events.k8s.io/v1 validates generateName as a DNS subdomain prefix, and one may not end in a dot."""
+    prefix = regarding[:253 - 17].rstrip("-.") or "object"
+    return f"{prefix}.{time.time_ns():x}"
 
 
 def _reference(obj: Obj) -> Obj:
