@@ -241,3 +241,22 @@ async def test_device_taint_rule_effect(http: Http) -> None:
 async def test_invalid_pods(http: Http, spec: dict[str, Any], field: str) -> None:
     code, status = await http.post(PODS, {"metadata": {"name": "p"}, "spec": spec})
     assert code == 422 and field in fields(status)
+
+
+async def test_generate_name_is_validated_as_a_name_prefix(http: Http) -> None:
+    """As kube-apiserver 1.37 answers (seen by `make e2e`): events.k8s.io/v1 Events get strict names, and
+    generateName must be a DNS subdomain once one trailing '-' is masked: `pod.` is refused, `pod-` is not."""
+    event = {"regarding": {"kind": "Pod", "name": "p"}, "reason": "R", "note": "n", "type": "Normal",
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "dralloc",
+             "reportingInstance": "x", "action": "A"}
+    code, status = await http.post("/apis/events.k8s.io/v1/namespaces/default/events",
+                                   {**event, "metadata": {"generateName": "p."}})
+    assert code == 422 and fields(status) == ["metadata.generateName"]
+    code, _ = await http.post("/apis/events.k8s.io/v1/namespaces/default/events", {**event, "metadata": {"name": "p."}})
+    assert code == 422
+    code, _ = await http.post("/apis/events.k8s.io/v1/namespaces/default/events", {**event, "metadata": {"name": "p.1"}})
+    assert code == 201
+    code, status = await http.post(CLAIMS, {**claim(), "metadata": {"generateName": "c."}})
+    assert code == 422 and fields(status) == ["metadata.generateName"]
+    code, _ = await http.post(CLAIMS, {**claim(), "metadata": {"generateName": "c-"}})
+    assert code == 201

@@ -53,15 +53,24 @@ def schema_causes(obj: Obj, strict: bool, old: Obj | None = None) -> Causes:
 
 def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
     meta = obj.get("metadata") or {}
-    name = meta.get("name", "")
     causes: Causes = []
-    if rt.plural in _DNS_LABEL_NAMES:
-        if not _DNS_LABEL.match(name) or len(name) > 63:
-            causes.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 label must '
-                                            "consist of lower case alphanumeric characters or '-'"))
-    elif rt.plural not in _FREE_NAMES and (not _DNS_SUBDOMAIN.match(name) or len(name) > 253):
-        causes.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
-                                        "consist of lower case alphanumeric characters, '-' or '.'"))
+    # core/v1 Events (and Nodes) are lenient; events.k8s.io/v1 validates Event names strictly.
+    free = rt.plural in _FREE_NAMES and not (rt.plural == "events" and rt.group == "events.k8s.io")
+    # generateName is checked as a name prefix (upstream masks one trailing '-'), then the name.
+    for path, name, prefix in (("metadata.generateName", meta.get("generateName"), True),
+                               ("metadata.name", meta.get("name", ""), False)):
+        if prefix and not name:
+            continue
+        if not isinstance(name, str):  # the schema check reports the type
+            continue
+        checked = name[:-1] + "a" if prefix and name.endswith("-") else name
+        if rt.plural in _DNS_LABEL_NAMES:
+            if not _DNS_LABEL.match(checked) or len(checked) > 63:
+                causes.append((path, f'Invalid value: "{name}": a lowercase RFC 1123 label must '
+                                     "consist of lower case alphanumeric characters or '-'"))
+        elif not free and (not _DNS_SUBDOMAIN.match(checked) or len(checked) > 253):
+            causes.append((path, f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
+                                 "consist of lower case alphanumeric characters, '-' or '.'"))
     for key, value in (meta.get("labels") or {}).items():
         prefix, _, label = key.rpartition("/")
         if not _LABEL_NAME.match(label) or len(label) > 63 or (prefix and not _DNS_SUBDOMAIN.match(prefix)):
