@@ -95,8 +95,14 @@ def test_held_signal_taints_evicts_and_recovery_untaints(apiserver: Cluster, hea
     assert helpers.cluster_events(apiserver, "DeviceTainted", name)
     # The evicted pod's claim goes with it, and so does the signal: recovery starts.
     wait_for(lambda: not rules(apiserver), timeout=8, what="rule removed after recovery")
-    assert helpers.cluster_events(apiserver, "DeviceUntainted", name)
-    stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", name) or {}
+    # The Event follows the rule's deletion: on a real API server it can show up a moment later.
+    wait_for(lambda: helpers.cluster_events(apiserver, "DeviceUntainted", name), timeout=5, what="DeviceUntainted")
+
+    def recovered() -> Obj | None:  # the status is written after the rule's deletion, too
+        stored = apiserver.get("dralloc.io/v1alpha1", "DeviceHealthPolicy", name) or {}
+        return stored if ((stored.get("status") or {}).get("lastTransitions") or [{}])[-1].get("to") == "healthy" else None
+
+    stored = wait_for(recovered, timeout=5, what="the policy's status back to healthy")
     transitions = [(t["from"], t["to"]) for t in stored["status"]["lastTransitions"]]
     assert transitions == [("healthy", "suspect"), ("suspect", "unhealthy"), ("unhealthy", "recovering"),
                            ("recovering", "healthy")]
@@ -155,7 +161,10 @@ def test_pod_reported_unhealthy_resource_taints_its_device(apiserver: Cluster, h
     status = {"containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox",
                                      "imageID": "", "state": {"running": {}},
                                      "allocatedResourcesStatus": [{
-                                         "name": f"claim:{claim['metadata']['name']}/gpu",
+                                         # `claim:<the container's claim entry>` (the pod's name for it,
+                                         # not the ResourceClaim's), `/<request>` only when the entry
+                                         # names one: kube-apiserver refuses anything else
+                                         "name": "claim:gpus",
                                          "resources": [{"resourceID": resource_id, "health": "Unhealthy"}]}]}]}
     helpers._request(apiserver, "PATCH", f"/api/v1/namespaces/{apiserver.namespace}/pods/worker/status",
                      {"status": status})
