@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
 DEFAULT_NAMESPACE = "dralloc-system"
+RELEASE_ATTEMPTS = 3  # tries to give the Lease up on a clean stop
+RELEASE_RETRY = 0.2  # seconds before the second try, doubling
 
 
 def default_identity() -> str:
@@ -188,13 +190,25 @@ class Leadership:
         session = self.rt.session
         if session is None:
             return
-        try:  # give the Lease up: the next candidate takes it at once
-            raw = await reading.get_object(session, resources.LEASES, self.name, self.namespace)
-            spec = raw.get("spec") or {}
-            if spec.get("holderIdentity") != self.elector.identity:
+        # Give the Lease up: the next candidate takes it at once instead of after lease_duration.
+        # A failed attempt (a 5xx, a timeout, a conflict with our own renewal) is retried a few
+        # times: a rolling update should not wait out the Lease because of one bad answer.
+        for attempt in range(RELEASE_ATTEMPTS):
+            try:
+                raw = await reading.get_object(session, resources.LEASES, self.name, self.namespace)
+                spec = raw.get("spec") or {}
+                if spec.get("holderIdentity") != self.elector.identity:
+                    return
+                await writing.replace_object(session, resources.LEASES, {**raw, "spec": {
+                    **spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _stamp()}})
+                logger.info("leader election: %s released Lease %s/%s", self.elector.identity, self.namespace,
+                            self.name)
                 return
-            await writing.replace_object(session, resources.LEASES, {**raw, "spec": {
-                **spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _stamp()}})
-            logger.info("leader election: %s released Lease %s/%s", self.elector.identity, self.namespace, self.name)
-        except kube_errors.KubeError as exc:
-            logger.warning("leader election: cannot release Lease %s/%s: %s", self.namespace, self.name, exc)
+            except kube_errors.NotFoundError:
+                return
+            except kube_errors.KubeError as exc:
+                last = attempt + 1 == RELEASE_ATTEMPTS
+                logger.warning("leader election: cannot release Lease %s/%s: %s%s", self.namespace, self.name, exc,
+                               "" if last else "; trying again")
+                if not last:
+                    await asyncio.sleep(RELEASE_RETRY * 2 ** attempt)
