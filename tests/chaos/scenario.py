@@ -19,7 +19,6 @@ or the settle timeout).
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import pathlib
 import random
@@ -29,7 +28,7 @@ from typing import Any
 
 from tests.chaos import audit
 from tests.chaos.processes import REPO, Replica, Sandbox, parse_time, seed_yaml
-from tests.chaos.workload import CLAIMS, NAMESPACE, PODS, Workload, cluster_objects
+from tests.chaos.workload import CLAIMS, NAMESPACE, PODS, Workload, cluster_objects, pod_object
 
 Obj = dict[str, Any]
 DEFAULT_TIMING = (15.0, 10.0, 2.0)
@@ -264,13 +263,13 @@ class Chaos:
         with self._lease_lock:
             return len(self.lease_history)
 
-    def kill(self, timing_timeout: float) -> Failover:
+    def kill(self, timeout: float) -> Failover:
         victim = self.active()
         assert victim is not None, "nobody holds the Lease"
         since = self.mark()
         victim.kill9()
         self.replicas.remove(victim)
-        return self._takeover("kill", victim.identity, timing_timeout, since)
+        return self._takeover("kill", victim.identity, timeout, since)
 
     def handover(self) -> Failover:
         surge = self.start_replica()
@@ -433,10 +432,6 @@ class Chaos:
             self.placements_after(failover, events)
 
 
-def now_stamp() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def default_timing_failover(workdir: pathlib.Path, seed: int) -> Failover:
     """Kill -9 of the holder with kube-scheduler's timing (15/10/2 s), no other faults.
 
@@ -452,8 +447,6 @@ def default_timing_failover(workdir: pathlib.Path, seed: int) -> Failover:
         first = chaos.start_replica()
         chaos.wait_holder(60.0)
         chaos.wait_started(chaos.start_replica())
-        from tests.chaos.workload import pod_object
-
         for i in range(3):
             obj = pod_object(f"before-{i}", rng)
             obj["metadata"].pop("annotations", None)
