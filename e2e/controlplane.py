@@ -72,9 +72,11 @@ def free_port() -> int:
         return port
 
 
-def _die_with_parent() -> None:  # runs in the child before exec: SIGTERM when the launcher dies, even by kill -9
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGKILL when the launcher dies, even by kill -9 (not SIGTERM:
+    kube-apiserver's graceful shutdown hangs once etcd has gone with the launcher)."""
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class ControlPlane:
@@ -260,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run" and not cmd:
         parser.error("run: give the command after --")
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGINT too: `cmd &` ignores it
         signal.signal(signum, _raise_on_signal)
     plane = ControlPlane(kubeconfig=args.kubeconfig.resolve(), verbosity=args.verbosity,
                          kcm_controllers=args.kcm_controllers)
