@@ -212,7 +212,7 @@ def placed(server: ThreadedApiServer, pod: Obj) -> bool:
     for name in names:
         found = server.get("resource.k8s.io/v1", "ResourceClaim", name, pod["metadata"]["namespace"])
         status = (found or {}).get("status") or {}
-        if not status.get("allocation") or not any(r.get("uid") == uid for r in status.get("reservedFor") or []):
+        if status.get("allocation") is None or not any(r.get("uid") == uid for r in status.get("reservedFor") or []):
             return False
     return True
 
