@@ -184,6 +184,8 @@ async def _execute(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> in
         if isinstance(step, plans.CreateClaim):
             metrics.observe_claim_create(False)
         logger.warning("lifecycle step %s failed: %s; retrying", type(step).__name__, exc)
+        if isinstance(exc, kube_errors.ConflictError) and not isinstance(step, plans.CreateClaim):
+            await _refresh(rt, step)  # plan again from what the server has, not from a lagging watch
         _mark_dirty_again(rt, step)
         return 0
     except Exception as exc:  # a bug of ours met on one object: back that object off, go on
@@ -194,6 +196,25 @@ async def _execute(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> in
         else:
             await _failed(rt, *target, exc)
         return 0
+
+
+async def _refresh(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> None:
+    """Read the object a conflicting step is about into the view; best effort."""
+    target = _target(rt, step)
+    if target is None:
+        return
+    kind, (namespace, name) = target
+    resource = resources.PODS if kind == "pod" else resources.RESOURCE_CLAIMS
+    try:
+        got = await reading.get_object(rt.require_session(), resource, name, namespace)
+    except kube_errors.KubeError as exc:
+        logger.info("%s=%s/%s: cannot read it back after a conflict: %s", kind, namespace, name, exc)
+        return
+    rt.cluster.apply("Pod" if kind == "pod" else "ResourceClaim", "MODIFIED", got)
+    if kind == "claim":
+        parsed = rt.cluster.claims.get(namespace, name)
+        if parsed is not None:
+            rt.ledger.observed(parsed)
 
 
 def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str, tuple[str, str]] | None:
