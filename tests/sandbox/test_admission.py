@@ -260,3 +260,24 @@ async def test_generate_name_is_validated_as_a_name_prefix(http: Http) -> None:
     assert code == 422 and fields(status) == ["metadata.generateName"]
     code, _ = await http.post(CLAIMS, {**claim(), "metadata": {"generateName": "c-"}})
     assert code == 201
+
+
+async def test_allocated_resources_status_names_the_containers_claim_entry(http: Http) -> None:
+    """As kube-apiserver 1.37 answers (seen by `make e2e`): `claim:<the container's claim entry>`, with
+    `/<request>` only when the entry names one; not the ResourceClaim's name."""
+    pod = {"metadata": {"name": "worker"}, "spec": {
+        "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpus"}]}}],
+        "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "t"}]}}
+    code, _ = await http.post(PODS, pod)
+    assert code == 201
+
+    def status(name: str) -> dict[str, Any]:
+        return {"status": {"containerStatuses": [{
+            "name": "main", "ready": True, "restartCount": 0, "image": "busybox", "imageID": "",
+            "allocatedResourcesStatus": [{"name": name, "resources": [{"resourceID": "d/p/x", "health": "Unhealthy"}]}]}]}}
+
+    for wrong in ("claim:gpus/gpu", "claim:worker-gpus-abcde", "example.com/gpu"):
+        code, body = await http.patch(f"{PODS}/worker/status", status(wrong))
+        assert code == 422 and fields(body) == ["status.containerStatuses[0].allocatedResourcesStatus[0].name"], wrong
+    code, _ = await http.patch(f"{PODS}/worker/status", status("claim:gpus"))
+    assert code == 200

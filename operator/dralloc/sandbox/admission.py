@@ -114,6 +114,8 @@ class Admission:
             causes += pod_create_causes(new)
         elif rt.plural == "pods" and old is not None and subresource == "":
             causes += pod_update_causes(new, old)
+        elif rt.plural == "pods" and old is not None and subresource == "status" and not causes:
+            causes += pod_status_causes(new)
         elif rt.crd and rt.schema:
             shaped, found = customresources.admit(new, rt.schema)
             new.clear()
@@ -200,6 +202,42 @@ def pod_create_causes(pod: Obj) -> Causes:
 
 _POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeSelector", "affinity",
                      "containers", "initContainers", "terminationGracePeriodSeconds")
+
+
+_RESOURCE_STATUS_CLAIM = ("must match one of the container's resource claims as 'claim:<claimName>/<requestName>' "
+                          "when container.resources.claims[*].request is set or 'claim:<claimName>' when it is empty")
+
+
+def pod_status_causes(pod: Obj) -> Causes:
+    """allocatedResourcesStatus names, as kube-apiserver checks them: `claim:<the container's claim
+    entry>[/<its request>]` (or the pod's extended-resource claim and a mapped request), else the
+    name of one of the container's resource requests."""
+    causes: Causes = []
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    extended = status.get("extendedResourceClaimStatus") or {}
+    for statuses, containers in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+        by_name = {c.get("name"): c for c in spec.get(containers) or []}
+        for i, container_status in enumerate(status.get(statuses) or []):
+            container = by_name.get(container_status.get("name"))
+            if container is None:
+                continue
+            resources_ = container.get("resources") or {}
+            for j, allocated in enumerate(container_status.get("allocatedResourcesStatus") or []):
+                name = str(allocated.get("name") or "")
+                if name.startswith("claim:"):
+                    claims = {"claim:" + c.get("name", "") + (f"/{c['request']}" if c.get("request") else "")
+                              for c in resources_.get("claims") or []}
+                    claim, _, request = name[len("claim:"):].partition("/")
+                    mapped = bool(request) and claim == extended.get("resourceClaimName") and any(
+                        m.get("containerName") == container.get("name") and m.get("requestName") == request
+                        for m in extended.get("requestMappings") or [])
+                    ok, message = name in claims or mapped, _RESOURCE_STATUS_CLAIM
+                else:
+                    ok, message = name in (resources_.get("requests") or {}), "must match one of the container's resource requests"
+                if not ok:
+                    causes.append((f"status.{statuses}[{i}].allocatedResourcesStatus[{j}].name",
+                                   f'Invalid value: "{name}": {message}'))
+    return causes
 
 
 def pod_update_causes(new: Obj, old: Obj) -> Causes:
