@@ -99,6 +99,9 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     # annotations by merge/JSON patch; allocation + reservedFor by status replace.
     add(RESOURCE_CLAIMS, "resourceclaims", "create", "delete", "patch", "update")
     add(RESOURCE_CLAIMS, "resourceclaims/status", "patch", "update")
+    # Not a request: kube-apiserver (1.36+, DRAResourceClaimGranularStatusAuthorization, on by
+    # default) checks this permission on any status write that changes allocation or reservedFor.
+    add(RESOURCE_CLAIMS, "resourceclaims/binding", "update")
     # Pods: gate removal + nodeSelector (patch), resourceClaimStatuses (status patch),
     # binding in scheduler mode, eviction/deletion for NoExecute device taints.
     add(PODS, "pods", "patch", "delete")
