@@ -1,0 +1,113 @@
+"""The manifests' RBAC is sufficient: the operator, logged in as their ServiceAccount, does its whole job.
+
+Real cluster only (`--e2e-real`; `make e2e` runs it): the sandbox authorizes nothing.
+The RBAC objects of `manifests/` (the dralloc-system Namespace, the ServiceAccount, the
+ClusterRole and its binding, exactly as `kubectl apply -k manifests/` would create them)
+are applied with the admin's credentials; the Deployment, Service and monitoring objects
+are left out (no kubelet would run the pod, and the Prometheus operator's CRDs are not
+installed). The operator then runs in-process with a token of that ServiceAccount
+(TokenRequest), electing a leader on the Lease `dralloc` as deployed, and goes through
+placement with a template and a shared claim, its Events, a finished pod's claim
+deletion and a NoExecute eviction. Any 403 in its log fails the test: with
+tests/manifests/test_rbac_covers_operator_calls.py (the static check) this proves the
+ClusterRole is exactly sufficient.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+
+from dralloc.settings import LeaderElectionSettings
+
+pytestmark = pytest.mark.e2e
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NAMESPACE = "dralloc-system"
+ACCOUNT = "dralloc"
+Obj = dict[str, Any]
+
+
+def rbac_objects() -> list[Obj]:
+    docs = [d for name in ("namespace.yaml", "rbac.yaml") for d in yaml.safe_load_all((REPO / "manifests" / name).read_text())]
+    return [d for d in docs if d]
+
+
+def service_account_kubeconfig(apiserver: Cluster, path: pathlib.Path) -> pathlib.Path:
+    """The admin kubeconfig's cluster, with a fresh token of dralloc-system/dralloc as the user."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": 3600}}
+    answer = apiserver.request("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token", request,
+                               content_type="application/json")
+    token = answer["status"]["token"]
+    assert apiserver.kubeconfig is not None
+    admin = yaml.safe_load(apiserver.kubeconfig.read_text())
+    context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
+    server = next(c for c in admin["clusters"] if c["name"] == context["cluster"])
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
+              "clusters": [server], "users": [{"name": "sa", "user": {"token": token}}],
+              "contexts": [{"name": "sa", "context": {"cluster": server["name"], "user": "sa"}}]}
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def forbidden(records: list[logging.LogRecord]) -> list[str]:
+    found = []
+    for record in records:
+        text = record.getMessage() + (str(record.exc_info[1]) if record.exc_info else "")
+        if "403" in text or "forbidden" in text.lower():
+            found.append(f"{record.name}: {text[:300]}")
+    return found
+
+
+def test_the_manifests_service_account_can_do_everything(apiserver: Cluster, tmp_path: pathlib.Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    if not apiserver.real:
+        pytest.skip("RBAC needs a real API server")
+    apiserver.seed([*crds(), *rbac_objects()])
+    wait_for(lambda: apiserver.get("v1", "ServiceAccount", ACCOUNT, NAMESPACE), what="the ServiceAccount")
+    kubeconfig = service_account_kubeconfig(apiserver, tmp_path / "sa.kubeconfig")
+
+    node_a, gpu = apiserver.name("node-a"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node_a), cluster.gpu_slice(node_a, 4), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu), cluster.claim("shared", device_class=gpu)])
+    settings = operator_settings(apiserver, elect="rbac-test")
+    settings = settings.model_copy(update={
+        "connection": settings.connection.model_copy(update={"kubeconfig": str(kubeconfig)}),
+        "runtime": settings.runtime.model_copy(update={"leader_election": LeaderElectionSettings(
+            lease_duration=3, renew_deadline=2, retry_period=0.5, identity="rbac-test",
+            resource_name="dralloc", resource_namespace=apiserver.namespace)})})
+    caplog.set_level(logging.INFO)
+    running = OperatorThread(settings).start()
+    try:
+        apiserver.seed([cluster.pod("job", template_name="one-gpu"),
+                        cluster.pod("reader-0", claim_name="shared"), cluster.pod("reader-1", claim_name="shared")])
+        for pod in ("job", "reader-0", "reader-1"):
+            wait_for(lambda pod=pod: helpers.node_of(apiserver, pod), timeout=60, what=f"{pod} bound")
+        shared = helpers.claim(apiserver, "shared")
+        assert len(shared["status"]["reservedFor"]) == 2
+        wait_for(lambda: helpers.events(apiserver, "Allocated"), what="an Allocated Event")
+
+        # A finished pod: its claim from the template is deallocated and deleted.
+        (job_claim,) = [c["metadata"]["name"] for c in helpers.claims(apiserver) if c["metadata"]["name"] != "shared"]
+        helpers.set_pod_phase(apiserver, "job", "Succeeded")
+        wait_for(lambda: not helpers.claim(apiserver, job_claim), timeout=30, what="the finished pod's claim deleted")
+
+        # A NoExecute taint on the shared device: both readers are evicted.
+        (result,) = shared["status"]["allocation"]["devices"]["results"]
+        apiserver.seed([{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                         "metadata": {"name": apiserver.name("broken")},
+                         "spec": {"deviceSelector": {"driver": cluster.DRIVER, "pool": node_a,
+                                                     "device": result["device"]},
+                                  "taint": {"key": "example.com/broken", "effect": "NoExecute"}}}])
+        for pod in ("reader-0", "reader-1"):
+            wait_for(lambda pod=pod: helpers.gone_or_deleting(apiserver, pod), timeout=30, what=f"{pod} evicted")
+    finally:
+        running.stop()
+    assert forbidden(caplog.records) == []
