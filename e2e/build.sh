@@ -15,7 +15,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     LDFLAGS+=" -X $pkg.gitVersion=$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean"
 done
 start=$(date +%s)
-nice -n 19 go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" \
+nice -n 19 go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$BIN/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kube-controller-manager \
