@@ -57,6 +57,8 @@ def test_kill_with_default_timing(tmp_path: pathlib.Path) -> None:
     assert failover.placed is not None and failover.placed >= failover.takeover, failover
 
 
-@pytest.mark.skipif(not os.environ.get("DRALLOC_CHAOS_SECONDS"), reason="opt-in: DRALLOC_CHAOS_SECONDS=N (make chaos)")
+@pytest.mark.skipif(not os.environ.get("DRALLOC_CHAOS_SECONDS"),
+                    reason="the long chaos run takes minutes: opt in with `make chaos` (DRALLOC_CHAOS_SECONDS=N); "
+                           "the CI-sized run test_chaos_ci always runs")
 def test_chaos_long(tmp_path: pathlib.Path) -> None:
     _run(tmp_path, float(os.environ["DRALLOC_CHAOS_SECONDS"]), _level(0.1))
