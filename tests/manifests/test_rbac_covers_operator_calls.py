@@ -136,9 +136,8 @@ DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]
                ("watching.py", "list_objects"), ("watching.py", "watch_objects"), ("evicting.py", "merge_patch"),
                ("health.py", "create_object"), ("health.py", "delete_object"), ("health.py", "merge_patch"))},
            # the read-back of a write whose outcome is unknown: claims and pods
-           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS],
-           # and the read-back after a lifecycle conflict
-           ("lifecycle.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS]}
+           # (also the lifecycle's read-back after a conflict, through committing.read_back)
+           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS]}
 
 
 def _code_calls() -> Iterator[tuple[str, int, Call]]:

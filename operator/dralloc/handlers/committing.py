@@ -77,11 +77,8 @@ def release_unsent(rt: Runtime, item: placement.Item) -> None:
 
 
 def backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: BaseException) -> None:
-    memory = rt.memory(pod.metadata.uid or "")
-    memory.failures += 1
     settings = rt.settings.scheduling
-    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
-    memory.retry_at = time.monotonic() + delay
+    delay = rt.memory(pod.metadata.uid or "").back_off(settings.backoff_initial, settings.backoff_max)
     metrics.observe_retry(operation)
     if isinstance(exc, kube_errors.ConflictError):
         metrics.observe_conflict(operation)
@@ -89,7 +86,17 @@ def backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: BaseException) -> N
                 operation, exc, delay)
 
 
-async def _read_back(rt: Runtime, kind: str, resource: resources.Resource, namespace: str, name: str) -> Raw | None:
+def into_view(rt: Runtime, kind: str, raw: Raw) -> None:
+    """A version of an object the server gave us (a write's answer, a read): the view and ledger learn it."""
+    rt.cluster.apply(kind, "MODIFIED", raw)
+    if kind == "ResourceClaim":
+        meta = raw.get("metadata") or {}
+        parsed = rt.cluster.claims.get(meta.get("namespace") or "", meta.get("name") or "")
+        if parsed is not None:
+            rt.ledger.observed(parsed)
+
+
+async def read_back(rt: Runtime, kind: str, resource: resources.Resource, namespace: str, name: str) -> Raw | None:
     """GET the object into the view; None when it is gone. Raises Unknown when it cannot be read."""
     try:
         got = await reading.get_object(rt.require_session(), resource, name, namespace or None)
@@ -102,11 +109,7 @@ async def _read_back(rt: Runtime, kind: str, resource: resources.Resource, names
         return None
     except kube_errors.KubeError as exc:
         raise Unknown(f"{kind} {namespace}/{name} cannot be read back: {exc}") from exc
-    rt.cluster.apply(kind, "MODIFIED", got)
-    if kind == "ResourceClaim":
-        parsed = rt.cluster.claims.get(namespace, name)
-        if parsed is not None:
-            rt.ledger.observed(parsed)
+    into_view(rt, kind, got)
     return got
 
 
@@ -116,10 +119,7 @@ def _rv(raw: Raw) -> str:
 
 async def _write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
     stored = await writing.replace_claim_status(rt.require_session(), _claim_raw(rt, claim), status)
-    rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
-    parsed = rt.cluster.claims.get(claim.metadata.namespace or "", claim.metadata.name)
-    if parsed is not None:
-        rt.ledger.observed(parsed)
+    into_view(rt, "ResourceClaim", stored)
 
 
 def _claim_raw(rt: Runtime, claim: model_claims.ResourceClaim) -> Raw:
@@ -167,7 +167,7 @@ async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: 
                 rt.ledger.outcome_unknown(uid)
                 logger.warning("claim=%s/%s: allocation write outcome unknown (%s); reading it back",
                                namespace, name, exc)
-            got = await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
+            got = await read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
             if got is None:
                 raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
             if (got.get("status") or {}).get("allocation") is None and _rv(got) != sent:
@@ -184,7 +184,7 @@ async def _read_back_claim_after(rt: Runtime, claim: model_claims.ResourceClaim,
     if not kube_errors.outcome_unknown(exc):
         raise Refused(str(exc)) from exc
     namespace, name = claim.metadata.namespace or "", claim.metadata.name
-    if await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
+    if await read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name) is None:
         raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
 
 
@@ -251,7 +251,7 @@ async def _bind(rt: Runtime, pod: pods.Pod, node: str) -> None:
         except kube_errors.KubeError as exc:
             if not kube_errors.outcome_unknown(exc) and not isinstance(exc, kube_errors.ConflictError):
                 raise Refused(str(exc)) from exc
-            got = await _read_back(rt, "Pod", resources.PODS, namespace, name)
+            got = await read_back(rt, "Pod", resources.PODS, namespace, name)
             where = _bound_to(got, uid)
             if where == node:
                 logger.info("pod=%s/%s: bound to node %s (seen on reading it back after: %s)", namespace, name,
@@ -307,7 +307,7 @@ async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
         except kube_errors.KubeError as exc:
             if not kube_errors.outcome_unknown(exc):
                 raise Refused(str(exc)) from exc
-            got = await _read_back(rt, "Pod", resources.PODS, namespace, name)
+            got = await read_back(rt, "Pod", resources.PODS, namespace, name)
             if got is None:
                 raise Refused(f"pod {namespace}/{name} is gone") from exc
     raise Unknown(f"pod {namespace}/{name}: ungating kept failing with an unknown outcome")
@@ -380,7 +380,7 @@ async def resolve_unknown(rt: Runtime) -> None:
         rt.unknown_checked[entry.claim_uid] = now
         namespace, _, name = entry.claim_ref.partition("/")
         try:
-            got = await _read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
+            got = await read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS, namespace, name)
             if got is None or entry.claim_uid not in rt.ledger:
                 continue
             if entry.sent_version is None or _rv(got) != str(entry.sent_version):
@@ -393,10 +393,7 @@ async def resolve_unknown(rt: Runtime) -> None:
             else:
                 ops.append({"op": "add", "path": "/metadata/annotations", "value": {FENCE_ANNOTATION: _rv(got)}})
             stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, name, ops, namespace)
-            rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
-            parsed = rt.cluster.claims.get(namespace, name)
-            if parsed is not None:
-                rt.ledger.observed(parsed)
+            into_view(rt, "ResourceClaim", stored)
             logger.info("claim=%s/%s: fenced an allocation write of unknown outcome (version %s)", namespace, name,
                         entry.sent_version)
         except (Unknown, kube_errors.KubeError) as exc:

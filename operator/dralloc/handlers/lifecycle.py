@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from dralloc import metrics
-from dralloc.handlers import scheduling
+from dralloc.handlers import committing, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
@@ -206,15 +206,9 @@ async def _refresh(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> No
     kind, (namespace, name) = target
     resource = resources.PODS if kind == "pod" else resources.RESOURCE_CLAIMS
     try:
-        got = await reading.get_object(rt.require_session(), resource, name, namespace)
-    except kube_errors.KubeError as exc:
+        await committing.read_back(rt, resource.kind, resource, namespace, name)
+    except committing.Unknown as exc:
         logger.info("%s=%s/%s: cannot read it back after a conflict: %s", kind, namespace, name, exc)
-        return
-    rt.cluster.apply("Pod" if kind == "pod" else "ResourceClaim", "MODIFIED", got)
-    if kind == "claim":
-        parsed = rt.cluster.claims.get(namespace, name)
-        if parsed is not None:
-            rt.ledger.observed(parsed)
 
 
 def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str, tuple[str, str]] | None:

@@ -36,6 +36,13 @@ class PodMemory:
     unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
     error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
     bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
+
+    def back_off(self, initial: float, maximum: float) -> float:
+        """One more failure: the next try waits twice as long (up to `maximum`); the delay."""
+        self.failures += 1
+        delay = min(initial * 2.0 ** (self.failures - 1), maximum)
+        self.retry_at = time.monotonic() + delay
+        return delay
     last_message: str = ""
 
 

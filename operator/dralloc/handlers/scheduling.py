@@ -314,10 +314,8 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
     """Deciding for this pod failed: say so on the pod, back it off, never raise."""
     metrics.observe_object_error("scheduling")
     memory = rt.memory(pod.metadata.uid or "")
-    memory.failures += 1
     settings = rt.settings.scheduling
-    delay = min(settings.backoff_initial * 2 ** (memory.failures - 1), settings.backoff_max)
-    memory.retry_at = time.monotonic() + delay
+    delay = memory.back_off(settings.backoff_initial, settings.backoff_max)
     memory.error_at = rt.cluster.relevant_changes
     memory.unschedulable_at = None
     text = error_message(exc)
