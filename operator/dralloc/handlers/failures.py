@@ -13,6 +13,11 @@ import math
 Key = tuple[str, tuple[str, str]]
 
 
+def internal_error(exc: BaseException, *, where: str = "dralloc") -> str:
+    """What an object's condition or Event says about a bug of ours met while handling it."""
+    return f"internal error in {where} ({type(exc).__name__}: {exc}); the operator log has the details"
+
+
 @dataclasses.dataclass
 class _Failure:
     count: int

@@ -33,7 +33,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation.pools import DeviceID, SliceIndex
-from dralloc.handlers import clock, looping
+from dralloc.handlers import clock, failures, looping
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -140,7 +140,7 @@ async def _policy_pass(rt: Runtime, policy: health.DeviceHealthPolicy, memory: d
 
 async def _report_failure(rt: Runtime, policy: health.DeviceHealthPolicy, exc: BaseException) -> None:
     """Ready=False (reason Error) on the policy; best effort, never raises."""
-    message = f"internal error in dralloc ({type(exc).__name__}: {exc}); the operator log has the details"
+    message = failures.internal_error(exc)
     current = dict(policy.status or {})
     old: dict[str, Any] = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), {})
     if old.get("reason") == "Error" and old.get("message") == message[:1024]:

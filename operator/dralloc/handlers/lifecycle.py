@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from dralloc import metrics
-from dralloc.handlers import committing, scheduling
+from dralloc.handlers import committing, failures, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
@@ -233,7 +233,7 @@ def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str
 async def _failed(rt: Runtime, kind: str, key: tuple[str, str], exc: BaseException) -> None:
     """Planning or carrying out the lifecycle of one object failed: report it on the object, back it off."""
     metrics.observe_object_error("lifecycle")
-    message = f"internal error in dralloc's claim lifecycle ({type(exc).__name__}: {exc}); retrying"
+    message = failures.internal_error(exc, where="dralloc's claim lifecycle")
     delay, new = rt.lifecycle_failures.failed(kind, key, message, now=time.monotonic())
     if not new:
         return

@@ -156,8 +156,7 @@ async def _policy_status(rt: Runtime) -> None:
     if body is None:
         return
     meta, status = body.get("metadata") or {}, body.get("status") or {}
-    _, problem = _strategy(dict(body.get("spec") or {}))
-    policy, _ = _strategy(dict(body.get("spec") or {}))
+    policy, problem = _strategy(dict(body.get("spec") or {}))
     wanted = {"type": "Accepted", "status": "False" if problem else "True",
               "reason": "InvalidStrategy" if problem else "Valid", "message": problem or f"placing with {policy}"}
     current: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Accepted"), {})
@@ -207,7 +206,8 @@ class ControlLoops:
         self.stop_event = asyncio.Event()
         # Relisting takes a while on a big cluster: the election loop must not wait for it.
         self.starting = asyncio.create_task(self._start(), name="dralloc-loops-start")
-        self.rt.background_loops.add(self.starting)
+        self.rt.background_loops.add(self.starting)  # a reference until it is done
+        self.starting.add_done_callback(self.rt.background_loops.discard)
 
     async def _start(self) -> None:
         rt, stop = self.rt, self.stop_event

@@ -40,7 +40,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock, committing
+from dralloc.handlers import clock, committing, failures
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -201,7 +201,7 @@ def error_message(exc: BaseException) -> str:
     """What a user reads for an error: input errors as they are (they name the object and field)."""
     if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
         return str(exc)
-    return f"internal error in dralloc ({type(exc).__name__}: {exc}); the operator log has the details"
+    return failures.internal_error(exc)
 
 
 async def run_pass(rt: Runtime) -> PassResult:
