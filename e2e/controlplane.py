@@ -9,9 +9,11 @@ beta/alpha resource.k8s.io and scheduling.k8s.io versions served), kube-schedule
 kube-controller-manager, each in its own process group, on free ports. Certificates,
 the service-account key pair and an admin token come from e2e/bin/pki, into the same
 temp folder. It waits for /readyz and the kube-node-lease namespace, writes an admin
-kubeconfig (`--kubeconfig`, default e2e/run/kubeconfig) and stops everything it
+kubeconfig (`--kubeconfig`, default <run dir>/kubeconfig) and stops everything it
 started on exit, on Ctrl-C, SIGTERM or SIGHUP and when any component dies; each
-component's log is in e2e/run/logs/ (the last lines are printed when it fails).
+component's log is in <run dir>/logs/ (the last lines are printed when it fails). The
+run dir is e2e/run unless `--run-dir` names another: two control planes at once (say a
+benchmark beside the suite) each need their own.
 
 There is no kubelet: tests/handlers/realcluster.py keeps the Nodes a test creates Ready
 (Lease heartbeats) and finishes pod deletions on them, and tests write pod phases.
@@ -80,14 +82,14 @@ def _die_with_parent() -> None:
 
 
 class ControlPlane:
-    def __init__(self, *, kubeconfig: pathlib.Path, verbosity: int = 1,
-                 kcm_controllers: str = KCM_CONTROLLERS) -> None:
-        self.kubeconfig = kubeconfig
+    def __init__(self, *, kubeconfig: pathlib.Path | None = None, run_dir: pathlib.Path = RUN,
+                 verbosity: int = 1, kcm_controllers: str = KCM_CONTROLLERS) -> None:
+        self.kubeconfig = kubeconfig or run_dir / "kubeconfig"
         self.verbosity = verbosity
         self.kcm_controllers = kcm_controllers
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="dralloc-e2e-"))
         self.pki = self.tmp / "pki"
-        self.logs = RUN / "logs"
+        self.logs = run_dir / "logs"
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "scheduler", "kcm")}
         self.url = f"https://127.0.0.1:{self.ports['apiserver']}"
@@ -248,8 +250,10 @@ def _raise_on_signal(signum: int, _frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="e2e/controlplane.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kubeconfig", type=pathlib.Path, default=RUN / "kubeconfig",
-                        help="where to write the admin kubeconfig (default: e2e/run/kubeconfig)")
+    parser.add_argument("--run-dir", type=pathlib.Path, default=RUN,
+                        help="where the kubeconfig and the components' logs go (default: e2e/run)")
+    parser.add_argument("--kubeconfig", type=pathlib.Path, default=None,
+                        help="where to write the admin kubeconfig (default: <run dir>/kubeconfig)")
     parser.add_argument("--v", type=int, default=1, dest="verbosity", help="the components' log level")
     parser.add_argument("--kcm-controllers", default=KCM_CONTROLLERS,
                         help=f"kube-controller-manager --controllers (default {KCM_CONTROLLERS!r}; '*' is KCM's own)")
@@ -264,7 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGINT too: `cmd &` ignores it
         signal.signal(signum, _raise_on_signal)
-    plane = ControlPlane(kubeconfig=args.kubeconfig.resolve(), verbosity=args.verbosity,
+    run_dir = args.run_dir.resolve()
+    kubeconfig = (args.kubeconfig or run_dir / "kubeconfig").resolve()
+    plane = ControlPlane(kubeconfig=kubeconfig, run_dir=run_dir, verbosity=args.verbosity,
                          kcm_controllers=args.kcm_controllers)
     atexit.register(plane.stop)
     started = time.monotonic()
@@ -273,13 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               flush=True)
         plane.start()
         print(f"e2e: control plane up in {time.monotonic() - started:.1f} s at {plane.url};"
-              f" KUBECONFIG={args.kubeconfig}", flush=True)
+              f" KUBECONFIG={kubeconfig}", flush=True)
         if args.command == "up":
             print("e2e: Ctrl-C stops it", flush=True)
             while True:
                 plane.check()
                 time.sleep(1)
-        child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(args.kubeconfig.resolve())})
+        child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
         try:
             while True:
                 try:
