@@ -55,8 +55,16 @@ E2E_SOURCES := e2e/build.sh e2e/controlplane/go.mod e2e/controlplane/go.sum $(wi
 e2e/bin/.built: $(E2E_SOURCES)
 	e2e/build.sh
 e2e-build: e2e/bin/.built
+# Two passes: kube-controller-manager as every cluster runs it (its resourceclaim and
+# device-taint-eviction controllers on; dralloc's --claim-lifecycle/--taint-eviction auto
+# defer to them), then with those two controllers off and dralloc doing their work.
 e2e: $(STAMP) e2e/bin/.built
+	@echo "e2e pass 1 of 2: kube-controller-manager's DRA controllers on, dralloc defers to them"
 	$(BIN)/python e2e/controlplane.py run -- $(BIN)/pytest -q --e2e-real $(E2E_TESTS) $(PYTEST_ARGS)
+	@echo "e2e pass 2 of 2: kube-controller-manager's DRA controllers off, dralloc does their work"
+	DRALLOC_CLAIM_LIFECYCLE=dralloc DRALLOC_TAINT_EVICTION=dralloc $(BIN)/python e2e/controlplane.py \
+		--kcm-controllers '*,-resourceclaim-controller,-device-taint-eviction-controller' \
+		run -- $(BIN)/pytest -q --e2e-real $(E2E_TESTS) $(PYTEST_ARGS)
 e2e-up: $(STAMP) e2e/bin/.built
 	$(BIN)/python e2e/controlplane.py up
 

@@ -60,11 +60,13 @@ FEATURE_GATES = [
 # what clients of older releases use; v1alpha3 serves ResourcePoolStatusRequest.
 RUNTIME_CONFIG = ["resource.k8s.io/v1beta1=true", "resource.k8s.io/v1beta2=true", "resource.k8s.io/v1alpha3=true",
                   "scheduling.k8s.io/v1beta1=true"]
-# KCM's own DRA controllers would do dralloc's work beside it: resourceclaim-controller
-# creates claims from templates (and writes pods' resourceClaimStatuses), and
-# device-taint-eviction-controller evicts pods from NoExecute-tainted devices. How dralloc
-# coexists with them is issue 11's next phase; until then `make e2e` turns both off.
-KCM_CONTROLLERS = "*,-resourceclaim-controller,-device-taint-eviction-controller"
+# KCM runs every controller it runs by default, as in any real cluster: its
+# resourceclaim-controller and device-taint-eviction-controller then do the claim lifecycle
+# and NoExecute eviction, and dralloc (--claim-lifecycle/--taint-eviction auto) defers to them
+# while KCM holds its leader Lease. `make e2e` runs the suite a second time with these two
+# off (WITHOUT_KCM_DRA_CONTROLLERS) and dralloc doing both itself.
+KCM_CONTROLLERS = "*"
+WITHOUT_KCM_DRA_CONTROLLERS = "*,-resourceclaim-controller,-device-taint-eviction-controller"
 
 
 def free_port() -> int:
@@ -142,7 +144,10 @@ class ControlPlane:
                   f"--v={self.verbosity}"]
         self._spawn("kube-scheduler", "kube-scheduler", *common, f"--secure-port={self.ports['scheduler']}",
                     *self._component_auth("kube-scheduler"))
-        self._spawn("kube-controller-manager", "kube-controller-manager", *common,
+        # KCM elects a leader, as in a real cluster: its Lease kube-system/kube-controller-manager
+        # is how dralloc tells that KCM's controllers run (handlers/coexisting.py).
+        kcm_common = [arg if arg != "--leader-elect=false" else "--leader-elect=true" for arg in common]
+        self._spawn("kube-controller-manager", "kube-controller-manager", *kcm_common,
                     f"--secure-port={self.ports['kcm']}", *self._component_auth("kube-controller-manager"),
                     f"--controllers={self.kcm_controllers}", "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={p / 'sa.key'}", f"--root-ca-file={p / 'ca.crt'}",
@@ -152,6 +157,9 @@ class ControlPlane:
         # realcluster.py heartbeats Node Leases only when this namespace exists; the default
         # ServiceAccount of `default` shows that KCM's serviceaccount controller works.
         self._wait("namespace kube-node-lease", lambda: self._get("/api/v1/namespaces/kube-node-lease"), 60)
+        self._wait("Lease kube-system/kube-controller-manager",
+                   lambda: self._get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"),
+                   60)
         if "serviceaccount" in self.kcm_controllers or self.kcm_controllers.startswith("*"):
             self._wait("ServiceAccount default/default",
                        lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default"), 60)
@@ -256,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="where to write the admin kubeconfig (default: <run dir>/kubeconfig)")
     parser.add_argument("--v", type=int, default=1, dest="verbosity", help="the components' log level")
     parser.add_argument("--kcm-controllers", default=KCM_CONTROLLERS,
-                        help=f"kube-controller-manager --controllers (default {KCM_CONTROLLERS!r}; '*' is KCM's own)")
+                        help=f"kube-controller-manager --controllers (default {KCM_CONTROLLERS!r}, KCM's own; "
+                        f"{WITHOUT_KCM_DRA_CONTROLLERS!r} leaves the claim lifecycle and taint eviction to dralloc)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start, run a command with KUBECONFIG set, stop")
     run.add_argument("cmd", nargs=argparse.REMAINDER)

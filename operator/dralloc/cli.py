@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dralloc import __version__
+from dralloc.state.coexistence import CHOICES
 
 if TYPE_CHECKING:
     from dralloc.allocation.features import Features
@@ -174,11 +175,22 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(default: $DRALLOC_EVICTION_MAX_PERCENT or 50)")
     p.add_argument("--eviction-dry-run", action="store_true", default=None,
                    help="report evictions (Events, rule status, metrics) but never delete a pod")
+    p.add_argument("--claim-lifecycle", default=None, choices=CHOICES,
+                   help="who creates claims from templates and deallocates and deletes them: auto = "
+                   "kube-controller-manager while its leader Lease is held, else dralloc "
+                   "(default: $DRALLOC_CLAIM_LIFECYCLE or auto)")
+    p.add_argument("--taint-eviction", default=None, choices=CHOICES,
+                   help="who evicts pods from NoExecute-tainted devices: auto = kube-controller-manager while its "
+                   "leader Lease is held, else dralloc (default: $DRALLOC_TAINT_EVICTION or auto)")
+    p.add_argument("--controller-manager-lease", default="kube-system/kube-controller-manager", metavar="NS/NAME",
+                   help="the leader Lease that shows kube-controller-manager runs (default "
+                   "kube-system/kube-controller-manager)")
 
 
 def settings_from_args(args: argparse.Namespace, features: Features) -> Settings:
     """The operator's settings from `dralloc run` flags and the already parsed --features."""
     from dralloc.settings import (
+        CoexistenceSettings,
         ConnectionSettings,
         EvictionSettings,
         LeaderElectionSettings,
@@ -193,6 +205,8 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
                                       namespaces=tuple(args.namespaces), features=features, budget=args.budget),
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
+        coexistence=CoexistenceSettings(claim_lifecycle=args.claim_lifecycle, taint_eviction=args.taint_eviction,
+                                        controller_manager_lease=args.controller_manager_lease),
         runtime=RuntimeSettings(
             metrics_port=8080 if args.metrics_port is None else args.metrics_port,
             metrics_address=args.metrics_address,
@@ -210,7 +224,10 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
 
 
 def _run_operator(args: argparse.Namespace) -> int:
+    import os
+
     from dralloc import running
+    from dralloc.handlers import coexisting
     from dralloc.state.leadership import Timing
 
     features = _features(args)
@@ -218,8 +235,17 @@ def _run_operator(args: argparse.Namespace) -> int:
         return 2
     settings = settings_from_args(args, features)
     election = settings.runtime.leader_election
-    problems = Timing(election.lease_duration, election.renew_deadline, election.retry_period).problems()
-    if problems and election.enabled:
+    problems = Timing(election.lease_duration, election.renew_deadline, election.retry_period).problems() \
+        if election.enabled else []
+    try:
+        coexisting.choices(settings.coexistence, os.environ)  # $DRALLOC_CLAIM_LIFECYCLE, $DRALLOC_TAINT_EVICTION
+    except ValueError as exc:
+        problems.append(str(exc))
+    lease = settings.coexistence.controller_manager_lease
+    if lease.count("/") != 1 or not all(lease.split("/")):
+        problems.append(f"--controller-manager-lease: {lease!r} is not NAMESPACE/NAME "
+                        "(e.g. kube-system/kube-controller-manager)")
+    if problems:
         for problem in problems:
             print(f"dralloc run: {problem}", file=sys.stderr)
         return 2

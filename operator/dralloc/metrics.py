@@ -29,7 +29,8 @@ API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-de
 QUEUE_STATES = ("pending", "backoff", "unschedulable", "error")
 # The control loops; each isolates errors per object (counted in object_errors) so that a
 # whole pass fails (pass_failures) only on a bug of ours, never because of one object.
-LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election")
+LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election",
+         "coexistence")
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
 EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
@@ -89,6 +90,10 @@ object_errors = Counter(
     "Objects a control loop could not handle (an invalid object, or a bug met while deciding for it); "
     "each is reported on the object (condition, Event) and retried, and the loop goes on with the others.",
     ["loop"], registry=REGISTRY)
+duty_owner = Gauge(
+    "dralloc_duty_owner",
+    "Who does a duty kube-controller-manager also has a controller for (claim-lifecycle, taint-eviction): "
+    "1 for the owner (dralloc or kube-controller-manager), 0 for the other.", ["duty", "owner"], registry=REGISTRY)
 pass_failures = Counter(
     "dralloc_loop_pass_failures_total",
     "Whole passes of a control loop that failed and were retried: no object was decided in them.",
@@ -170,6 +175,11 @@ def observe_allocation(result: str, seconds: float, steps: int | None = None) ->
 
 def set_leader(lease: str, active: bool) -> None:
     leader.labels(lease).set(1 if active else 0)
+
+
+def set_duty_owner(duty: str, owner: str) -> None:
+    for candidate in ("dralloc", "kube-controller-manager"):
+        duty_owner.labels(duty, candidate).set(1 if candidate == owner else 0)
 
 
 def observe_object_error(loop: str) -> None:

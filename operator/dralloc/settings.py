@@ -41,6 +41,16 @@ class EvictionSettings(_Settings):
     dry_run: bool | None = None
 
 
+class CoexistenceSettings(_Settings):
+    """Who does the duties kube-controller-manager's DRA controllers also do (state/coexistence.py):
+    "auto", "dralloc" or "kube-controller-manager"; None: DRALLOC_CLAIM_LIFECYCLE /
+    DRALLOC_TAINT_EVICTION environment, else "auto"."""
+
+    claim_lifecycle: str | None = None
+    taint_eviction: str | None = None
+    controller_manager_lease: str = "kube-system/kube-controller-manager"  # namespace/name
+
+
 class LeaderElectionSettings(_Settings):
     """kube-scheduler's --leader-elect-* flags, with its defaults."""
 
@@ -74,4 +84,5 @@ class Settings(_Settings):
     connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
     eviction: EvictionSettings = Field(default_factory=EvictionSettings)
+    coexistence: CoexistenceSettings = Field(default_factory=CoexistenceSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)

@@ -25,6 +25,7 @@ to the server over HTTP and wait for the state they expect.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import secrets
 import time
@@ -36,6 +37,7 @@ import pytest
 import yaml
 
 from dralloc import running
+from dralloc.handlers import coexisting
 from dralloc.sandbox import Faults, ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import _options, pytest_configure
 from dralloc.settings import (
@@ -45,8 +47,10 @@ from dralloc.settings import (
     SchedulingSettings,
     Settings,
 )
+from dralloc.state.coexistence import Duty
 
-__all__ = ["Cluster", "OperatorThread", "apiserver", "faults", "operator", "pytest_configure", "wait_for"]
+__all__ = ["Cluster", "OperatorThread", "apiserver", "duty_owner", "faults", "operator", "pytest_configure",
+           "wait_for"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
@@ -169,6 +173,31 @@ def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterato
         yield SandboxCluster(server)
     finally:
         server.stop()
+
+
+def duty_owner(apiserver: Cluster, duty: Duty) -> str:
+    """Who does `duty` beside the tests' operator on this cluster, as handlers/coexisting.py decides it:
+    the choice in the environment (`make e2e`'s second pass sets dralloc), else kube-controller-manager
+    when its leader Lease is held (a real cluster), else dralloc (the sandbox)."""
+    choice = os.environ.get(coexisting.ENVIRONMENT[duty][1]) or "auto"
+    if choice != "auto":
+        return choice
+    lease = apiserver.get("coordination.k8s.io/v1", "Lease", "kube-controller-manager", "kube-system")
+    return "kube-controller-manager" if lease and (lease.get("spec") or {}).get("holderIdentity") else "dralloc"
+
+
+@pytest.fixture(autouse=True)
+def _dralloc_duties(request: pytest.FixtureRequest) -> None:
+    """`@pytest.mark.dralloc_duty("taint-eviction")`: the test shows how dralloc does that duty, so it
+    skips where kube-controller-manager's controller does it instead."""
+    marker = request.node.get_closest_marker("dralloc_duty")
+    if marker is None:
+        return
+    apiserver = request.getfixturevalue("apiserver")
+    for duty in marker.args:
+        if duty_owner(apiserver, duty) != "dralloc":
+            pytest.skip(f"shows dralloc's own {duty}, which kube-controller-manager does on this cluster; "
+                        "make e2e runs it again with KCM's DRA controllers off and dralloc doing it")
 
 
 @pytest.fixture

@@ -118,6 +118,7 @@ def test_no_schedule_rule_blocks_new_placements(apiserver: Cluster, evictor: Ope
     assert not helpers.gone_or_deleting(apiserver, "first")
 
 
+@pytest.mark.dralloc_duty("taint-eviction")
 def test_no_execute_evicts_an_intolerant_pod_at_once(apiserver: Cluster, evictor: OperatorThread) -> None:
     """DisruptionTarget condition, deletion, an Event naming device and taint, and the rule's status."""
     node_a = gpu_node(apiserver, 2)
@@ -166,6 +167,7 @@ def test_tolerating_pod_is_evicted_after_toleration_seconds(apiserver: Cluster, 
     assert _seconds(evicted["lastTransitionTime"]) - _seconds(created["metadata"]["creationTimestamp"]) >= 2
 
 
+@pytest.mark.dralloc_duty("taint-eviction")
 def test_removing_the_rule_first_cancels_the_eviction(apiserver: Cluster, evictor: OperatorThread) -> None:
     """The taint goes away before tolerationSeconds ran out: the pod stays, with a cancellation Event."""
     gpu_node(apiserver, 1, tolerating_template("patient", 3))
@@ -180,6 +182,7 @@ def test_removing_the_rule_first_cancels_the_eviction(apiserver: Cluster, evicto
     assert helpers.events(apiserver, "DeviceTaintEviction") == []
 
 
+@pytest.mark.dralloc_duty("taint-eviction")
 @pytest.mark.parametrize("count, per_minute", [(50, 10)])
 def test_rate_limit_holds_with_many_pods(apiserver: Cluster, count: int, per_minute: int) -> None:
     """50 affected pods, 10 evictions per minute: 10 go, 40 wait, and the rule says so."""
@@ -205,6 +208,7 @@ def test_rate_limit_holds_with_many_pods(apiserver: Cluster, count: int, per_min
         running.stop()
 
 
+@pytest.mark.dralloc_duty("taint-eviction")
 def test_dry_run_only_reports(apiserver: Cluster) -> None:
     """In dry-run mode the pod stays; an Event says what would have happened."""
     running = start(apiserver, eviction.Limits(per_minute=0, max_percent=100, dry_run=True))

@@ -65,6 +65,14 @@ class Memory:
 
 async def run_pass(rt: Runtime, memory: Memory) -> float:
     """One pass; seconds until the next pass is needed without any change."""
+    if not rt.coexistence.does("taint-eviction"):
+        # kube-controller-manager's device-taint-eviction controller evicts and writes the rules'
+        # EvictionInProgress condition; forget our schedule, so that taking over starts afresh.
+        if memory.pending or memory.first_seen:
+            memory.pending.clear()
+            memory.first_seen.clear()
+            metrics.set_pending_evictions(0)
+        return IDLE_WAIT
     now = clock.now()
     effective = rt.views.effective_taints()
     if not effective and not memory.pending and not memory.first_seen:

@@ -53,16 +53,6 @@ def _stamp(at: dt.datetime | None = None) -> str:
     return (at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _record(raw: Raw) -> Record:
-    spec = raw.get("spec") or {}
-    duration = spec.get("leaseDurationSeconds")
-    return Record(holder=str(spec.get("holderIdentity") or ""),
-                  lease_duration=float(duration) if isinstance(duration, (int, float)) else None,
-                  renew_time=spec.get("renewTime"), acquire_time=spec.get("acquireTime"),
-                  transitions=int(spec.get("leaseTransitions") or 0),
-                  resource_version=str((raw.get("metadata") or {}).get("resourceVersion") or ""))
-
-
 class Leadership:
     """The election loop of one process, and the write fence it gives the session."""
 
@@ -124,7 +114,7 @@ class Leadership:
         except kube_errors.KubeError as exc:
             logger.warning("leader election: cannot read Lease %s/%s: %s", self.namespace, self.name, exc)
             return
-        self.elector.observed(_record(raw) if raw is not None else None, sent_at=sent, received_at=time.monotonic())
+        self.elector.observed(Record.from_lease(raw) if raw is not None else None, sent_at=sent, received_at=time.monotonic())
         action = self.elector.wants(time.monotonic())
         if action == "wait":
             return
@@ -155,7 +145,7 @@ class Leadership:
                        exc)
             return
         was_leading = self.elector.leading
-        self.elector.succeeded(_record(stored), sent_at=sent)
+        self.elector.succeeded(Record.from_lease(stored), sent_at=sent)
         if not was_leading:
             logger.info("leader election: %s acquired Lease %s/%s", self.elector.identity, self.namespace,
                         self.name)

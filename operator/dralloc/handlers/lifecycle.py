@@ -52,6 +52,9 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     if not dirty_pods and not dirty_claims:
         return 0
     executed = 0
+    # With kube-controller-manager doing the claim lifecycle (handlers/coexisting.py), what is
+    # left here is the scheduler's part: the claims for DRA extended resources of our pods.
+    ours = rt.coexistence.does("claim-lifecycle")
     template_map = {t.ref(): t for t in rt.cluster.templates.all()}
     cluster = rt.cluster
     affected_claims = set(dirty_claims)
@@ -68,7 +71,7 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
                  if (c := cluster.claims.get(*key)) is not None]
         try:
-            steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned))
+            steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned)) if ours else []
             steps += _extended_resource_steps(rt, pod, owned)
         except Exception as exc:  # one pod must not stop the lifecycle of the others
             await _failed(rt, "pod", (namespace, name), exc)
@@ -77,6 +80,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         if steps:
             work.append(steps)
     executed += await _run_concurrently(rt, work)
+    if not ours:
+        return executed
     work = []
     # Pods that vanished leave their claims behind: those claims name uids no pod has any more.
     if dirty_pods:

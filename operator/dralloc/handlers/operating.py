@@ -23,7 +23,7 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import clock, evicting, health, leading, lifecycle, scheduling, watching
+from dralloc.handlers import clock, coexisting, evicting, health, leading, lifecycle, scheduling, watching
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -108,11 +108,13 @@ async def synced(memo: Runtime, **_: Any) -> bool:
 async def leader(memo: Runtime, **_: Any) -> dict[str, Any]:
     """Whether this replica acts, who it is, and who holds the Lease (in /healthz)."""
     election = memo.leadership
+    duties = memo.coexistence.describe()
     if election is None:
-        return {"active": True, "identity": memo.identity, "election": "off (--standalone)"}
+        return {"active": True, "identity": memo.identity, "election": "off (--standalone)", "duties": duties}
     record = election.elector.record
     return {"active": election.acting, "identity": memo.identity,
-            "lease": f"{election.namespace}/{election.name}", "holder": record.holder if record else None}
+            "lease": f"{election.namespace}/{election.name}", "holder": record.holder if record else None,
+            "duties": duties}
 
 
 async def ensure_default_policy(rt: Runtime) -> None:
@@ -216,6 +218,8 @@ class ControlLoops:
                 await watching.relist(rt, kind, resource)
             fed_versions = {kind: await watching.relist(rt, kind, resource) for kind, resource in watching.FED_DIRECTLY}
             rules_version = await watching.relist_taint_rules(rt)  # before any placement: rules are in effect
+            if rt.coexistence.follows_lease:  # who does the claim lifecycle, before its first pass
+                await coexisting.refresh(rt)
         except Exception:
             logger.exception("relisting before the control loops start failed; retrying")
             metrics.observe_pass_failure("scheduling")
@@ -241,6 +245,7 @@ class ControlLoops:
             asyncio.create_task(evicting.eviction_loop(rt, stop), name="dralloc-eviction"),
             asyncio.create_task(health.health_loop(rt, stop), name="dralloc-health"),
             asyncio.create_task(policy_loop(rt, stop), name="dralloc-policy"),
+            asyncio.create_task(coexisting.coexistence_loop(rt, stop), name="dralloc-coexistence"),
             *self.feeds,
         ]
         self.starting = None

@@ -13,6 +13,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from dralloc.handlers.coexisting import Coexistence
 from dralloc.handlers.failures import Failures
 from dralloc.lifecycle import eviction
 from dralloc.settings import Settings
@@ -36,6 +37,7 @@ class PodMemory:
     unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
     error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
     bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
+    claims_awaited_since: float | None = None  # monotonic; since when it waits for KCM to create a claim
 
     def back_off(self, initial: float, maximum: float) -> float:
         """One more failure: the next try waits twice as long (up to `maximum`); the delay."""
@@ -87,6 +89,8 @@ class Runtime:
         self.taint_rule_resource: Resource | None = None
         self.eviction_wakeup = asyncio.Event()
         self.health_wakeup = asyncio.Event()
+        # Who does the claim lifecycle and taint eviction: dralloc or kube-controller-manager.
+        self.coexistence = Coexistence(settings.coexistence, os.environ)
         limits = eviction.Limits.from_environment(os.environ)
         flags = settings.eviction
         self.eviction_limits = eviction.Limits(

@@ -85,7 +85,7 @@ def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | N
                         raise PodInputError(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} "
                                             f"cannot be used: {problem}")
                     return f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} not found"
-                return None
+                return _awaiting_controller_manager(rt, pod, entry.name, template)
             names.append((name, False))
     if extended.dra_resources(pod, list(rt.cluster.classes.all())):
         name = extended.recorded_claim_name(pod)
@@ -93,6 +93,27 @@ def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | N
             return None
         names.append((name, False))
     return names
+
+
+# How long a pod waits, unreported, for kube-controller-manager to create a claim from a template.
+CLAIM_CREATION_PATIENCE = 10.0
+
+
+def _awaiting_controller_manager(rt: Runtime, pod: pods.Pod, entry: str, template: str) -> str | None:
+    """None while the claim of a template entry may still come; a message once kube-controller-manager,
+    which creates it (--claim-lifecycle), has not done so for CLAIM_CREATION_PATIENCE seconds."""
+    if rt.coexistence.does("claim-lifecycle"):
+        return None  # our own lifecycle creates it, on its next pass
+    memory = rt.memory(pod.metadata.uid or "")
+    now = time.monotonic()
+    if memory.claims_awaited_since is None:
+        memory.claims_awaited_since = now
+    if now - memory.claims_awaited_since < CLAIM_CREATION_PATIENCE:
+        return None
+    return (f"pod entry {entry}: waiting for kube-controller-manager to create its ResourceClaim from "
+            f"ResourceClaimTemplate {pod.metadata.namespace or 'default'}/{template} (its resourceclaim-controller "
+            "does that while its leader Lease is held; if that controller is off, run dralloc with "
+            "--claim-lifecycle=dralloc)")
 
 
 class PassResult:
@@ -220,6 +241,10 @@ async def run_pass(rt: Runtime) -> PassResult:
         return result
     await _report_unreadable(rt)
     placer = rt.views.placer(rt.policy)
+    # The changes the placer's view includes. The pass awaits between pods (status writes, Events),
+    # and changes arriving meanwhile are not in the view: a pod found not to fit is retried on any
+    # change after this count, not after the count when its result is recorded.
+    seen = rt.cluster.relevant_changes
     # Decisions are made one after another without awaits; the writes of decided pods run
     # concurrently (each pod's own writes stay in order), as kube-scheduler binds asynchronously.
     commits: set[asyncio.Task[bool]] = set()
@@ -254,8 +279,8 @@ async def run_pass(rt: Runtime) -> PassResult:
         except Exception as exc:
             metrics.observe_allocation("error", time.perf_counter() - started)
             result.errors += 1
-            placer = rt.views.placer(rt.policy)
-            await _record_error(rt, fresh, exc)
+            await _record_error(rt, fresh, exc, seen=seen)
+            placer, seen = rt.views.placer(rt.policy), rt.cluster.relevant_changes
             continue
         elapsed = time.perf_counter() - started
         if step is None:
@@ -266,7 +291,7 @@ async def run_pass(rt: Runtime) -> PassResult:
                 if step.item is not None and await _roll_back_partial(rt, fresh, step.item):
                     continue  # reservations of an earlier attempt released; retried on the next pass
                 metrics.observe_allocation(step.result, elapsed)
-                await _record_unschedulable(rt, fresh, step.message, nodes=step.nodes)
+                await _record_unschedulable(rt, fresh, step.message, nodes=step.nodes, seen=seen)
             except Exception as exc:
                 logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
                                  fresh.metadata.name)
@@ -310,13 +335,14 @@ async def _report_unreadable(rt: Runtime) -> None:
         await _report(rt, *key, reason="SchedulerError", event_reason="AllocationError", message=text)
 
 
-async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
-    """Deciding for this pod failed: say so on the pod, back it off, never raise."""
+async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException, *, seen: int | None = None) -> None:
+    """Deciding for this pod failed: say so on the pod, back it off, never raise. `seen`: the changes
+    the decision's view included (default: all so far)."""
     metrics.observe_object_error("scheduling")
     memory = rt.memory(pod.metadata.uid or "")
     settings = rt.settings.scheduling
     delay = memory.back_off(settings.backoff_initial, settings.backoff_max)
-    memory.error_at = rt.cluster.relevant_changes
+    memory.error_at = rt.cluster.relevant_changes if seen is None else seen
     memory.unschedulable_at = None
     text = error_message(exc)
     if memory.last_message == text:
@@ -377,9 +403,10 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
     return True
 
 
-async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nodes: bool = True) -> None:
+async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nodes: bool = True,
+                                seen: int) -> None:
     memory = rt.memory(pod.metadata.uid or "")
-    memory.unschedulable_at = rt.cluster.relevant_changes
+    memory.unschedulable_at = seen
     memory.error_at = None
     text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
     if memory.last_message == text:

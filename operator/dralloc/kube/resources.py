@@ -118,7 +118,8 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
         add(resource, resource.plural, "patch")
         add(resource, f"{resource.plural}/status", "patch", "update")
     add(EVENTS, "events", "create")
-    # Leader election: the Lease is read, created once, and renewed by replace.
+    # Leader election: the Lease is read, created once, and renewed by replace; and
+    # kube-controller-manager's Lease is read (handlers/coexisting.py).
     add(LEASES, "leases", "get", "create", "update")
     return tuple(calls)
 

@@ -26,6 +26,8 @@ The rules (client-go's leaderelection, with the same three durations):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,17 @@ class Record:
     acquire_time: str | None
     transitions: int
     resource_version: str
+
+    @classmethod
+    def from_lease(cls, raw: Mapping[str, Any]) -> Record:
+        """The record of a `coordination.k8s.io/v1` Lease as the API returns it."""
+        spec = raw.get("spec") or {}
+        duration = spec.get("leaseDurationSeconds")
+        return cls(holder=str(spec.get("holderIdentity") or ""),
+                   lease_duration=float(duration) if isinstance(duration, (int, float)) else None,
+                   renew_time=spec.get("renewTime"), acquire_time=spec.get("acquireTime"),
+                   transitions=int(spec.get("leaseTransitions") or 0),
+                   resource_version=str((raw.get("metadata") or {}).get("resourceVersion") or ""))
 
     def key(self) -> tuple[str, str | None, float | None]:
         """What changes when the holder renews or someone takes over."""
