@@ -84,22 +84,16 @@ RETRIED = (429, 500, 502, 503, 504)
 FRAME = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")  # py-spy's "function (path/file.py:line)"
 
 
-class Plane(controlplane.ControlPlane):
+def new_plane(*, qps: float, run_dir: pathlib.Path) -> controlplane.ControlPlane:
     """e2e's control plane, with kube-scheduler's and KCM's client-side rate limits set to `qps` (0: theirs).
 
     Their defaults (kube-scheduler 50 requests/s, KCM 20) would make the claims KCM
     creates, two writes per pod, the bottleneck of both runs at about 10 pods/s;
     dralloc's client has no such limit.
     """
-
-    def __init__(self, *, qps: float, run_dir: pathlib.Path) -> None:
-        super().__init__(run_dir=run_dir, kcm_controllers=KCM_CONTROLLERS)
-        self.qps = qps
-
-    def _spawn(self, name: str, binary: str, *args: str) -> None:
-        if self.qps and name in ("kube-scheduler", "kube-controller-manager"):
-            args = (*args, f"--kube-api-qps={self.qps:g}", f"--kube-api-burst={math.ceil(self.qps)}")
-        super()._spawn(name, binary, *args)
+    limits = [f"--kube-api-qps={qps:g}", f"--kube-api-burst={math.ceil(qps)}"] if qps else []
+    return controlplane.ControlPlane(run_dir=run_dir, kcm_controllers=KCM_CONTROLLERS,
+                                     extra_args={"kube-scheduler": limits, "kube-controller-manager": limits})
 
 
 class ApiError(RuntimeError):
@@ -590,7 +584,7 @@ def main() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGINT too: `cmd &` ignores it
         signal.signal(signum, _raise_on_signal)
     run_dir = pathlib.Path(tempfile.mkdtemp(prefix="dralloc-bench-"))
-    plane = Plane(qps=args.kube_api_qps, run_dir=run_dir)
+    plane = new_plane(qps=args.kube_api_qps, run_dir=run_dir)
     operator = Operator(plane.kubeconfig, run_dir / "logs" / "dralloc.log")
     started = time.monotonic()
     code = 1

@@ -85,8 +85,10 @@ def _die_with_parent() -> None:
 
 class ControlPlane:
     def __init__(self, *, kubeconfig: pathlib.Path | None = None, run_dir: pathlib.Path = RUN,
-                 verbosity: int = 1, kcm_controllers: str = KCM_CONTROLLERS) -> None:
+                 verbosity: int = 1, kcm_controllers: str = KCM_CONTROLLERS,
+                 extra_args: dict[str, list[str]] | None = None) -> None:
         self.kubeconfig = kubeconfig or run_dir / "kubeconfig"
+        self.extra_args = extra_args or {}  # component name -> more flags (a benchmark's rate limits)
         self.verbosity = verbosity
         self.kcm_controllers = kcm_controllers
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="dralloc-e2e-"))
@@ -184,7 +186,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, binary: str, *args: str) -> None:
         log = (self.logs / f"{name}.log").open("wb")
-        proc = subprocess.Popen([str(BIN / binary), *args], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([str(BIN / binary), *args, *self.extra_args.get(name, [])], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
         self.procs.append((name, proc))
