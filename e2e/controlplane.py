@@ -239,15 +239,20 @@ class ControlPlane:
             return
         self._stopped = True
         for _, proc in reversed(self.procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc, grace=15)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def stop_group(proc: subprocess.Popen[bytes], *, grace: float) -> None:
+    """SIGTERM the process group of `proc` (started with start_new_session), SIGKILL it after `grace` s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _b64(data: bytes) -> str:
