@@ -69,6 +69,25 @@ KCM_CONTROLLERS = "*"
 WITHOUT_KCM_DRA_CONTROLLERS = "*,-resourceclaim-controller,-device-taint-eviction-controller"
 
 
+TMP_PREFIX = "dralloc-e2e-"
+
+
+def remove_abandoned() -> None:
+    """Remove the temp folders (etcd data, certificates) of launchers that died without cleaning up
+    (kill -9): each folder names its launcher's pid, and a folder whose launcher is gone goes."""
+    for folder in pathlib.Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*"):
+        try:
+            pid = int((folder / "launcher.pid").read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or still being set up
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -91,7 +110,9 @@ class ControlPlane:
         self.extra_args = extra_args or {}  # component name -> more flags (a benchmark's rate limits)
         self.verbosity = verbosity
         self.kcm_controllers = kcm_controllers
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="dralloc-e2e-"))
+        remove_abandoned()
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+        (self.tmp / "launcher.pid").write_text(f"{os.getpid()}\n")
         self.pki = self.tmp / "pki"
         self.logs = run_dir / "logs"
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
