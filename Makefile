@@ -75,3 +75,21 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The upstream allocator as a live oracle (oracle/, a Go module of ours): oracle/bin/oracle
+# links k8s.io/dynamic-resource-allocation v0.37.2 (kube-scheduler 1.37); with
+# ORACLE_DRA_VERSION=v0.36 the 1.36.6 release (oracle/go.136.mod) into oracle/bin/oracle-v0.36.
+.PHONY: oracle
+ORACLE_DRA_VERSION ?= v0.37
+ifneq ($(filter v0.36% 1.36%,$(ORACLE_DRA_VERSION)),)
+ORACLE_MODFILE := go.136.mod
+ORACLE := oracle/bin/oracle-v0.36
+else
+ORACLE_MODFILE := go.mod
+ORACLE := oracle/bin/oracle
+endif
+ORACLE_SOURCES := $(wildcard oracle/*.go) oracle/$(ORACLE_MODFILE) oracle/$(ORACLE_MODFILE:.mod=.sum)
+$(ORACLE).built: $(ORACLE_SOURCES)
+	cd oracle && nice -n 19 go build -trimpath -buildvcs=false -modfile=$(ORACLE_MODFILE) -o $(ORACLE:oracle/%=%) .
+	touch $@
+oracle: $(ORACLE).built
