@@ -1,16 +1,20 @@
 """Admission: the defaults and the refusals a client would meet on a real API server.
 
-Defaulting (mutating) runs first: Namespaces get the `kubernetes` finalizer and phase
-Active, Pods get a scheduler name and phase Pending, device requests get
+Decoding comes first, as upstream decodes the body into its Go type (`structural.py`):
+a value of the wrong JSON type, a quantity that does not parse, and, when the request
+says `fieldValidation=Strict` (as kubectl does), an unknown field are a 400 BadRequest
+(`Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal ...`); nulls
+are dropped. Defaulting (mutating) follows: Namespaces get the `kubernetes` finalizer
+and phase Active, Pods get a scheduler name and phase Pending, device requests get
 `allocationMode: ExactCount` and `count: 1`, tolerations `operator: Equal`, CRDs an
-Established status. Validation follows, and what it rejects is a 422 Invalid whose
-causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.expression`):
+Established status. Validation comes last, and what it rejects is a 422 Invalid whose
+causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.expression`)
+and upstream's wording (`names.py` for name syntax):
 
-- every object: metadata.name syntax, label keys and values;
-- every built-in kind: the real 1.37 OpenAPI schema (kubernetes-validate's copy, see
-  `structural.py`): types, enums, unique list-map keys, required fields (resource.k8s.io
-  only: elsewhere the schema's `required` is not what the server checks), and unknown
-  fields when the request says `fieldValidation=Strict` (as kubectl does);
+- every object: metadata.name syntax (a DNS subdomain; a DNS label for Namespaces;
+  core Events only avoid '/' and '%'), label keys and values;
+- every built-in kind: enums and unique list-map keys of the real 1.37 OpenAPI schema
+  (kubernetes-validate's copy);
 - resource.k8s.io: then the DRA rules in `dra.py`, including that admin access to
   devices is only requested in namespaces labelled
   `resource.kubernetes.io/admin-access: "true"` (DRAAdminAccess);
@@ -30,7 +34,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dralloc.sandbox import customresources, dra, errors, resources, structural
+from dralloc.sandbox import customresources, dra, errors, names, resources, structural
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -38,47 +42,53 @@ Causes = list[tuple[str, str]]
 strict_fields: contextvars.ContextVar[bool] = contextvars.ContextVar("strict_fields", default=False)
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DNS_LABEL_NAMES = {"namespaces"}
-_FREE_NAMES = {"events", "nodes"}  # upstream is lenient for these (node names may have dots)
+# Upstream's rule for the names of each kind: a DNS subdomain unless listed here. Core
+# Events only may not break a URL path; events.k8s.io/v1 Events are subdomains again.
+_NAME_RULES: dict[str, Callable[[str], list[str]]] = {"namespaces": names.namespace_name, "events": names.path_segment}
 
 
-def schema_causes(obj: Obj, strict: bool, old: Obj | None = None) -> Causes:
-    # resource.k8s.io marks required fields deliberately; older groups' `required` is unreliable
-    dra_group = str(obj.get("apiVersion", "")).startswith("resource.k8s.io/")
-    return structural.validate(obj, strict=strict, old=old, required=dra_group)
+def decoded(rt: resources.ResourceType, obj: Obj, old: Obj | None) -> tuple[Obj, Causes]:
+    """`obj` as Go decodes it (unknown and null fields dropped) and the schema's causes against it,
+    or the 400 kube-apiserver answers when it does not decode."""
+    try:
+        return structural.decode(obj, strict=strict_fields.get(), old=old)
+    except structural.DecodeError as exc:
+        version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+        raise errors.ApiError(400, f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {exc}') from exc
+
+
+def _device_class_name(value: str) -> list[str]:
+    # DeviceClass names are validated declaratively, which counts the limit in bytes.
+    return [d.replace("characters", "bytes") if d.startswith("must be no more") else d
+            for d in names.dns1123_subdomain(value)]
+
+
+def _name_rule(rt: resources.ResourceType) -> Callable[[str], list[str]]:
+    if rt.plural == "events" and rt.group == "events.k8s.io":
+        return names.dns1123_subdomain
+    if rt.plural == "deviceclasses":
+        return _device_class_name
+    return _NAME_RULES.get(rt.plural, names.dns1123_subdomain)
 
 
 def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
     meta = obj.get("metadata") or {}
     causes: Causes = []
-    # core/v1 Events (and Nodes) are lenient; events.k8s.io/v1 validates Event names strictly.
-    free = rt.plural in _FREE_NAMES and not (rt.plural == "events" and rt.group == "events.k8s.io")
+    rule = _name_rule(rt)
     # generateName is checked as a name prefix (upstream masks one trailing '-'), then the name.
     for path, name, prefix in (("metadata.generateName", meta.get("generateName"), True),
                                ("metadata.name", meta.get("name", ""), False)):
         if prefix and not name:
             continue
-        if not isinstance(name, str):  # the schema check reports the type
+        if not isinstance(name, str):  # decoding reports the type
             continue
         checked = name[:-1] + "a" if prefix and name.endswith("-") else name
-        if rt.plural in _DNS_LABEL_NAMES:
-            if not _DNS_LABEL.match(checked) or len(checked) > 63:
-                causes.append((path, f'Invalid value: "{name}": a lowercase RFC 1123 label must '
-                                     "consist of lower case alphanumeric characters or '-'"))
-        elif not free and (not _DNS_SUBDOMAIN.match(checked) or len(checked) > 253):
-            causes.append((path, f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
-                                 "consist of lower case alphanumeric characters, '-' or '.'"))
+        causes += [(path, f"Invalid value: {errors.go_value(name)}: {detail}") for detail in rule(checked)]
     for key, value in (meta.get("labels") or {}).items():
-        prefix, _, label = key.rpartition("/")
-        if not _LABEL_NAME.match(label) or len(label) > 63 or (prefix and not _DNS_SUBDOMAIN.match(prefix)):
-            causes.append(("metadata.labels", f'Invalid value: "{key}": name part must consist of '
-                                               "alphanumeric characters, '-', '_' or '.'"))
-        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
-            causes.append(("metadata.labels", f'Invalid value: "{value}": a valid label value must be '
-                                               "63 characters or less and alphanumeric, '-', '_' or '.'"))
+        causes += [("metadata.labels", f"Invalid value: {errors.go_value(key)}: {detail}")
+                   for detail in names.qualified_name(key)]
+        causes += [("metadata.labels", f"Invalid value: {errors.go_value(value)}: {detail}")
+                   for detail in names.label_value(str(value))]
     return causes
 
 
@@ -95,21 +105,23 @@ class Admission:
         self.namespace_labels = namespace_labels
 
     def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
+        checked = self.validate_schemas and not rt.crd
+        found: Causes = []
+        if checked:  # decoding comes first upstream: defaults and validation see the Go value
+            shaped, found = decoded(rt, new, old)
+            new.clear()
+            new.update(shaped)
         self.default(rt, new, old)
         causes = metadata_causes(rt, new) if old is None else []
-        if self.validate_schemas and not rt.crd:
-            causes += schema_causes(new, strict_fields.get(), old)
-            if any(message == structural.QUANTITY_ERROR for _, message in causes):
-                # Not even decodable, as kube-apiserver answers it: 400, before any validation.
-                version = str(new.get("apiVersion", "")).rpartition("/")[2]
-                raise errors.ApiError(400, f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: '
-                                           f"{structural.QUANTITY_ERROR}")
+        causes += found
         if rt.group == "resource.k8s.io":
-            if not causes:
+            if not causes or checked:
                 causes += dra.validate(new, old, subresource)
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
+        elif rt.storage == "/events" and old is None:
+            causes += event_causes(new, modern=rt.group == "events.k8s.io")
         elif rt.plural == "pods" and old is None and not causes:  # shapes are right from here on
             causes += pod_create_causes(new)
         elif rt.plural == "pods" and old is not None and subresource == "":
@@ -122,7 +134,9 @@ class Admission:
             new.update(shaped)
             causes += found
         if causes:
-            raise errors.invalid(rt.kind, rt.group, (new.get("metadata") or {}).get("name", ""), causes)
+            # Events of both APIs are validated as the core type: refusals name the core kind.
+            group = "" if rt.storage == "/events" else rt.group
+            raise errors.invalid(rt.kind, group, (new.get("metadata") or {}).get("name", ""), causes)
 
     def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None) -> None:
         if rt.storage == "/namespaces" and old is None:
@@ -161,6 +175,17 @@ class Admission:
             dra.default(obj)
 
 
+def event_causes(event: Obj, *, modern: bool) -> Causes:
+    """A core Event lives in its object's namespace; one about a cluster-scoped object in `default`
+    (or none). events.k8s.io/v1 only keeps the second rule (`regarding` may be elsewhere)."""
+    namespace = (event.get("metadata") or {}).get("namespace", "")
+    involved = (event.get("involvedObject") or {}).get("namespace", "")
+    if (involved and involved != namespace and not modern) or (not involved and namespace not in ("", "default")):
+        return [("involvedObject.namespace", f"Invalid value: {errors.go_value(involved)}: does not match "
+                                             "event.namespace")]
+    return []
+
+
 def pod_create_causes(pod: Obj) -> Causes:
     """What upstream refuses in a new Pod that users (and DRA) get wrong: containers, claims."""
     spec = pod.get("spec") or {}
@@ -168,19 +193,28 @@ def pod_create_causes(pod: Obj) -> Causes:
     containers = spec.get("containers") or []
     if not containers:
         causes.append(("spec.containers", "Required value"))
-    claim_names = set()
+    claim_names: list[str] = []
     for i, ref in enumerate(spec.get("resourceClaims") or []):
         where = f"spec.resourceClaims[{i}]"
         name = ref.get("name") or ""
-        if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > 63:
-            causes.append((f"{where}.name", f"Invalid value: {errors.go_value(name)}: a lowercase RFC 1123 label must consist "
-                                            "of lower case alphanumeric characters or '-'"))
+        causes += [(f"{where}.name", f"Invalid value: {errors.go_value(name)}: {detail}")
+                   for detail in names.dns1123_label(name)]
         if name in claim_names:
             causes.append((f"{where}.name", f"Duplicate value: {errors.go_value(name)}"))
-        claim_names.add(name)
-        if bool(ref.get("resourceClaimName")) == bool(ref.get("resourceClaimTemplateName")):
-            causes.append((where, "Invalid value: must specify one of: `resourceClaimName`, "
-                                  "`resourceClaimTemplateName`"))
+        claim_names.append(name)
+        sources = [ref.get(f) for f in ("resourceClaimName", "resourceClaimTemplateName")]
+        if len([s for s in sources if s]) != 1:
+            # The internal Go struct (no JSON tags) is what upstream prints as the bad value.
+            shown = errors.go_json({"Name": name, "ResourceClaimName": sources[0] or None,
+                                    "ResourceClaimTemplateName": sources[1] or None})
+            detail = ("must specify one of: `resourceClaimName`, `resourceClaimTemplateName`" if not any(sources)
+                      else "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified")
+            causes.append((where, f"Invalid value: {shown}: {detail}"))
+        for field, source in zip(("resourceClaimName", "resourceClaimTemplateName"), sources, strict=True):
+            if source:
+                causes += [(f"{where}.{field}", f"Invalid value: {errors.go_value(source)}: {detail}")
+                           for detail in names.dns1123_subdomain(source)]
+    known = ": " + ", ".join(claim_names) if claim_names else " which is empty"
     for field in ("initContainers", "containers"):
         seen: set[str] = set()
         for i, container in enumerate(spec.get(field) or []):
@@ -195,8 +229,8 @@ def pod_create_causes(pod: Obj) -> Causes:
                 causes.append((f"{where}.image", "Required value"))
             for j, claim in enumerate(((container.get("resources") or {}).get("claims")) or []):
                 if claim.get("name") not in claim_names:
-                    causes.append((f"{where}.resources.claims[{j}].name", f"Not found: {errors.go_value(claim.get('name'))}: "
-                                                                          "must be one of spec.resourceClaims"))
+                    causes.append((f"{where}.resources.claims[{j}]", f"Not found: {errors.go_value(claim.get('name'))}: "
+                                                                     f"must be one of the names in pod.spec.resourceClaims{known}"))
     return causes
 
 

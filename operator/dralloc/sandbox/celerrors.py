@@ -16,8 +16,9 @@ ANTLR's words for the cases people hit: an expression that ends too early
 (`mismatched input '<EOF>' expecting {'[', '{', '(', ...}` at the end of the input),
 a missing `)` or `]`, an unexpected token (`mismatched input '==' expecting ...`) and a
 character no token starts with (`token recognition error at: '#'`). ANTLR's follow-up
-recovery errors are not reproduced, and nothing is type-checked (upstream also reports
-undeclared references and non-bool results).
+recovery errors are not reproduced. An expression that parses is type-checked
+(`celchecking.py`): its issues are worded and placed the same way, and one that checks
+but is not a bool gets upstream's `must evaluate to bool or the unknown type, not T`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import functools
 from typing import Any
 
 from celpy.celparser import CELParseError, CELParser
+
+from dralloc.sandbox import celchecking, celenv
 
 # The tokens an expression may start with, in ANTLR's order and spelling.
 EXPRESSION_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, "
@@ -136,15 +139,29 @@ def _issues(expression: str, exc: CELParseError) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def compile_error(expression: str) -> str | None:
-    """None when the expression parses, else upstream's detail: `compilation failed: ERROR: ...`."""
+    """None when the expression compiles, else upstream's detail: `compilation failed: ERROR: ...`,
+    or `must evaluate to bool ...` for one that compiles to something else than a bool."""
+    if not expression:
+        # cel-go places the error of an empty source at column 0, and has no line to show.
+        return ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' "
+                f"expecting {EXPRESSION_START}")
     if not expression.strip():
         line, column = _end(expression)
         return "compilation failed: " + issue(expression, line, column, "Syntax error: mismatched input '<EOF>' "
                                                                         f"expecting {EXPRESSION_START}")
     try:
-        CELParser().parse(expression)
+        tree = CELParser().parse(expression)
     except CELParseError as exc:
         return "compilation failed: " + "\n".join(_issues(expression, exc))
     except RecursionError:
         return "compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded"
+    try:
+        found, result = celchecking.check(expression, tree)
+    except RecursionError:
+        return None  # too deep to walk here; upstream's own limits decide
+    if found:
+        return "compilation failed: " + "\n".join(issue(expression, *_at(expression, i.index), i.message)
+                                                   for i in found)
+    if result not in (celenv.BOOL, celenv.DYN):
+        return f"must evaluate to bool or the unknown type, not {result}"
     return None

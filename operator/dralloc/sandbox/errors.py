@@ -8,6 +8,7 @@ real server would give. Handlers raise; the HTTP layer renders `status_body()`.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 REASONS: dict[int, str] = {
@@ -128,26 +129,47 @@ _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", 
                "\v": "\\v"}
 
 
+# apimachinery's field.ErrorType: the cause reason each message's prefix stands for.
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Not found", "FieldValueNotFound"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Internal error", "InternalError"),
+)
+
+
+def cause_reason(message: str) -> str:
+    """The `details.causes[].reason` of a field error, read off its message as upstream builds both."""
+    for prefix, reason in _CAUSE_REASONS:
+        if message.startswith(prefix):
+            return reason
+    return "FieldValueInvalid"
+
+
+def go_json(value: Any) -> str:
+    """A struct as a bad value in a field error: Go's compact JSON (HTML characters escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
     """422 Invalid; `causes` are (field path, message) pairs, as `kubectl` prints them.
 
     The message is upstream's: `Kind.group "name" is invalid: ` + the field errors as an
-    aggregate (one error as is, several as `[a, b]`, repeats dropped).
+    aggregate (one error as is, several as `[a, b]`, repeats dropped). Each cause's
+    reason follows from its message (`Required value` is FieldValueRequired, ...).
     """
     qualified = f"{kind}.{group}" if group else kind
     texts = list(dict.fromkeys(f"{field}: {msg}" if field else msg for field, msg in causes))
     summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    return ApiError(
-        422,
-        f'{qualified} "{name}" is invalid: {summary}',
-        details={
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field}
-                       for field, msg in causes],
-        },
-    )
+    details: dict[str, Any] = {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    details["causes"] = [{"reason": cause_reason(msg), "message": msg, "field": field}
+                         for field, msg in dict.fromkeys(causes)]
+    return ApiError(422, f'{qualified} "{name}" is invalid: {summary}', details=details)
 
 
 def gone(message: str) -> ApiError:
