@@ -93,3 +93,8 @@ $(ORACLE).built: $(ORACLE_SOURCES)
 	cd oracle && nice -n 19 go build -trimpath -buildvcs=false -modfile=$(ORACLE_MODFILE) -o $(ORACLE:oracle/%=%) .
 	touch $@
 oracle: $(ORACLE).built
+# Every conformance vector through the oracle (tests/differential/conformance.py): which reproduce
+# at ORACLE_DRA_VERSION (1.37 by default), which a release changed on purpose, which are unexplained.
+.PHONY: oracle-conformance
+oracle-conformance: $(STAMP) $(ORACLE).built
+	$(BIN)/python -m tests.differential.conformance --version $(ORACLE_DRA_VERSION) $(ARGS)

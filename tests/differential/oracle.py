@@ -1,0 +1,68 @@
+"""A client for `oracle batch`: the upstream allocator (oracle/, Go) answering cases.
+
+One process answers any number of cases: each case is one JSON line on its stdin, each
+answer one JSON line on its stdout, in order. `ask` writes from a thread while it reads,
+so a long batch cannot dead-lock on full pipes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BINARIES = {"v0.37": ROOT / "oracle" / "bin" / "oracle", "v0.36": ROOT / "oracle" / "bin" / "oracle-v0.36"}
+
+
+def binary(version: str | None = None) -> pathlib.Path:
+    """The oracle binary for a release ('v0.37' default, 'v0.36'; also $ORACLE, a path)."""
+    if version is None and os.environ.get("ORACLE"):
+        return pathlib.Path(os.environ["ORACLE"])
+    key = (version or os.environ.get("ORACLE_DRA_VERSION") or "v0.37").removeprefix("1.")
+    key = "v0.36" if key.startswith(("v0.36", "36")) else "v0.37"
+    return BINARIES[key]
+
+
+def oracle_case(case: dict[str, Any]) -> dict[str, Any]:
+    """A case as the oracle reads it: the vector fields it knows, nothing else."""
+    keep = ("name", "features", "node", "objects")
+    return {k: case[k] for k in keep if k in case}
+
+
+def ask(cases: Iterable[dict[str, Any]], *, version: str | None = None, timeout: str = "10s",
+        jobs: int = 1, path: pathlib.Path | None = None) -> list[dict[str, Any]]:
+    """Every case's outcome, in order (status allocated/unschedulable/error/timeout/input-error)."""
+    exe = path or binary(version)
+    if not exe.exists():
+        raise FileNotFoundError(f"{exe}: not built; run `make oracle`")
+    lines: Sequence[str] = [json.dumps(oracle_case(c), separators=(",", ":")) + "\n" for c in cases]
+    proc = subprocess.Popen([str(exe), "batch", "--timeout", timeout, "-j", str(jobs)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.writelines(lines)
+        finally:
+            proc.stdin.close()
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    answers = [json.loads(line) for line in proc.stdout]
+    writer.join()
+    err = proc.stderr.read()
+    if proc.wait() != 0 or len(answers) != len(lines):
+        raise RuntimeError(f"oracle batch: exit {proc.returncode}, {len(answers)} answers for {len(lines)} cases: {err}")
+    return answers
+
+
+def version_of(version: str | None = None) -> str:
+    """The dynamic-resource-allocation release the binary links ('v0.37.2')."""
+    out = subprocess.run([str(binary(version)), "version"], capture_output=True, text=True, check=True).stdout
+    return str(json.loads(out)["dynamicResourceAllocation"])
