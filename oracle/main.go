@@ -23,13 +23,20 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
 const usage = `usage:
-  oracle case [--timeout D] [FILE|-]      one case (vector YAML or JSON) -> outcome JSON on stdout
-  oracle batch [--timeout D] [-j N]       JSON lines: a case per stdin line -> an outcome per stdout line
+  oracle case [--timeout D] [--allocator A] [FILE|-]
+                                          one case (vector YAML or JSON) -> outcome JSON on stdout
+  oracle batch [--timeout D] [-j N] [--allocator A]
+                                          JSON lines: a case per stdin line -> an outcome per stdout line
+      --allocator stable|incubating|experimental: only these implementations may be picked
+      (comma-separated; default: the first that supports the features, as kube-scheduler)
   oracle first-fit --dir DIR [--placements-out FILE] [--cap D]
                                           place every unallocated claim of a workload directory
                                           (bench/workloads.py) first-fit, node by node; summary JSON
@@ -81,9 +88,11 @@ func draVersion() string {
 func cmdCase(args []string) error {
 	fs := flag.NewFlagSet("case", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", time.Minute, "cancel the search after this long (status timeout); 0: never")
+	only := allocatorFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	onlyAllocators(*only)
 	path := "-"
 	switch fs.NArg() {
 	case 0:
@@ -118,9 +127,11 @@ func cmdBatch(args []string) error {
 	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", time.Minute, "cancel one case's search after this long (status timeout); 0: never")
 	jobs := fs.Int("j", 1, "cases run at the same time")
+	only := allocatorFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	onlyAllocators(*only)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("batch: reads stdin, takes no file")
 	}
@@ -184,4 +195,16 @@ func answerLine(line []byte, timeout time.Duration) []byte {
 		data, _ = json.Marshal(inputError(Outcome{Name: o.Name, Claims: []ClaimResult{}}, err))
 	}
 	return append(data, '\n')
+}
+
+func allocatorFlag(fs *flag.FlagSet) *string {
+	return fs.String("allocator", "", "only these allocator implementations (comma-separated: stable, incubating, experimental)")
+}
+
+// onlyAllocators restricts NewAllocator's choice (structured.EnableAllocators), e.g. to
+// ask the sorted incubating implementation about a case the stable one would get.
+func onlyAllocators(list string) {
+	if list != "" {
+		structured.EnableAllocators(strings.Split(list, ",")...)
+	}
 }
