@@ -291,6 +291,12 @@ CASES: dict[str, Case] = {
         refused=422, causes=(("metadata.name", "Required"),),
         message="Required value: name or generateName is required",
     ),
+    "class-generate-name-invalid": Case(
+        "deviceclasses", labelled(device_class(), generateName="Bad_"), name="",
+        refused=422, causes=(("metadata.name", "Invalid"),),  # the generated name only, not generateName
+        message=("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                 "'.', and must start and end with an alphanumeric character"),
+    ),
     "class-config-without-opaque": Case(
         "deviceclasses", device_class(config=[{}]),
         refused=422, causes=(("spec.config[0].opaque", "Required"),),
@@ -658,6 +664,12 @@ CASES: dict[str, Case] = {
         "resourceclaims",
         claim({"name": "gpu", "firstAvailable": [
         {"name": "s", "deviceClassName": "gpu", "adminAccess": True}]}),
+    ),
+    "claim-generate-name-invalid": Case(
+        "resourceclaims", labelled(claim(), generateName="Bad_"), name="",
+        refused=422, causes=(("metadata.generateName", "Invalid"), ("metadata.name", "Invalid")),
+        message=('Invalid value: "Bad_": a lowercase RFC 1123 subdomain must consist of lower case '
+                 "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
     ),
     "claim-spec-immutable": Case(
         "resourceclaims",
@@ -1247,6 +1259,12 @@ CASES: dict[str, Case] = {
         message=("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
                  "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
                  "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+    ),
+    "namespace-name-too-long": Case(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace"}, name="a" * 64,
+        # the second cause is the `kubernetes.io/metadata.name` label upstream gives every namespace
+        refused=422, causes=(("metadata.name", "Invalid"), ("metadata.labels", "Invalid")),
+        message="must be no more than 63 characters",
     ),
     "node-name-not-a-subdomain": Case(
         "nodes", {"apiVersion": "v1", "kind": "Node"}, name="Bad_Node",

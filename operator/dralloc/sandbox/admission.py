@@ -7,7 +7,7 @@ says `fieldValidation=Strict` (as kubectl does), an unknown field are a 400 BadR
 are dropped. Defaulting (mutating) follows: Namespaces get the `kubernetes` finalizer
 and phase Active, Pods get a scheduler name and phase Pending, device requests get
 `allocationMode: ExactCount` and `count: 1`, tolerations `operator: Equal`, CRDs an
-Established status. Validation comes last, and what it rejects is a 422 Invalid whose
+Established status, Namespaces the `kubernetes.io/metadata.name` label. Validation comes last, and what it rejects is a 422 Invalid whose
 causes carry field paths (`spec.devices.requests[0].exactly.selectors[0].cel.expression`)
 and upstream's wording (`names.py` for name syntax):
 
@@ -78,8 +78,8 @@ def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
     # generateName is checked as a name prefix (upstream masks one trailing '-'), then the name.
     for path, name, prefix in (("metadata.generateName", meta.get("generateName"), True),
                                ("metadata.name", meta.get("name", ""), False)):
-        if prefix and not name:
-            continue
+        if prefix and (not name or rt.plural == "deviceclasses"):
+            continue  # DeviceClasses are validated declaratively: only the generated name is checked
         if not isinstance(name, str):  # decoding reports the type
             continue
         checked = name[:-1] + "a" if prefix and name.endswith("-") else name
@@ -139,6 +139,10 @@ class Admission:
             raise errors.invalid(rt.kind, group, (new.get("metadata") or {}).get("name", ""), causes)
 
     def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None) -> None:
+        if rt.storage == "/namespaces":
+            meta = obj.setdefault("metadata", {})
+            # Upstream labels every namespace with its name, on every write (namespaceSelectors use it).
+            meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta.get("name", "")}
         if rt.storage == "/namespaces" and old is None:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {}).setdefault("phase", "Active")
