@@ -60,8 +60,27 @@ def _env(info: DeviceInfo) -> cel_devices.DeviceEnv:
     return env
 
 
+def _conversion_error(info: DeviceInfo) -> str | None:
+    """Why upstream could not turn this device into the CEL `device` at all, None when it can.
+
+    Decided without building the device's CEL value unless some attribute is bad, in which
+    case the full conversion words the message (`device_env`).
+    """
+    env: cel_devices.DeviceEnv | None = info.selector_results.get(_CEL_ENV)
+    if env is not None:
+        return env.error
+    for attribute in info.device.attributes.values():
+        kind, value = attribute.kind_and_value() or (None, None)
+        try:
+            cel_devices.check_attribute_value(kind, value)
+        except ValueError:
+            return _env(info).error
+    return None
+
+
 # `device.driver == "name"` is by far the most common class selector; it needs neither the
-# CEL engine nor the device's CEL value, and its meaning is plain string equality.
+# CEL engine nor the device's celpy value, and its meaning is plain string equality (once the
+# device's attributes convert at all, see `evaluate`).
 _DRIVER_EQUALS = re.compile(r"""^\s*device\.driver\s*==\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*$""")
 
 
@@ -82,18 +101,22 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bo
         STATS.evaluated += 1
         literal = _driver_literal(expression)
         if literal is not None:
-            cached = info.driver == literal
-            info.selector_results[expression] = cached
-            return cached
-        try:
-            program = cel_selectors.compile_selector(expression)
-        except cel_selectors.CELCompileError as exc:
-            cached = ("compile", str(exc))
+            # Upstream converts the whole device before it evaluates any selector, so an attribute
+            # it cannot convert (no value, which is what kube-apiserver leaves of a list attribute
+            # written with DRAListTypeAttributes off; a version that does not parse) fails
+            # `device.driver == "..."` as well.
+            device_error = _conversion_error(info)
+            cached = info.driver == literal if device_error is None else ("runtime", device_error)
         else:
             try:
-                cached = program.evaluate(_env(info)) is True
-            except cel_selectors.CELRuntimeError as exc:
-                cached = ("runtime", str(exc))
+                program = cel_selectors.compile_selector(expression)
+            except cel_selectors.CELCompileError as exc:
+                cached = ("compile", str(exc))
+            else:
+                try:
+                    cached = program.evaluate(_env(info)) is True
+                except cel_selectors.CELRuntimeError as exc:
+                    cached = ("runtime", str(exc))
         info.selector_results[expression] = cached
     if cached is True or cached is False:
         return cached

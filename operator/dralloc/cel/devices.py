@@ -137,6 +137,21 @@ def plain_attribute_value(raw: Mapping[str, Any]) -> Any:
     raise ValueError("unsupported attribute value")
 
 
+def check_attribute_value(kind: str | None, value: Any) -> None:
+    """Raise ValueError exactly when `plain_attribute_value({kind: value})` would (None: no value).
+
+    Builds nothing: for callers that only need to know whether a device converts at all.
+    """
+    if kind is None:
+        raise ValueError("unsupported attribute value")
+    scalar_kind = _LIST_KINDS.get(kind)
+    if scalar_kind is None:
+        _scalar(kind, value)
+        return
+    for item in value:
+        _scalar(scalar_kind, item)
+
+
 def attribute_value(raw: Mapping[str, Any]) -> Any:
     """The CEL (celtypes) value of one attribute in API JSON form."""
     return to_cel(plain_attribute_value(raw))
