@@ -132,7 +132,10 @@ class Search:
     def in_use(self, request: RequestPlan, info: DeviceInfo, claim_index: int) -> bool:
         holders = self.allocating.get(info.id)
         if request.admin_access:
-            return holders is not None and claim_index in holders
+            # Admin access only keeps out of devices its own claim holds exclusively: a device
+            # that allows multiple allocations takes another share, as it does for any request
+            # (upstream records only non-shareable picks as "allocating for this claim").
+            return holders is not None and claim_index in holders and not self.shareable(info)
         if self.in_use_before(info):
             return True
         return bool(holders) and not self.shareable(info)
