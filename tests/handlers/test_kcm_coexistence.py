@@ -89,8 +89,9 @@ def test_dralloc_waits_for_a_running_controller_manager_then_takes_over_when_it_
                 scheduled["message"]
             assert _entry_claims(apiserver, "job") == []  # dralloc made none while the Lease was renewed
         kcm_lease.lapse()
+        wait_for(lambda: running.runtime.coexistence.does("claim-lifecycle"),
+                 what="dralloc taking the claim lifecycle over once the Lease lapsed")
         wait_for(lambda: helpers.node_of(apiserver, "job"), what="the pod bound once dralloc has the duty")
         assert len(_entry_claims(apiserver, "job")) == 1
-        assert running.runtime.coexistence.owners["claim-lifecycle"] == "dralloc"
     finally:
         running.stop()
