@@ -30,9 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-import yaml
-
-from dralloc import running
+from dralloc import documents, running
 from dralloc.model import quantities
 from dralloc.sandbox import ApiError, ThreadedApiServer, demo_objects
 from dralloc.settings import (
@@ -79,8 +77,8 @@ def load_yaml_dir(directory: pathlib.Path) -> list[Obj]:
     objects: list[Obj] = []
     for path in sorted(directory.glob("*.yaml")):
         try:
-            docs = list(yaml.safe_load_all(path.read_text()))
-        except yaml.YAMLError as exc:
+            docs = documents.parse(path.read_text())
+        except documents.Error as exc:
             raise DemoError(f"{path}: {exc}") from exc
         objects.extend(doc for doc in docs if isinstance(doc, dict))
     return objects

@@ -12,8 +12,7 @@ import pathlib
 import sys
 from collections.abc import Iterable, Sequence
 
-import yaml
-
+from dralloc import documents
 from dralloc.allocation import taintrules
 from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
@@ -142,8 +141,8 @@ def read_documents(path: str) -> list[object]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
+        return documents.parse(text)
+    except documents.Error as exc:
         raise InputError(f"{path}: malformed YAML/JSON: {exc}") from exc
 
 

@@ -30,7 +30,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
+from dralloc import documents
 
 Obj = dict[str, Any]
 GPU_DRIVER = "gpu.dralloc.dev"
@@ -207,8 +207,8 @@ def load_files(paths: Iterable[str | os.PathLike[str]]) -> list[Obj]:
     for path in paths:
         text = pathlib.Path(path).read_text()
         try:
-            docs = [json.loads(text)] if str(path).endswith(".json") else list(yaml.safe_load_all(text))
-        except (ValueError, yaml.YAMLError) as exc:
+            docs = [json.loads(text)] if str(path).endswith(".json") else documents.parse(text)
+        except documents.Error as exc:
             raise ValueError(f"seed file {path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: "
                              f"{exc}") from exc
         found = [obj for doc in docs if doc is not None for obj in _objects(doc, f"seed file {path}")]
