@@ -21,19 +21,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Case is one vector. Fields the oracle does not use (description, upstream,
-// tags, versions, expect) are accepted and ignored, so a vector file can be
-// passed as it is; any other unknown field is an input error, which catches
-// misspelled object fields instead of silently dropping them.
+// Case is one vector. Top-level fields the oracle does not use (description,
+// upstream, tags, versions, expect, anything a tool adds) are ignored, so a
+// vector file can be passed as it is; inside node and objects an unknown field
+// is an input error, which catches misspelled object fields instead of
+// silently dropping them.
 type Case struct {
-	Name        string          `json:"name"`
-	Description json.RawMessage `json:"description,omitempty"`
-	Upstream    json.RawMessage `json:"upstream,omitempty"`
-	Tags        json.RawMessage `json:"tags,omitempty"`
-	Versions    json.RawMessage `json:"versions,omitempty"`
-	Expect      json.RawMessage `json:"expect,omitempty"`
-	Features    []string        `json:"features"`
-	Node        struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+	Node     struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels,omitempty"`
 	} `json:"node"`
@@ -45,14 +41,29 @@ type Case struct {
 	} `json:"objects"`
 }
 
-// parseCase reads one case from YAML or JSON (JSON is YAML).
+// parseCase reads one case from YAML or JSON (a vector file is one YAML
+// document that starts with "---").
 func parseCase(data []byte) (*Case, error) {
-	data = bytes.TrimSpace(data)
-	// A vector file is one YAML document that starts with "---".
-	data = bytes.TrimPrefix(data, []byte("---\n"))
-	var c Case
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	data = bytes.TrimPrefix(bytes.TrimSpace(data), []byte("---\n"))
+	asJSON, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(asJSON, &top); err != nil {
+		return nil, err
+	}
+	var c Case
+	for key, into := range map[string]any{"name": &c.Name, "features": &c.Features, "node": &c.Node, "objects": &c.Objects} {
+		raw, ok := top[key]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
 	}
 	if c.Node.Name == "" {
 		return nil, fmt.Errorf("node.name: required")

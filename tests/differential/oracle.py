@@ -34,14 +34,47 @@ def oracle_case(case: dict[str, Any]) -> dict[str, Any]:
     return {k: case[k] for k in keep if k in case}
 
 
+class Session:
+    """One long-running `oracle batch` asked one case at a time (for shrinking: many small asks)."""
+
+    def __init__(self, *, version: str | None = None, timeout: str = "10s", allocator: str = "") -> None:
+        exe = binary(version)
+        if not exe.exists():
+            raise FileNotFoundError(f"{exe}: not built; run `make oracle`")
+        args = [str(exe), "batch", "--timeout", timeout] + (["--allocator", allocator] if allocator else [])
+        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def ask(self, case: dict[str, Any]) -> dict[str, Any]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(oracle_case(case), separators=(",", ":")) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"oracle batch ended (exit {self._proc.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def ask(cases: Iterable[dict[str, Any]], *, version: str | None = None, timeout: str = "10s",
-        jobs: int = 1, path: pathlib.Path | None = None) -> list[dict[str, Any]]:
+        jobs: int = 1, path: pathlib.Path | None = None, allocator: str = "") -> list[dict[str, Any]]:
     """Every case's outcome, in order (status allocated/unschedulable/error/timeout/input-error)."""
     exe = path or binary(version)
     if not exe.exists():
         raise FileNotFoundError(f"{exe}: not built; run `make oracle`")
     lines: Sequence[str] = [json.dumps(oracle_case(c), separators=(",", ":")) + "\n" for c in cases]
-    proc = subprocess.Popen([str(exe), "batch", "--timeout", timeout, "-j", str(jobs)],
+    proc = subprocess.Popen([str(exe), "batch", "--timeout", timeout, "-j", str(jobs)]
+                            + (["--allocator", allocator] if allocator else []),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
 

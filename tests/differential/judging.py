@@ -1,0 +1,428 @@
+"""Judge dralloc's answer against upstream's for one case: the same, a difference, or neither.
+
+`judge(case, ours, theirs, oracles)` returns None when both allocators agree (both fail
+with an error, both say "does not fit", or both allocate the same devices with the same
+result fields, config and node selector, compared by the vector rules), else a
+`Verdict`:
+
+- `label` names the difference. It is a rule's name when one applies, and otherwise a
+  signature made of the two statuses plus the distinctive phrase of an error, or of what
+  differs between two allocations. Shrinking keeps a case only while its label stays the
+  same.
+- `deliberate` names the rule, from docs/allocation.md, under which dralloc differs on
+  purpose. The rules look at the case and the answers, never at a list of cases:
+  - *share IDs*: the only difference is the share ID values (dralloc derives UUIDv5
+    values; upstream draws random ones);
+  - *distinctAttribute across all devices*: upstream's allocation has two devices with
+    the same value of an attribute that a distinctAttribute constraint covers;
+  - *counter release on backtracking*: upstream says "does not fit" where dralloc
+    allocates devices that consume counters, and upstream itself allocates once it is
+    offered only dralloc's devices (so a solution exists and upstream's search missed
+    it), or two drivers' pools share a name and dralloc's counters add up per
+    (driver, pool);
+  - *counting bound*: upstream runs out of time where dralloc answers "does not fit";
+  - *sorted pool and slice order*: upstream's stable channel (which walks pools in map
+    order and slices in input order) picked other devices, and upstream's incubating
+    channel (sorted) picks dralloc's.
+- `changed` says that the release judged against changed the semantics: the previous
+  release (1.36.6, when judging against 1.37) answers as dralloc does. dralloc implements
+  1.36; a rule then names the change when it knows it.
+- `inconclusive`: no judgement is possible (upstream timed out and dralloc did not say
+  "does not fit", or the oracle could not read the case).
+- `known` names a difference that is known and being fixed elsewhere, found by a rule:
+  (a) list-typed attributes with DRAListTypeAttributes off, (b) several adminAccess
+  requests on a shared device with consumable capacity.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import re
+from typing import Any, Protocol
+
+from tests.conformance import vectors
+
+from dralloc.model.quantities import Quantity
+
+
+class Oracles(Protocol):
+    """Upstream, asked again about a variant of the case (pinned devices, another channel)."""
+
+    def upstream(self, case: dict[str, Any]) -> dict[str, Any]: ...
+
+    def incubating(self, case: dict[str, Any]) -> dict[str, Any]: ...
+
+    def previous(self, case: dict[str, Any]) -> dict[str, Any] | None:
+        """The previous release's answer (1.36.6 when judging against 1.37), None without one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    label: str
+    detail: str
+    deliberate: str | None = None
+    known: str | None = None
+    changed: str | None = None
+    inconclusive: bool = False
+
+
+def phrase(message: str) -> str:
+    """An error message without names and numbers: what kind of error it is."""
+    text = message.split("\n")[0]
+    text = re.sub(r"^cannot allocate all claims on node \S+: ", "", text)
+    text = re.sub(r"\b(claim|request|subrequest|class|device|resource pool|constraint|selector|node)"
+                  r" [^\s,:]+", r"\1 _", text)
+    text = re.sub(r'"[^"]*"', '"_"', text)
+    text = re.sub(r"\b[\w.-]+\.example\.com/[\w.-]+", "_", text)
+    text = re.sub(r"\battribute [\w./-]+(?= of|:)", "attribute _", text)
+    text = re.sub(r"\bno such key: [\w.-]+", "no such key: _", text)
+    text = re.sub(r"\d+", "N", text)
+    text = re.sub(r"\(.*\)$", "", text).strip()
+    return text[:120]
+
+
+def _results(answer: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    return [(c["allocation"] or {}).get("devices", {}).get("results") or [] for c in answer["claims"]]
+
+
+def _devices(answer: dict[str, Any]) -> list[collections.Counter[tuple[str, str, str, str]]]:
+    return [collections.Counter((r["request"], r["driver"], r["pool"], r["device"]) for r in claim)
+            for claim in _results(answer)]
+
+
+def _result_key(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (r["request"], r["driver"], r["pool"], r["device"])
+
+
+def _field_difference(ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    """Which result field differs between two allocations with the same devices, if any."""
+    def norm(entry: dict[str, Any], field: str) -> Any:
+        value = entry.get(field)
+        if field == "consumedCapacity":
+            return tuple(sorted((k, Quantity.parse(v).value) for k, v in (value or {}).items()))
+        if field == "shareID":
+            return value is not None
+        return value if value not in (None, [], {}, False) else None
+
+    fields = ("adminAccess", "tolerations", "bindingConditions", "bindingFailureConditions",
+              "consumedCapacity", "shareID")
+    for a_claim, b_claim in zip(_results(ours), _results(theirs), strict=True):
+        for a, b in zip(sorted(a_claim, key=_result_key), sorted(b_claim, key=_result_key), strict=True):
+            for field in fields:
+                if norm(a, field) != norm(b, field):
+                    return field
+    return None
+
+
+def _allocation_difference(ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, str] | None:
+    """(label, detail) for two allocations, or None when they are the same."""
+    if [c["name"] for c in ours["claims"]] != [c["name"] for c in theirs["claims"]]:
+        return "claims differ", "the allocated claims differ"
+    if _devices(ours) != _devices(theirs):
+        return "devices differ", _describe_devices(ours, theirs)
+    field = _field_difference(ours, theirs)
+    if field is not None:
+        return f"result field {field} differs", _describe_field(ours, theirs, field)
+    for a, b in zip(ours["claims"], theirs["claims"], strict=True):
+        problem = vectors.same_allocation(a["allocation"], b["allocation"])
+        if problem is not None:
+            first = problem.split(":")[0]
+            return first, " ".join(problem.split())
+    share_ours = [r.get("shareID") for claim in _results(ours) for r in claim]
+    share_theirs = [r.get("shareID") for claim in _results(theirs) for r in claim]
+    if share_ours != share_theirs:
+        return "share IDs", "same devices; only the share ID values differ"
+    return None
+
+
+def _describe_devices(ours: dict[str, Any], theirs: dict[str, Any]) -> str:
+    def show(answer: dict[str, Any]) -> str:
+        return "; ".join(f"{c['name']}: " + ", ".join(f"{r['request']}={r['driver']}/{r['pool']}/{r['device']}"
+                                                     for r in claim)
+                         for c, claim in zip(answer["claims"], _results(answer), strict=True))
+    return f"dralloc {show(ours)} | upstream {show(theirs)}"
+
+
+def _describe_field(ours: dict[str, Any], theirs: dict[str, Any], field: str) -> str:
+    def show(answer: dict[str, Any]) -> str:
+        return "; ".join(f"{r['request']}={r['device']}:{r.get(field)}" for claim in _results(answer) for r in claim)
+    return f"{field}: dralloc {show(ours)} | upstream {show(theirs)}"
+
+
+def _summary(answer: dict[str, Any]) -> str:
+    if answer["status"] == "allocated":
+        return ", ".join(f"{r['request']}={r['pool']}/{r['device']}" for claim in _results(answer) for r in claim)
+    return str(answer.get("message", "")).split("\n")[0][:300]
+
+
+def judge(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], oracles: Oracles | None,
+          *, previous: bool = True) -> Verdict | None:
+    """The verdict; `previous=False` skips asking the previous release (`changed` stays None)."""
+    d, u = ours["status"], theirs["status"]
+    if u == "input-error":
+        return Verdict("oracle could not read the case", theirs["message"][:300], inconclusive=True)
+    if u == "timeout":
+        if d == "unschedulable":
+            return Verdict("upstream timeout / dralloc unschedulable", "upstream searched past its time limit",
+                           deliberate="counting bound")
+        return Verdict(f"upstream timeout / dralloc {d}", _summary(ours), inconclusive=True)
+    if d == u and d in ("error", "unschedulable"):
+        return None
+    if d == u == "allocated":
+        found = _allocation_difference(ours, theirs)
+        if found is None:
+            return None
+        label, detail = found
+        if label == "share IDs":
+            return Verdict(label, detail, deliberate="share IDs")
+        verdict = Verdict(label, detail)
+    else:
+        label = f"dralloc {d} / upstream {u}"
+        if u == "error":
+            label += f": {phrase(theirs['message'])}"
+        if d in ("error", "crash", "input-error"):
+            label += f" / dralloc: {phrase(ours['message'])}"
+        verdict = Verdict(label, f"dralloc: {_summary(ours)} | upstream: {_summary(theirs)}")
+    return _explain(case, ours, theirs, verdict, oracles, previous)
+
+
+def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], verdict: Verdict,
+             oracles: Oracles | None, previous: bool) -> Verdict:
+    d, u = ours["status"], theirs["status"]
+    features = set(case.get("features") or [])
+    if u == "allocated" and (broken := distinct_violation(case, theirs)):
+        return dataclasses.replace(verdict, deliberate="distinctAttribute across all devices",
+                                   detail=f"{verdict.detail}; upstream breaks {broken}")
+    if d == "unschedulable" and u == "error" and oracles is not None and (earlier := _claims_before_error(case, theirs)):
+        # Upstream failed on a later claim: did it get there by breaking distinctAttribute on the earlier ones?
+        before = oracles.upstream(earlier)
+        if before["status"] == "allocated" and (broken := distinct_violation(earlier, before)):
+            return dataclasses.replace(verdict, deliberate="distinctAttribute across all devices",
+                                       detail=f"{verdict.detail}; to reach that claim upstream breaks {broken}")
+    if d == "allocated" and u == "unschedulable" and "DRAPartitionableDevices" in features \
+            and _uses_counters(case, ours) and oracles is not None:
+        if not _has_all_request(case) and oracles.upstream(pinned(case, ours))["status"] == "allocated":
+            return dataclasses.replace(verdict, deliberate="counter release on backtracking",
+                                       detail=f"{verdict.detail}; upstream allocates when offered only "
+                                              "dralloc's devices")
+        if _pool_names_shared(case) and counters_fit(case, ours):
+            return dataclasses.replace(verdict, deliberate="counter release on backtracking",
+                                       detail=f"{verdict.detail}; counters add up per (driver, pool)")
+    if verdict.label == "devices differ" and theirs.get("allocator") == "stable" and oracles is not None:
+        sorted_answer = oracles.incubating(case)
+        if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
+            return dataclasses.replace(verdict, deliberate="sorted pool and slice order")
+        if _list_attributes_unsupported(case, sorted_answer):
+            # In sorted order upstream meets the list-typed attribute first and fails on it.
+            return dataclasses.replace(verdict, label=f"dralloc {d} / upstream {u}: {KNOWN_A}", known=KNOWN_A)
+    known = _known(case, ours, theirs, verdict)
+    if known:
+        return dataclasses.replace(verdict, label=f"dralloc {d} / upstream {u}: {known}", known=known)
+    if previous and oracles is not None and (before := oracles.previous(case)) is not None:
+        earlier = judge(case, ours, before, None)
+        if (earlier is None and (ours["status"] != "error" or same_error(ours, before))) \
+                or (earlier is not None and earlier.deliberate):
+            return dataclasses.replace(verdict, changed=_change_name(case, ours, theirs, verdict, before))
+    return verdict
+
+
+def same_error(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Two errors for the same reason: the last clause of each message, without names, is the same."""
+    def reason(message: str) -> str:
+        return phrase(message.split("\n")[0].rsplit(": ", 1)[-1])
+    return reason(ours.get("message", "")) == reason(theirs.get("message", ""))
+
+
+def _change_name(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], verdict: Verdict,
+                 before: dict[str, Any]) -> str:
+    """What the newer release changed, when a rule recognises it; else just that it changed."""
+    release = str(before.get("version", "the previous release"))
+    features = set(case.get("features") or [])
+    if verdict.label == "config differs" and _config_lists_every_request(ours) \
+            and not any(entry.get("requests") for c in theirs["claims"]
+                        for entry in (c["allocation"] or {}).get("devices", {}).get("config") or []):
+        return "a config entry for every request of the claim gets no requests list ('empty means all')"
+    if "DRAListTypeAttributes" not in features and _has_list_attributes(case) and \
+            "unsupported attribute value" in before.get("message", "") + ours.get("message", ""):
+        return ("list-typed attributes with DRAListTypeAttributes off: CEL reads them and constraints "
+                "reject them, where allocation failed with 'unsupported attribute value'")
+    if any(s["spec"].get("sharedCounters") and not _selects_node(s["spec"], case["node"]) for s in _slices(case)):
+        return "a counter slice that does not select the node is not read for it"
+    if ours["status"] == "allocated" and theirs["status"] == "unschedulable" and _has_all_request(case) \
+            and "DRAConsumableCapacity" in features:
+        return "allocationMode All fails when a matching device has too little capacity left"
+    return f"{release} answers as dralloc does"
+
+
+def _config_lists_every_request(answer: dict[str, Any]) -> bool:
+    for claim in answer["claims"]:
+        devices = (claim["allocation"] or {}).get("devices", {})
+        names = {r["request"] for r in devices.get("results") or []}
+        for entry in devices.get("config") or []:
+            if entry.get("requests") and set(entry["requests"]) >= names:
+                return True
+    return False
+
+
+def _selects_node(spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    if spec.get("allNodes"):
+        return True
+    if spec.get("nodeName"):
+        return bool(spec["nodeName"] == node["name"])
+    labels = node.get("labels") or {}
+    for term in (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or []:
+        if all(e["operator"] == "In" and labels.get(e["key"]) in e.get("values", [])
+               for e in term.get("matchExpressions") or []):
+            return True
+    return False
+
+
+KNOWN_A = "(a) list-typed attributes with DRAListTypeAttributes off"
+KNOWN_B = "(b) several adminAccess requests on a shared device with consumable capacity"
+
+
+def _list_attributes_unsupported(case: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    return ("DRAListTypeAttributes" not in (case.get("features") or []) and theirs["status"] == "error"
+            and "unsupported attribute value" in theirs["message"] and _has_list_attributes(case))
+
+
+def _claims_before_error(case: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any] | None:
+    """The case with only the claims before the one upstream's error names (None: the first, or none)."""
+    claims = case["objects"].get("claims") or []
+    for index, claim in enumerate(claims):
+        if index > 0 and f"claim {claim['metadata'].get('namespace', 'default')}/{claim['metadata']['name']}" \
+                in theirs.get("message", ""):
+            return {**case, "objects": {**case["objects"], "claims": claims[:index]}}
+    return None
+
+
+def _known(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], verdict: Verdict) -> str | None:
+    features = set(case.get("features") or [])
+    if _list_attributes_unsupported(case, theirs):
+        return KNOWN_A
+    if verdict.label == "devices differ" and "DRAConsumableCapacity" in features:
+        for claim in case["objects"].get("claims") or []:
+            admin = [r for r in claim["spec"]["devices"]["requests"] if (r.get("exactly") or {}).get("adminAccess")]
+            if len(admin) >= 2 and _has_shared_capacity_device(case):
+                return KNOWN_B
+    return None
+
+
+# --- what the case holds -------------------------------------------------------------------------
+
+def _slices(case: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(case["objects"].get("resourceSlices") or [])
+
+
+def _device_index(case: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    index: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for s in _slices(case):
+        for device in s["spec"].get("devices") or []:
+            index.setdefault((s["spec"]["driver"], s["spec"]["pool"]["name"], device["name"]), device)
+    return index
+
+
+def _has_list_attributes(case: dict[str, Any]) -> bool:
+    return any(set(a) & {"ints", "strings", "bools", "versions"}
+               for d in _device_index(case).values() for a in (d.get("attributes") or {}).values())
+
+
+def _has_shared_capacity_device(case: dict[str, Any]) -> bool:
+    return any(d.get("allowMultipleAllocations") and d.get("capacity") for d in _device_index(case).values())
+
+
+def _has_all_request(case: dict[str, Any]) -> bool:
+    for claim in case["objects"].get("claims") or []:
+        for r in claim["spec"]["devices"]["requests"]:
+            bodies = [r["exactly"]] if r.get("exactly") else list(r.get("firstAvailable") or [])
+            if any(b.get("allocationMode") == "All" for b in bodies):
+                return True
+    return False
+
+
+def _uses_counters(case: dict[str, Any], answer: dict[str, Any]) -> bool:
+    index = _device_index(case)
+    return any(index.get((r["driver"], r["pool"], r["device"]), {}).get("consumesCounters")
+               for claim in _results(answer) for r in claim)
+
+
+def _pool_names_shared(case: dict[str, Any]) -> bool:
+    drivers: dict[str, set[str]] = collections.defaultdict(set)
+    for s in _slices(case):
+        drivers[s["spec"]["pool"]["name"]].add(s["spec"]["driver"])
+    return any(len(d) > 1 for d in drivers.values())
+
+
+def attribute(device: dict[str, Any], driver: str, qualified: str) -> Any:
+    """A device's value of a fully qualified attribute (short names live in the driver's domain)."""
+    attrs = device.get("attributes") or {}
+    domain, _, name = qualified.rpartition("/")
+    raw = attrs.get(qualified)
+    if raw is None and domain == driver:
+        raw = attrs.get(name)
+    if not raw:
+        return None
+    kind, value = next(iter(raw.items()))
+    return (kind, tuple(value) if isinstance(value, list) else value)
+
+
+def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | None:
+    """A distinctAttribute constraint the allocation breaks (two covered devices, one scalar value)."""
+    index = _device_index(case)
+    for claim, results in zip(case["objects"].get("claims") or [], _results(answer), strict=False):
+        for constraint in claim["spec"]["devices"].get("constraints") or []:
+            name = constraint.get("distinctAttribute")
+            if not name:
+                continue
+            covered = constraint.get("requests") or []
+            seen: dict[Any, str] = {}
+            for r in results:
+                request = r["request"]
+                if covered and request not in covered and request.split("/")[0] not in covered:
+                    continue
+                device = index.get((r["driver"], r["pool"], r["device"]))
+                value = attribute(device or {}, r["driver"], name)
+                if value is None or value[0] in ("ints", "strings", "bools", "versions"):
+                    continue
+                if value in seen and seen[value] != r["device"]:
+                    return f"distinctAttribute {name}: {seen[value]} and {r['device']} both have {value[1]!r}"
+                seen[value] = r["device"]
+    return None
+
+
+def pinned(case: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """The case with every device the answer did not pick removed (counter sets and slices kept)."""
+    chosen = {(r["driver"], r["pool"], r["device"]) for claim in _results(answer) for r in claim}
+    variant = copy.deepcopy(case)
+    for s in variant["objects"].get("resourceSlices") or []:
+        spec = s["spec"]
+        if "devices" in spec:
+            spec["devices"] = [d for d in spec["devices"]
+                               if (spec["driver"], spec["pool"]["name"], d["name"]) in chosen]
+    return variant
+
+
+def counters_fit(case: dict[str, Any], answer: dict[str, Any]) -> bool:
+    """Whether the answer's devices plus those in use stay within every (driver, pool) counter set."""
+    available: dict[tuple[str, str, str, str], int] = {}
+    for s in _slices(case):
+        for counter_set in s["spec"].get("sharedCounters") or []:
+            for counter, value in (counter_set.get("counters") or {}).items():
+                available[(s["spec"]["driver"], s["spec"]["pool"]["name"], counter_set["name"], counter)] = \
+                    Quantity.parse(value["value"]).value
+    used_devices: set[tuple[str, str, str]] = set()
+    for claim in case["objects"].get("allocatedClaims") or []:
+        for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+            if not r.get("adminAccess"):
+                used_devices.add((r["driver"], r["pool"], r["device"]))
+    for claim in _results(answer):
+        used_devices.update((r["driver"], r["pool"], r["device"]) for r in claim if not r.get("adminAccess"))
+    index = _device_index(case)
+    consumed: dict[tuple[str, str, str, str], int] = collections.defaultdict(int)
+    for driver, pool, name in used_devices:
+        for consumption in (index.get((driver, pool, name)) or {}).get("consumesCounters") or []:
+            for counter, value in (consumption.get("counters") or {}).items():
+                consumed[(driver, pool, consumption["counterSet"], counter)] += Quantity.parse(value["value"]).value
+    return all(amount <= available.get(key, -1) for key, amount in consumed.items())
