@@ -30,7 +30,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-from dralloc import documents
+import yaml
 
 Obj = dict[str, Any]
 GPU_DRIVER = "gpu.dralloc.dev"
@@ -207,8 +207,11 @@ def load_files(paths: Iterable[str | os.PathLike[str]]) -> list[Obj]:
     for path in paths:
         text = pathlib.Path(path).read_text()
         try:
-            docs = [json.loads(text)] if str(path).endswith(".json") else documents.parse(text)
-        except documents.Error as exc:
+            # libyaml's C loader when there is one (the sandbox imports no other dralloc package,
+            # so not dralloc.documents, which does the same for the operator's readers).
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            docs = [json.loads(text)] if str(path).endswith(".json") else list(yaml.load_all(text, Loader=loader))
+        except (ValueError, yaml.YAMLError) as exc:
             raise ValueError(f"seed file {path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: "
                              f"{exc}") from exc
         found = [obj for doc in docs if doc is not None for obj in _objects(doc, f"seed file {path}")]
