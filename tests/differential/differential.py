@@ -7,7 +7,8 @@
 Generates N cases (tests/differential/generating.py) from seed S (default: a new one,
 printed), answers each with dralloc's allocation library in-process and with
 `oracle batch`, and judges each pair (tests/differential/judging.py). Every difference
-is shrunk greedily while it keeps its label (tests/differential/shrinking.py) and saved
+is shrunk greedily while it keeps its label (tests/differential/shrinking.py; not when
+upstream timed out on it: every candidate would cost the time limit) and saved
 as a vector YAML: DIR/<seed>/<label>/<case>.yaml (default DIR: out/differential, which
 git ignores). The file has upstream's answer as `expect`, plus dralloc's answer and the
 verdict. Prints `N cases, D differences (K deliberate)`, then one line per label with
@@ -23,6 +24,7 @@ import json
 import pathlib
 import random
 import re
+import shutil
 import sys
 import time
 from typing import Any
@@ -120,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     t2 = time.perf_counter()
     oracles = Oracles(args.version, args.timeout, _previous(args.version))
     out_dir = pathlib.Path(args.out) / str(base)
+    if out_dir.is_dir():
+        shutil.rmtree(out_dir)  # a rerun of the seed replaces what an earlier one saved
     found: list[tuple[dict[str, Any], judging.Verdict, dict[str, Any], dict[str, Any], int]] = []
     inconclusive: collections.Counter[str] = collections.Counter()
     statuses: collections.Counter[str] = collections.Counter()
@@ -140,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
         for case, verdict, mine, upstream, seed in found:
             checks = 0
             key = key_of(verdict)
-            if args.max_checks > 0 and shrunk[key] < args.shrink_per_label:
+            # A case upstream needs its whole time limit for would cost that limit per candidate.
+            if args.max_checks > 0 and shrunk[key] < args.shrink_per_label and upstream["status"] != "timeout":
                 shrunk[key] += 1
                 kept: list[tuple[judging.Verdict, dict[str, Any], dict[str, Any]]] = []
 

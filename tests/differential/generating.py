@@ -10,7 +10,8 @@ and cover, with the gates that govern them randomly on or off:
   (resourceSliceCount too high), invalid pools (a device name twice), outdated slices
   (older generation); two drivers that use the same pool name;
 - devices: int/string/bool/version attributes, some missing, some fully qualified,
-  list-typed attributes (ints, strings) with DRAListTypeAttributes on and off; capacity,
+  list-typed attributes (ints, strings) with DRAListTypeAttributes on and off (with it off,
+  some without their value, as kube-apiserver stores them then); capacity,
   `allowMultipleAllocations` with request policies (default, validRange, validValues);
   taints (NoSchedule, NoExecute); counters (a pool's sharedCounters slice and devices
   consuming from its counter sets; sometimes an unknown set); binding conditions;
@@ -22,11 +23,14 @@ and cover, with the gates that govern them randomly on or off:
 - constraints: matchAttribute / distinctAttribute over all or some requests (also
   subrequests), on scalar, list-typed and missing attributes; claim config;
 - already-allocated claims: exclusive, admin-access and shared (shareID and
-  consumedCapacity) results on devices anywhere in the cluster.
+  consumedCapacity) results on devices anywhere in the cluster;
+- now and then (with adminAccess and consumable capacity on) a small "admin tooling"
+  case: a pool whose first device is shared, one claim of alike adminAccess requests.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from typing import Any
@@ -101,7 +105,7 @@ def _placement(rng: random.Random, kind: str) -> dict[str, Any]:
     return {"perDeviceNodeSelection": True}
 
 
-def _attributes(rng: random.Random, driver: str, lists: float) -> dict[str, Any]:
+def _attributes(rng: random.Random, driver: str, lists: float, dropped: bool) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     if chance(rng, 0.9):
         attrs["numa"] = {"int": rng.choice([0, 0, 1, 2])}
@@ -119,6 +123,12 @@ def _attributes(rng: random.Random, driver: str, lists: float) -> dict[str, Any]
         attrs["numa"] = {"ints": [attrs["numa"]["int"], 3]}  # the same name as a list on this device
     if chance(rng, 0.1) and "numa" in attrs:
         attrs[f"{driver}/numa"] = attrs.pop("numa")  # fully qualified in its own domain
+    if dropped:
+        # What kube-apiserver stores for a list attribute written with DRAListTypeAttributes off:
+        # the attribute without its value.
+        for name, value in attrs.items():
+            if set(value) & {"ints", "strings", "bools", "versions"} and chance(rng, 0.5):
+                attrs[name] = {}
     return attrs
 
 
@@ -143,7 +153,7 @@ def _capacity(rng: random.Random, shared: bool) -> dict[str, Any]:
 def _device(rng: random.Random, name: str, driver: str, counter_sets: list[str],
             per_device: bool, lists: float) -> dict[str, Any]:
     device: dict[str, Any] = {"name": name}
-    attrs = _attributes(rng, driver, lists)
+    attrs = _attributes(rng, driver, lists, dropped=lists < 1)
     if attrs:
         device["attributes"] = attrs
     shared = chance(rng, 0.2)
@@ -287,8 +297,8 @@ def _request_body(rng: random.Random, features: list[str], classes: list[str], *
 def _claim(rng: random.Random, name: str, features: list[str], classes: list[str]) -> dict[str, Any]:
     requests: list[dict[str, Any]] = []
     names: list[str] = []
-    admin_claim = gated(rng, features, "DRAAdminAccess", 0.05)  # every `exactly` request with adminAccess
-    for r in range(rng.choice([1, 1, 1, 2, 2, 3])):
+    admin_claim = gated(rng, features, "DRAAdminAccess", 0.1)  # every `exactly` request with adminAccess
+    for r in range(rng.choice([2, 2, 3] if admin_claim else [1, 1, 1, 2, 2, 3])):
         request: dict[str, Any] = {"name": f"req-{r}"}
         if gated(rng, features, "DRAPrioritizedList", 0.25):
             subs = [{"name": f"sub-{s}", **_request_body(rng, features, classes, sub=True)}
@@ -296,9 +306,15 @@ def _claim(rng: random.Random, name: str, features: list[str], classes: list[str
             request["firstAvailable"] = subs
             names += [f"req-{r}"] + [f"req-{r}/{s['name']}" for s in subs]
         else:
-            request["exactly"] = _request_body(rng, features, classes, sub=False)
+            first = next((q["exactly"] for q in requests if "exactly" in q), None)
+            if admin_claim and first is not None and chance(rng, 0.7):
+                request["exactly"] = copy.deepcopy(first)  # several alike admin requests
+            else:
+                request["exactly"] = _request_body(rng, features, classes, sub=False)
             if admin_claim:
                 request["exactly"]["adminAccess"] = True
+                if gated(rng, features, "DRAConsumableCapacity", 0.5):
+                    request["exactly"]["capacity"] = {"requests": {"memory": rng.choice(["1Gi", "2Gi"])}}
             names.append(f"req-{r}")
         requests.append(request)
     devices: dict[str, Any] = {"requests": requests}
@@ -343,6 +359,26 @@ def _allocated(rng: random.Random, slices: list[dict[str, Any]], seed: int) -> l
     return claims
 
 
+def _admin_tooling(rng: random.Random, features: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A small pool whose first device is shared, and one claim of alike adminAccess requests
+    (as a monitoring tool asks for every GPU): the shape where sharing and admin access meet."""
+    devices = [_device(rng, f"dev-{i}", DRIVERS[0], [], False, 0.0) for i in range(rng.choice([2, 3]))]
+    devices[0]["allowMultipleAllocations"] = True
+    devices[0]["capacity"] = {"memory": {"value": rng.choice(MEMORY)}}
+    slices = [_slice("pool-0-a-s0", DRIVERS[0], "pool-0", 1, 1, {"nodeName": "node-1"}, devices=devices)]
+    body: dict[str, Any] = {"deviceClassName": "class-a", "allocationMode": "ExactCount", "count": 1,
+                            "adminAccess": True}
+    if chance(rng, 0.6):
+        body["capacity"] = {"requests": {"memory": rng.choice(["1Gi", "2Gi"])}}
+    requests = [{"name": f"req-{r}", "exactly": copy.deepcopy(body)} for r in range(rng.choice([2, 2, 3]))]
+    if chance(rng, 0.3):
+        requests.append({"name": f"req-{len(requests)}", "exactly": {"deviceClassName": "class-a",
+                                                                      "allocationMode": "ExactCount", "count": 1}})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "claim-0", "namespace": "default"}, "spec": {"devices": {"requests": requests}}}
+    return slices, [claim]
+
+
 def case(seed: int) -> dict[str, Any]:
     """One random case in the vector format (no `expect`), named after its seed."""
     rng = random.Random(seed)
@@ -351,6 +387,8 @@ def case(seed: int) -> dict[str, Any]:
     classes = _classes(rng)
     class_names = ["class-a"] * 5 + ["class-any", "class-any", "class-b", "class-big"]
     claims = [_claim(rng, f"claim-{i}", features, class_names) for i in range(rng.choice([1, 1, 1, 2, 2, 3]))]
+    if "DRAAdminAccess" in features and "DRAConsumableCapacity" in features and chance(rng, 0.05):
+        slices, claims = _admin_tooling(rng, features)
     if any(c["metadata"]["name"] == "class-bad" for c in classes) and claims:
         claims[0]["spec"]["devices"]["requests"][0].setdefault("exactly", {})["deviceClassName"] = "class-bad"
         claims[0]["spec"]["devices"]["requests"][0].pop("firstAvailable", None)

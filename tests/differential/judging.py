@@ -22,16 +22,21 @@ result fields, config and node selector, compared by the vector rules), else a
     (driver, pool);
   - *counting bound*: upstream runs out of time where dralloc answers "does not fit";
   - *sorted pool and slice order*: upstream's stable channel (which walks pools in map
-    order and slices in input order) picked other devices, and upstream's incubating
-    channel (sorted) picks dralloc's.
+    order and slices in input order) answered otherwise, and either its incubating channel
+    (sorted) picks dralloc's devices (when both allocate; not when a distinctAttribute
+    constraint is involved, which the stable channel lacks), or the stable channel itself,
+    given the slices in name order and asked a few times (map order varies), answers as
+    dralloc does. Two errors agree here only when they fail for the same reason.
 - `changed` says that the release judged against changed the semantics: the previous
   release (1.36.6, when judging against 1.37) answers as dralloc does. dralloc implements
   1.36; a rule then names the change when it knows it.
 - `inconclusive`: no judgement is possible (upstream timed out and dralloc did not say
   "does not fit", or the oracle could not read the case).
+- A few findings get a name by rule (`_finding`), the others keep their signature.
 - `known` names a difference that is known and being fixed elsewhere, found by a rule:
-  (a) list-typed attributes with DRAListTypeAttributes off, (b) several adminAccess
-  requests on a shared device with consumable capacity.
+  (a) list-typed attributes with DRAListTypeAttributes off (upstream's CEL fails on a
+  device with an attribute it cannot read), (b) adminAccess requests on a device with
+  allowMultipleAllocations and consumable capacity (upstream gives each another share).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import json
 import re
 from typing import Any, Protocol
 
@@ -210,16 +216,44 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
         if _pool_names_shared(case) and counters_fit(case, ours):
             return dataclasses.replace(verdict, deliberate="counter release on backtracking",
                                        detail=f"{verdict.detail}; counters add up per (driver, pool)")
-    if verdict.label == "devices differ" and theirs.get("allocator") == "stable" and oracles is not None:
-        sorted_answer = oracles.incubating(case)
-        if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
-            return dataclasses.replace(verdict, deliberate="sorted pool and slice order")
-        if _list_attributes_unsupported(case, sorted_answer):
-            # In sorted order upstream meets the list-typed attribute first and fails on it.
-            return dataclasses.replace(verdict, label=f"dralloc {d} / upstream {u}: {KNOWN_A}", known=KNOWN_A)
+    if theirs.get("allocator") == "stable" and oracles is not None:
+        # The stable channel walks pools in map order and slices in input order; dralloc sorts both.
+        sorted_devices: list[Any] = []
+
+        def agrees(answer: dict[str, Any]) -> bool:
+            again = judge(case, ours, answer, None, previous=False)
+            if again is not None and again.label == "devices differ" and not _has_distinct(case):
+                # Both allocate: then which devices is the sorted (incubating) channel's choice.
+                if not sorted_devices:
+                    sorted_devices.append(_devices(oracles.incubating(case)))
+                return bool(sorted_devices[0] == _devices(ours))
+            if again is not None:
+                return again.deliberate == "share IDs"
+            return ours["status"] != "error" or same_error(ours, answer)
+
+        if verdict.label == "devices differ" and not _has_distinct(case):
+            # Device choice only: the incubating channel differs from the stable one in some
+            # checks (distinctAttribute, capacity requests with their gate off), not in order.
+            sorted_answer = oracles.incubating(case)
+            if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
+                return dataclasses.replace(verdict, deliberate="sorted pool and slice order",
+                                           detail=f"{verdict.detail}; upstream's sorted (incubating) channel "
+                                                  "picks dralloc's devices")
+            if _list_attributes_unsupported(case, sorted_answer):
+                # In sorted order upstream meets the list-typed attribute first and fails on it.
+                return dataclasses.replace(verdict, label=KNOWN_A, known=KNOWN_A)
+        # The stable channel itself, given the slices in name order, in several map orders.
+        in_order = sorted_slices(case)
+        for _ in range(ORDER_TRIES if _pool_count(case) > 1 else 1):
+            if agrees(oracles.upstream(in_order)):
+                return dataclasses.replace(verdict, deliberate="sorted pool and slice order",
+                                           detail=f"{verdict.detail}; upstream's stable channel answers as "
+                                                  "dralloc when it walks pools and slices in sorted order")
     known = _known(case, ours, theirs, verdict)
     if known:
-        return dataclasses.replace(verdict, label=f"dralloc {d} / upstream {u}: {known}", known=known)
+        return dataclasses.replace(verdict, label=known, known=known)
+    if (finding := _finding(case, ours, theirs)) is not None:
+        verdict = dataclasses.replace(verdict, label=finding)
     if previous and oracles is not None and (before := oracles.previous(case)) is not None:
         earlier = judge(case, ours, before, None)
         if (earlier is None and (ours["status"] != "error" or same_error(ours, before))) \
@@ -229,10 +263,9 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
 
 
 def same_error(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """Two errors for the same reason: the last clause of each message, without names, is the same."""
-    def reason(message: str) -> str:
-        return phrase(message.split("\n")[0].rsplit(": ", 1)[-1])
-    return reason(ours.get("message", "")) == reason(theirs.get("message", ""))
+    """Two errors for the same reason: one message's phrase holds the other's, or their last clauses match."""
+    a, b = phrase(ours.get("message", "")), phrase(theirs.get("message", ""))
+    return a in b or b in a or a.rsplit(": ", 1)[-1] == b.rsplit(": ", 1)[-1]
 
 
 def _change_name(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], verdict: Verdict,
@@ -279,8 +312,47 @@ def _selects_node(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     return False
 
 
+ORDER_TRIES = 16  # asks of the stable channel: its map order over 2-4 pools varies from ask to ask
+
+
+def sorted_slices(case: dict[str, Any]) -> dict[str, Any]:
+    """The case with its slices in (driver, pool, name) order: the stable channel keeps input order."""
+    slices = sorted(_slices(case), key=lambda s: (s["spec"]["driver"], s["spec"]["pool"]["name"], s["metadata"]["name"]))
+    return {**case, "objects": {**case["objects"], "resourceSlices": slices}}
+
+
+def _has_distinct(case: dict[str, Any]) -> bool:
+    return any(c.get("distinctAttribute") for claim in case["objects"].get("claims") or []
+               for c in claim["spec"]["devices"].get("constraints") or [])
+
+
+def _pool_count(case: dict[str, Any]) -> int:
+    return len({(s["spec"]["driver"], s["spec"]["pool"]["name"]) for s in _slices(case)})
+
+
+def _finding(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    """A name for a difference found before, recognised by a rule (not deliberate, not known)."""
+    features = set(case.get("features") or [])
+    selectors = json_text(case)
+    if "DRAConsumableCapacity" not in features and "device.allowMultipleAllocations" in selectors \
+            and any(d.get("allowMultipleAllocations") for d in _device_index(case).values()):
+        return "CEL device.allowMultipleAllocations with DRAConsumableCapacity off (upstream: false)"
+    if "has capacity requests, but the DRAConsumableCapacity feature is disabled" in ours.get("message", "") \
+            and theirs["status"] != "error" and theirs.get("allocator") == "stable":
+        return ("capacity requests with DRAConsumableCapacity off: dralloc fails, upstream's stable channel "
+                "ignores them")
+    if "empty constraint" in theirs.get("message", "") and ours["status"] != "error":
+        return ("distinctAttribute where upstream picks its stable channel (no distinctAttribute there): "
+                "dralloc enforces it")
+    return None
+
+
+def json_text(case: dict[str, Any]) -> str:
+    return json.dumps(case["objects"].get("claims") or []) + json.dumps(case["objects"].get("deviceClasses") or [])
+
+
 KNOWN_A = "(a) list-typed attributes with DRAListTypeAttributes off"
-KNOWN_B = "(b) several adminAccess requests on a shared device with consumable capacity"
+KNOWN_B = "(b) adminAccess requests on a device with allowMultipleAllocations (consumable capacity)"
 
 
 def _list_attributes_unsupported(case: dict[str, Any], theirs: dict[str, Any]) -> bool:
@@ -303,10 +375,22 @@ def _known(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], v
     if _list_attributes_unsupported(case, theirs):
         return KNOWN_A
     if verdict.label == "devices differ" and "DRAConsumableCapacity" in features:
-        for claim in case["objects"].get("claims") or []:
-            admin = [r for r in claim["spec"]["devices"]["requests"] if (r.get("exactly") or {}).get("adminAccess")]
-            if len(admin) >= 2 and _has_shared_capacity_device(case):
+        # An adminAccess request got another device, and one side put an adminAccess request on
+        # a device with allowMultipleAllocations.
+        index = _device_index(case)
+        for a, b in zip(_results(ours), _results(theirs), strict=False):
+            mine = {r["request"]: (r["driver"], r["pool"], r["device"]) for r in a if r.get("adminAccess")}
+            other = {r["request"]: (r["driver"], r["pool"], r["device"]) for r in b if r.get("adminAccess")}
+            if mine != other and any(index.get(d, {}).get("allowMultipleAllocations")
+                                     for d in [*mine.values(), *other.values()]):
                 return KNOWN_B
+    if "DRAConsumableCapacity" in features and {ours["status"], theirs["status"]} == {"allocated", "unschedulable"}:
+        # Only one side found room, and it put an adminAccess request on a shared device.
+        index = _device_index(case)
+        winner = ours if ours["status"] == "allocated" else theirs
+        if any(r.get("adminAccess") and index.get((r["driver"], r["pool"], r["device"]), {}).get(
+                "allowMultipleAllocations") for claim in _results(winner) for r in claim):
+            return KNOWN_B
     return None
 
 
@@ -325,7 +409,8 @@ def _device_index(case: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, 
 
 
 def _has_list_attributes(case: dict[str, Any]) -> bool:
-    return any(set(a) & {"ints", "strings", "bools", "versions"}
+    """Some device has a list-typed attribute, or one without a value (a list one, dropped)."""
+    return any(not a or set(a) & {"ints", "strings", "bools", "versions"}
                for d in _device_index(case).values() for a in (d.get("attributes") or {}).values())
 
 
