@@ -77,6 +77,7 @@ class Verdict:
 def phrase(message: str) -> str:
     """An error message without names and numbers: what kind of error it is."""
     text = message.split("\n")[0]
+    text = re.sub(r"\s*consider using CEL optional chaining.*$", "", text)  # 1.37's hint for a missing key
     text = re.sub(r"^cannot allocate all claims on node \S+: ", "", text)
     text = re.sub(r"\b(claim|request|subrequest|class|device|resource pool|constraint|selector|node)"
                   r" [^\s,:]+", r"\1 _", text)
@@ -341,10 +342,27 @@ def _finding(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any])
             and theirs["status"] != "error" and theirs.get("allocator") == "stable":
         return ("capacity requests with DRAConsumableCapacity off: dralloc fails, upstream's stable channel "
                 "ignores them")
+    if "unsupported attribute value" in ours.get("message", "") and "constraint #" in ours.get("message", "") \
+            and theirs["status"] != "error":
+        return ("matchAttribute/distinctAttribute on a list-typed (or valueless) attribute with "
+                "DRAListTypeAttributes off: dralloc fails, upstream's constraint just does not match")
+    if "DRAConsumableCapacity" in features and ours["status"] != theirs["status"] and _share_on_exclusive(case):
+        return ("an allocated result with a shareID on a device without allowMultipleAllocations: upstream "
+                "counts it as a share (the device stays free), dralloc as in use")
     if "empty constraint" in theirs.get("message", "") and ours["status"] != "error":
         return ("distinctAttribute where upstream picks its stable channel (no distinctAttribute there): "
                 "dralloc enforces it")
     return None
+
+
+def _share_on_exclusive(case: dict[str, Any]) -> bool:
+    index = _device_index(case)
+    for claim in case["objects"].get("allocatedClaims") or []:
+        for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+            device = index.get((r["driver"], r["pool"], r["device"]))
+            if r.get("shareID") and device is not None and not device.get("allowMultipleAllocations"):
+                return True
+    return False
 
 
 def json_text(case: dict[str, Any]) -> str:
