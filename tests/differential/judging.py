@@ -349,6 +349,9 @@ def _finding(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any])
     if "DRAConsumableCapacity" in features and ours["status"] != theirs["status"] and _share_on_exclusive(case):
         return ("an allocated result with a shareID on a device without allowMultipleAllocations: upstream "
                 "counts it as a share (the device stays free), dralloc as in use")
+    if "DRAListTypeAttributes" not in features and "cannot be range of a comprehension" in theirs.get("message", ""):
+        return ("CEL list macros (exists, all, ...) on attributes with DRAListTypeAttributes off: upstream 1.36 "
+                "does not compile them, dralloc does")
     if "empty constraint" in theirs.get("message", "") and ours["status"] != "error":
         return ("distinctAttribute where upstream picks its stable channel (no distinctAttribute there): "
                 "dralloc enforces it")
@@ -472,7 +475,7 @@ def attribute(device: dict[str, Any], driver: str, qualified: str) -> Any:
 
 
 def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | None:
-    """A distinctAttribute constraint the allocation breaks (two covered devices, one scalar value)."""
+    """A distinctAttribute constraint the allocation breaks (two covered picks, one scalar value)."""
     index = _device_index(case)
     for claim, results in zip(case["objects"].get("claims") or [], _results(answer), strict=False):
         for constraint in claim["spec"]["devices"].get("constraints") or []:
@@ -481,7 +484,7 @@ def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | No
                 continue
             covered = constraint.get("requests") or []
             seen: dict[Any, str] = {}
-            for r in results:
+            for r in results:  # every pick counts, also a shared device picked twice
                 request = r["request"]
                 if covered and request not in covered and request.split("/")[0] not in covered:
                     continue
@@ -489,9 +492,10 @@ def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | No
                 value = attribute(device or {}, r["driver"], name)
                 if value is None or value[0] in ("ints", "strings", "bools", "versions"):
                     continue
-                if value in seen and seen[value] != r["device"]:
-                    return f"distinctAttribute {name}: {seen[value]} and {r['device']} both have {value[1]!r}"
-                seen[value] = r["device"]
+                pick = f"{r['pool']}/{r['device']} ({request})"
+                if value in seen:
+                    return f"distinctAttribute {name}: {seen[value]} and {pick} both have {value[1]!r}"
+                seen[value] = pick
     return None
 
 
