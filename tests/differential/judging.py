@@ -483,19 +483,24 @@ def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | No
             if not name:
                 continue
             covered = constraint.get("requests") or []
-            seen: dict[Any, str] = {}
+            seen: list[tuple[set[Any], str]] = []
+            lists = "DRAListTypeAttributes" in (case.get("features") or [])
             for r in results:  # every pick counts, also a shared device picked twice
                 request = r["request"]
                 if covered and request not in covered and request.split("/")[0] not in covered:
                     continue
                 device = index.get((r["driver"], r["pool"], r["device"]))
                 value = attribute(device or {}, r["driver"], name)
-                if value is None or value[0] in ("ints", "strings", "bools", "versions"):
+                if value is None or (value[0] in ("ints", "strings", "bools", "versions") and not lists):
                     continue
+                # A list value is its set of elements (DRAListTypeAttributes): distinct means disjoint.
+                kind = value[0].rstrip("s") if value[0] != "bools" else "bool"
+                elements = {(kind, v) for v in value[1]} if isinstance(value[1], tuple) else {(value[0], value[1])}
                 pick = f"{r['pool']}/{r['device']} ({request})"
-                if value in seen:
-                    return f"distinctAttribute {name}: {seen[value]} and {pick} both have {value[1]!r}"
-                seen[value] = pick
+                for other, where in seen:
+                    if other & elements:
+                        return f"distinctAttribute {name}: {where} and {pick} share {sorted(other & elements)!r}"
+                seen.append((elements, pick))
     return None
 
 
