@@ -13,7 +13,9 @@ as a vector YAML: DIR/<seed>/<label>/<case>.yaml (default DIR: out/differential,
 git ignores). The file has upstream's answer as `expect`, plus dralloc's answer and the
 verdict. Prints `N cases, D differences (K deliberate)`, then one line per label with
 how many cases it covers and the path of its smallest example. `--replay` judges saved
-files again. Exit status: 0 when every difference is deliberate, 1 otherwise.
+files again. Exit status: 1 when a difference is unexplained (not deliberate, not a
+known one, not a change of the release judged against), else 0; with `--strict`, 1 on
+any difference that is not deliberate.
 """
 
 from __future__ import annotations
@@ -154,6 +156,12 @@ def run(args: argparse.Namespace) -> int:
                     again, mine_, upstream_ = verdict_of(candidate, oracles, previous=False)
                     if again is None or key_of(again) != key:
                         return False
+                    if upstream_.get("allocator") == "stable":
+                        # Its answer may depend on map order: a candidate must differ the same way
+                        # twice, or shrinking drifts towards orders that rarely happen.
+                        twice, _, _ = verdict_of(candidate, oracles, previous=False)
+                        if twice is None or key_of(twice) != key:
+                            return False
                     kept.append((again, mine_, upstream_))
                     return True
 
@@ -172,9 +180,11 @@ def run(args: argparse.Namespace) -> int:
 
     deliberate = sum(len(paths) for key, paths in groups.items() if key[1])
     changed = sum(len(paths) for key, paths in groups.items() if key[3] and not key[1])
+    known = sum(len(paths) for key, paths in groups.items() if key[2] and not key[1])
+    unexplained = sum(len(paths) for key, paths in groups.items() if not (key[1] or key[2] or key[3]))
     print(f"{args.n} cases, {len(found)} differences ({deliberate} deliberate)"
-          + (f"; {changed} of the others changed in {release} (its predecessor answers as dralloc does)"
-             if changed else ""))
+          + (f"; of the others {changed} changed in {release} (its predecessor answers as dralloc does)"
+             if changed else "") + f"; {known} known, {unexplained} unexplained")
     rows = []
     for key, paths in sorted(groups.items(), key=lambda item: (bool(item[0][1]), -len(item[1]))):
         label, rule, known, change = key
@@ -193,11 +203,14 @@ def run(args: argparse.Namespace) -> int:
     if found:
         out_dir.mkdir(parents=True, exist_ok=True)
         summary = {"seed": base, "cases": args.n, "release": release, "differences": len(found),
-                   "deliberate": deliberate, "changed": changed, "inconclusive": sum(inconclusive.values()),
+                   "deliberate": deliberate, "changed": changed, "known": known, "unexplained": unexplained,
+                   "inconclusive": sum(inconclusive.values()),
                    "groups": rows, "answers": dict(statuses)}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         print(f"saved in {out_dir}")
-    return 0 if deliberate == len(found) else 1
+    if args.strict:
+        return 0 if deliberate == len(found) else 1
+    return 0 if unexplained == 0 else 1
 
 
 Key = tuple[str, str | None, str | None, str | None]
@@ -249,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink-per-label", type=int, default=10**9,
                         help="shrink at most this many differences per label (default: all)")
     parser.add_argument("--replay", nargs="+", metavar="FILE", help="judge saved cases again")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 on any difference that is not deliberate (default: only on unexplained ones, "
+                             "i.e. not deliberate, not known, not a change of the release)")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.version, args.timeout)
