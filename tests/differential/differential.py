@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                     if upstream_.get("allocator") == "stable":
                         # Its answer may depend on map order: a candidate must differ the same way
                         # twice, or shrinking drifts towards orders that rarely happen.
-                        twice, _, _ = verdict_of(candidate, oracles, previous=False)
+                        twice = judging.judge(candidate, mine_, oracles.upstream(candidate), oracles, previous=False)
                         if twice is None or key_of(twice) != key:
                             return False
                     kept.append((again, mine_, upstream_))
