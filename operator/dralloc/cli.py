@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dralloc import __version__
-from dralloc.state.coexistence import CHOICES
+from dralloc.state.coexistence import CHOICES, KCM_LEASE
 
 if TYPE_CHECKING:
     from dralloc.allocation.features import Features
@@ -182,9 +182,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--taint-eviction", default=None, choices=CHOICES,
                    help="who evicts pods from NoExecute-tainted devices: auto = kube-controller-manager while its "
                    "leader Lease is held, else dralloc (default: $DRALLOC_TAINT_EVICTION or auto)")
-    p.add_argument("--controller-manager-lease", default="kube-system/kube-controller-manager", metavar="NS/NAME",
-                   help="the leader Lease that shows kube-controller-manager runs (default "
-                   "kube-system/kube-controller-manager)")
+    p.add_argument("--controller-manager-lease", default=KCM_LEASE, metavar="NS/NAME",
+                   help=f"the leader Lease that shows kube-controller-manager runs (default {KCM_LEASE})")
 
 
 def settings_from_args(args: argparse.Namespace, features: Features) -> Settings:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from dralloc.allocation.features import Features
+from dralloc.state.coexistence import KCM_LEASE
 
 
 class _Settings(BaseModel):
@@ -48,7 +49,7 @@ class CoexistenceSettings(_Settings):
 
     claim_lifecycle: str | None = None
     taint_eviction: str | None = None
-    controller_manager_lease: str = "kube-system/kube-controller-manager"  # namespace/name
+    controller_manager_lease: str = KCM_LEASE  # namespace/name
 
 
 class LeaderElectionSettings(_Settings):

@@ -41,6 +41,7 @@ from dralloc.handlers import coexisting
 from dralloc.sandbox import Faults, ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import _options, pytest_configure
 from dralloc.settings import (
+    CoexistenceSettings,
     ConnectionSettings,
     LeaderElectionSettings,
     RuntimeSettings,
@@ -179,7 +180,7 @@ def duty_owner(apiserver: Cluster, duty: Duty) -> str:
     """Who does `duty` beside the tests' operator on this cluster, as handlers/coexisting.py decides it:
     the choice in the environment (`make e2e`'s second pass sets dralloc), else kube-controller-manager
     when its leader Lease is held (a real cluster), else dralloc (the sandbox)."""
-    choice = os.environ.get(coexisting.ENVIRONMENT[duty][1]) or "auto"
+    choice = coexisting.choices(CoexistenceSettings(), os.environ)[duty]
     if choice != "auto":
         return choice
     lease = apiserver.get("coordination.k8s.io/v1", "Lease", "kube-controller-manager", "kube-system")

@@ -122,8 +122,7 @@ async def refresh(rt: Runtime) -> None:
     record = coexistence.Record.from_lease(raw) if raw is not None else None
     for duty in state.observe(record, received_at=time.monotonic()):
         if duty == "claim-lifecycle":  # everything may have changed while KCM had it: a full pass
-            rt.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in rt.cluster.pods.all())
-            rt.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in rt.cluster.claims.all())
+            rt.mark_all_dirty()
             rt.lifecycle_wakeup.set()
         else:
             rt.eviction_wakeup.set()

@@ -42,8 +42,7 @@ Raw = dict[str, Any]
 async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     """One pass over the dirty pods and claims; returns how many steps were executed."""
     if everything:
-        rt.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in rt.cluster.pods.all())
-        rt.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in rt.cluster.claims.all())
+        rt.mark_all_dirty()
     failed = rt.lifecycle_failures
     for kind, key in failed.due(time.monotonic()):
         (rt.dirty_pods if kind == "pod" else rt.dirty_claims).add(key)

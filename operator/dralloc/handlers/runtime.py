@@ -113,6 +113,11 @@ class Runtime:
         self.scheduling_wakeup.set()
         self.lifecycle_wakeup.set()
 
+    def mark_all_dirty(self) -> None:
+        """Every pod and claim of the view is for the claim lifecycle's next pass to look at."""
+        self.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in self.cluster.pods.all())
+        self.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in self.cluster.claims.all())
+
     def memory(self, pod_uid: str) -> PodMemory:
         return self.pods.setdefault(pod_uid, PodMemory())
 
