@@ -157,8 +157,8 @@ def exhaustive(cluster: Cluster, claims: Sequence[Any] | None = None) -> bool:
 
     def free(option: Option, dev: Dev, ci: int, holders: Mapping[Dev, list[int]]) -> bool:
         taken_by = holders.get(dev, [])
-        if option.admin:
-            return ci not in taken_by
+        if option.admin:  # keeps out of a device its own claim holds, unless that device is shareable
+            return dev.shared or ci not in taken_by
         return not taken_by or dev.shared
 
     def picks_for(option: Option) -> Iterator[tuple[Dev, ...]]:
