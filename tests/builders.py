@@ -35,6 +35,8 @@ API_VERSION = "resource.k8s.io/v1"
 
 
 def _attribute(value: Any) -> dict[str, Any]:
+    if value == {}:
+        return {}  # no value: what kube-apiserver keeps of a list written with its gate off
     if isinstance(value, bool):
         return {"bool": value}
     if isinstance(value, int):

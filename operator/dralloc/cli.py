@@ -42,8 +42,7 @@ def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--node", help="allocate for this node only (default: try every node)")
     p.add_argument("--claim", dest="claims", action="append", default=[], metavar="NS/NAME",
                    help="claim to allocate, in order; repeatable (default: every unallocated claim, in file order)")
-    p.add_argument("--features", default="", metavar="GATE=true,...",
-                   help="feature gates; gates not named keep their Kubernetes 1.36 defaults")
+    _feature_flags(p)
     p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread"),
                    help="how to choose among nodes where the claims fit (default first-fit)")
     p.add_argument("--explain", action="store_true",
@@ -53,13 +52,24 @@ def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("-o", "--output", default="table", choices=("json", "yaml", "table"), help="output format")
 
 
+def _feature_flags(p: argparse.ArgumentParser) -> None:
+    # The choices are spelled here, not imported, so that `--help` loads no allocation code;
+    # test_cli checks they equal allocation.features.RELEASES.
+    p.add_argument("--features", default="", metavar="GATE=true,...",
+                   help="DRA feature gates; gates not named keep their Kubernetes defaults")
+    p.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
+                   help="whose allocator semantics to follow where upstream changed them "
+                   "(docs/allocation.md; default 1.37)")
+
+
 def _features(args: argparse.Namespace) -> Features | None:
-    """--features as Features; None (after an error message naming the flag) when it is malformed."""
+    """--features and --kubernetes-version as Features; None (after an error message naming the
+    flag) when --features is malformed."""
     from dralloc.allocation import errors
     from dralloc.allocation.features import Features, parse_gates
 
     try:
-        return Features.from_gates(parse_gates(args.features))
+        return Features.from_gates(parse_gates(args.features), release=args.kubernetes_version)
     except errors.AllocationInputError as exc:
         sys.stderr.write(f"error: --features: {exc}\n")
         return None
@@ -103,8 +113,7 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    "default: every unallocated claim of the snapshot")
     p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread"),
                    help="node choice (default first-fit: first node by name where the allocator succeeds)")
-    p.add_argument("--features", default="", metavar="GATE=true,...",
-                   help="feature gates; gates not named keep their Kubernetes 1.36 defaults")
+    _feature_flags(p)
     p.add_argument("--placements-out", metavar="FILE",
                    help="write one line per placed item: NAME NODE REQ=POOL/DEVICE ...")
     p.add_argument("-o", "--output", default="table", choices=("table", "json"), help="report format")
@@ -141,7 +150,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="pods with this scheduling gate are allocated by us and bound by kube-scheduler")
     p.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
                    help="only handle pods and claims in these namespaces (repeatable; default all)")
-    p.add_argument("--features", default="", metavar="GATE=true,...", help="DRA feature gates (1.36 defaults)")
+    _feature_flags(p)
     p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="Prometheus /metrics port (default 8080, or a free port when 8080 is taken; 0: off)")

@@ -198,9 +198,22 @@ def _class_then_claim_config(outcome: outcomes.Outcome, rerun: Rerun) -> None:
     ]
 
 
+def _class_then_claim_config_1_37(outcome: outcomes.Outcome, rerun: Rerun) -> None:
+    config = _only(outcome).devices.config
+    assert [(c.source, c.requests, c.opaque.parameters if c.opaque else None) for c in config] == [
+        ("FromClass", (), {"from": "class"}),  # covers every request: "empty means all"
+        ("FromClaim", ("r1",), {"from": "claim"}),
+    ]
+
+
 def _claim_config_copied_per_request(outcome: outcomes.Outcome, rerun: Rerun) -> None:
     config = _only(outcome).devices.config
     assert [(c.source, c.requests) for c in config] == [("FromClaim", ("r0", "r1")), ("FromClaim", ("r0", "r1"))]
+
+
+def _claim_config_once_for_all(outcome: outcomes.Outcome, rerun: Rerun) -> None:
+    config = _only(outcome).devices.config
+    assert [(c.source, c.requests) for c in config] == [("FromClaim", ())]
 
 
 def _binding_conditions_copied(outcome: outcomes.Outcome, rerun: Rerun) -> None:
@@ -655,16 +668,32 @@ CASES: dict[str, Case] = {
         expect=does_not_fit(removed={"c0/r0": {Cause.BINDING_CONDITIONS: 1}}),
     ),
     # -- config --------------------------------------------------------------------------------------------------------------
-    "class-config-first-then-claim-config": Case(
+    "class-config-first-then-claim-config-1.36": Case(
         classes=[GPU.config(DRIVER, {"from": "class"})], slices=[gpus("gpu-0", "gpu-1")],
         claims=[c0().request("r0", "gpu").request("r1", "gpu").config(DRIVER, {"from": "claim"}, "r1")],
+        features=Features(release="1.36"),
         expect=allocates([("r0", "gpu-0"), ("r1", "gpu-1")]),
         check=_class_then_claim_config,
     ),
-    "claim-config-naming-two-requests-is-copied-twice": Case(
+    "class-config-for-every-request-lists-none-1.37": Case(
+        classes=[GPU.config(DRIVER, {"from": "class"})], slices=[gpus("gpu-0", "gpu-1")],
+        claims=[c0().request("r0", "gpu").request("r1", "gpu").config(DRIVER, {"from": "claim"}, "r1")],
+        features=Features(release="1.37"),
+        expect=allocates([("r0", "gpu-0"), ("r1", "gpu-1")]),
+        check=_class_then_claim_config_1_37,
+    ),
+    "claim-config-naming-two-requests-is-copied-twice-1.36": Case(
         classes=[GPU], slices=[gpus("gpu-0", "gpu-1")],
         claims=[c0().request("r0", "gpu").request("r1", "gpu").config(DRIVER, {}, "r0", "r1")],
+        features=Features(release="1.36"),
         expect=allocates([("r0", "gpu-0"), ("r1", "gpu-1")]),
         check=_claim_config_copied_per_request,
+    ),
+    "claim-config-naming-every-request-is-copied-once-for-all-1.37": Case(
+        classes=[GPU], slices=[gpus("gpu-0", "gpu-1")],
+        claims=[c0().request("r0", "gpu").request("r1", "gpu").config(DRIVER, {}, "r0", "r1")],
+        features=Features(release="1.37"),
+        expect=allocates([("r0", "gpu-0"), ("r1", "gpu-1")]),
+        check=_claim_config_once_for_all,
     ),
 }

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.builders import DRIVER, device, slice_
 
-from dralloc.allocation import errors
 from dralloc.allocation.constraints import DistinctAttribute, MatchAttribute
 from dralloc.allocation.pools import DeviceInfo
 
@@ -112,10 +110,19 @@ class TestMatchAttribute:
         constraint.add(info(numa=[1, 2]))
         assert constraint.add(info(numa=2)) is True
 
-    def test_list_value_without_the_gate_is_an_error(self) -> None:
-        """A list attribute without DRAListTypeAttributes is an unsupported value."""
-        with pytest.raises(errors.ConstraintError, match="unsupported attribute value"):
-            match().add(info(numa=[1, 2]))
+    def test_list_value_without_the_gate_is_taken_first_and_matches_nothing(self) -> None:
+        """Without DRAListTypeAttributes a list value cannot be compared: as upstream, it may be
+        the first device, and no later device matches it (nor a later list value a scalar)."""
+        constraint = match()
+        assert constraint.add(info(numa=[1, 2])) is True
+        assert constraint.add(info(numa=1)) is False
+        scalar_first = match()
+        assert scalar_first.add(info(numa=1)) is True
+        assert scalar_first.add(info(numa=[1, 2])) is False
+
+    def test_attribute_without_a_value_matches_nothing_with_the_gate_on(self) -> None:
+        """With DRAListTypeAttributes an attribute without a value is no set of elements at all."""
+        assert match(list_types=True).add(info(numa={})) is False
 
     def test_versions_compare_as_strings(self) -> None:
         """Versions are equal when their strings are equal."""
@@ -127,6 +134,14 @@ class TestMatchAttribute:
 
 
 class TestDistinctAttribute:
+    def test_uncomparable_value_is_only_accepted_first(self) -> None:
+        """Without DRAListTypeAttributes a list value may be the first device; later scalars stay
+        distinct from it, a later list value is rejected (upstream's type switch falls through)."""
+        constraint = distinct()
+        assert constraint.add(info(numa=[1, 2])) is True
+        assert constraint.add(info(numa=1)) is True
+        assert constraint.add(info(numa=[3])) is False
+
     def test_repeated_value_is_rejected(self) -> None:
         """A value already taken by a covered device is rejected."""
         constraint = distinct()

@@ -61,10 +61,24 @@ class TestRelevance:
         s = slice_("s1", per_device=True, devices=[device("d0").on_all_nodes()])
         assert gather(s, features=Features(partitionable_devices=False)) == ()
 
-    def test_counter_slice_counts_for_every_node(self) -> None:
-        """A slice with sharedCounters belongs to its pool whatever its node fields say."""
-        pool = only(gather(slice_("s1", node="node-2", counters={"mem": {"memory": "8Gi"}}), on="node-1"))
+    def test_counter_slice_counts_for_every_node_in_1_36(self) -> None:
+        """1.36: a slice with sharedCounters belongs to its pool whatever its node fields say."""
+        pool = only(gather(slice_("s1", node="node-2", counters={"mem": {"memory": "8Gi"}}), on="node-1",
+                           features=Features(release="1.36")))
         assert {name: set(counters) for name, counters in pool.counter_sets.items()} == {"mem": {"memory"}}
+
+    def test_counter_slice_for_another_node_is_not_gathered_in_1_37(self) -> None:
+        """1.37: a counter slice that does not select the node brings no pool of its own to it."""
+        assert gather(slice_("s1", node="node-2", counters={"mem": {"memory": "8Gi"}}), on="node-1",
+                      features=Features(release="1.37")) == ()
+
+    def test_counter_sets_come_from_the_whole_pool_in_1_37(self) -> None:
+        """1.37: when the node sees only the devices of a pool, its counter sets come from every slice."""
+        pool = only(gather(
+            slice_("counters", node="node-2", slice_count=2, counters={"mem": {"memory": "8Gi"}}),
+            slice_("devices", node="node-1", slice_count=2, devices=[device("d0")]),
+            on="node-1", features=Features(release="1.37")))
+        assert (names(pool), pool.incomplete, set(pool.counter_sets)) == (["d0"], False, {"mem"})
 
     def test_counter_slice_skipped_with_partitionable_gate_off(self) -> None:
         """Without DRAPartitionableDevices a sharedCounters slice is not gathered."""

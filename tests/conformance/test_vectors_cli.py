@@ -2,7 +2,8 @@
 
 The vector becomes one multi-document YAML file (classes, slices, allocated
 claims, the claims to allocate, and the Node); gates are passed explicitly
-(every gate not listed off) and `--node` names the vector's node. The JSON
+(every gate not listed off), `--kubernetes-version` is the newest release the vector
+lists (`vectors.releases`) and `--node` names the vector's node. The JSON
 output is compared with the same rules as the library test; errors must exit 2
 with the distinctive phrase on stderr, unschedulable must exit 1.
 """
@@ -43,7 +44,7 @@ def _run(case: dict[str, Any], directory: pathlib.Path) -> subprocess.CompletedP
     path = _write_input(case, directory)
     return subprocess.run(
         [sys.executable, "-m", "dralloc", "allocate", "-f", str(path), "--node", case["node"]["name"],
-         "--features", gates, "-o", "json"],
+         "--features", gates, "--kubernetes-version", vectors.releases(case)[-1], "-o", "json"],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2] / "operator")},
     )

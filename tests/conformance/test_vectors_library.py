@@ -23,8 +23,8 @@ from dralloc.model import claims, classes, conversion, devices
 CASES = vectors.load_all()
 
 
-def run_vector(case: dict[str, Any]) -> outcomes.Outcome:
-    features = Features.only(case.get("features") or [])
+def run_vector(case: dict[str, Any], release: str) -> outcomes.Outcome:
+    features = Features.only(case.get("features") or [], release=release)
     objects = case["objects"]
     snapshot = Snapshot.build(
         device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects.get("deviceClasses") or []],
@@ -37,15 +37,18 @@ def run_vector(case: dict[str, Any]) -> outcomes.Outcome:
     return allocation.allocate(snapshot, to_allocate, node, features=features)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-def test_vector(case: dict[str, Any]) -> None:
+RUNS = [(c, r) for c in CASES for r in vectors.releases(c)]
+
+
+@pytest.mark.parametrize(("case", "release"), RUNS, ids=[f"{c['name']}@{r}" for c, r in RUNS])
+def test_vector(case: dict[str, Any], release: str) -> None:
     expect = case["expect"]
     if "error" in expect:
         with pytest.raises(errors.AllocationInputError) as info:
-            run_vector(case)
+            run_vector(case, release)
         assert expect["error"] in str(info.value)
         return
-    outcome = run_vector(case)
+    outcome = run_vector(case, release)
     if expect.get("unschedulable"):
         assert isinstance(outcome, outcomes.Unsatisfiable), outcome
         return

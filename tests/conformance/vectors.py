@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from dralloc.allocation.features import DEFAULT_RELEASE, RELEASES
 from dralloc.model.quantities import Quantity
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
@@ -22,6 +23,16 @@ VECTORS = pathlib.Path(__file__).parent / "vectors"
 
 def load_all() -> list[dict[str, Any]]:
     return [yaml.safe_load(p.read_text()) for p in sorted(VECTORS.glob("*.yaml"))]
+
+
+def releases(case: dict[str, Any]) -> list[str]:
+    """The releases dralloc reproduces (Features.release) that the vector's `versions` lists.
+
+    A vector that lists none of them (the `beyond-*` ones: dralloc's own behaviour) runs at
+    dralloc's default release.
+    """
+    listed = {str(v) for v in case.get("versions") or []}
+    return [r for r in RELEASES if r in listed] or [DEFAULT_RELEASE]
 
 
 def _norm_result(entry: dict[str, Any]) -> tuple[Any, ...]:

@@ -17,17 +17,32 @@ import pydantic
 
 from dralloc import allocation
 from dralloc.allocation import errors, outcomes
+from dralloc.allocation import features as features_
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices
 
 
-def answer(case: dict[str, Any], *, budget: int | None = allocation.DEFAULT_BUDGET) -> dict[str, Any]:
+def release_of_module(version: str) -> str:
+    """The Kubernetes release of a k8s.io/dynamic-resource-allocation version: 'v0.37.2' -> '1.37'."""
+    major_minor = version.lstrip("v").split(".")
+    return f"1.{major_minor[1]}"
+
+
+def release_of(case: dict[str, Any]) -> str:
+    """The newest release dralloc reproduces that the case's `versions` lists (default: dralloc's)."""
+    listed = [str(v) for v in case.get("versions") or []]
+    return next((r for r in reversed(features_.RELEASES) if r in listed), features_.DEFAULT_RELEASE)
+
+
+def answer(case: dict[str, Any], *, release: str | None = None,
+           budget: int | None = allocation.DEFAULT_BUDGET) -> dict[str, Any]:
+    """dralloc's answer at `release` (default: `release_of(case)`)."""
     objects = case["objects"]
     out: dict[str, Any] = {"name": case.get("name"), "claims": [], "message": ""}
     try:
-        features = Features.only(case.get("features") or [])
+        features = Features.only(case.get("features") or [], release=release or release_of(case))
         snapshot = Snapshot.build(
             device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects.get("deviceClasses") or []],
             resource_slices=[conversion.parse_as(devices.ResourceSlice, o)

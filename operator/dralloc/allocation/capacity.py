@@ -16,7 +16,10 @@ from dralloc.model import devices
 from dralloc.model.quantities import Quantity, QuantityFormat
 
 
-def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity) -> Quantity:
+def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity, *,
+                    step_format: bool = True) -> Quantity:
+    """What one request consumes of one capacity. A value rounded up on `validRange` takes the
+    step's format (1.37) or BinarySI (1.36, `step_format=False`)."""
     policy = capacity.request_policy
     if requested is None:
         if policy is not None and policy.default is not None:
@@ -32,7 +35,7 @@ def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity
             return requested
         value, step, low = requested.as_int_ceil(), valid_range.step.as_int_ceil(), valid_range.min.as_int_ceil()
         steps = -((low - value) // step)  # ceil((value - low) / step)
-        return Quantity(low + step * steps, QuantityFormat.BINARY_SI)
+        return Quantity(low + step * steps, valid_range.step.format if step_format else QuantityFormat.BINARY_SI)
     if policy.valid_values:
         for valid in policy.valid_values:
             if requested <= valid:
@@ -63,6 +66,8 @@ def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | No
 def consumption(
     requests: Mapping[str, Quantity] | None,
     capacity: Mapping[str, devices.DeviceCapacity],
+    *,
+    step_format: bool = True,
 ) -> dict[str, Quantity] | None:
     """What a request would consume of each declared capacity; None if it cannot (policy, unknown name)."""
     requests = requests or {}
@@ -70,7 +75,7 @@ def consumption(
         return None
     amounts: dict[str, Quantity] = {}
     for name, cap in capacity.items():
-        amount = consumed_amount(requests.get(name), cap)
+        amount = consumed_amount(requests.get(name), cap, step_format=step_format)
         if violates_policy(amount, cap.request_policy):
             return None
         amounts[name] = amount

@@ -14,6 +14,10 @@ one, a list attribute (DRAListTypeAttributes) is the set of its elements, and
 - distinctAttribute: every covered device's values must be disjoint from all
   others'. Upstream only compares a request's device with the most recent one of
   that request; dralloc enforces the API's stated meaning (SPEC.md, surprises).
+  Upstream 1.37 does the same.
+
+A value that cannot be compared (an attribute without a value; a list with
+DRAListTypeAttributes off) equals nothing: see `Constraint._elements`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import abc
 from collections import Counter
 from collections.abc import Iterable
 
-from dralloc.allocation import errors
 from dralloc.allocation.pools import DeviceInfo
 
 Element = tuple[str, object]
@@ -67,13 +70,22 @@ class Constraint(abc.ABC):
             return True
         return subrequest is not None and f"{request}/{subrequest}" in self.requests
 
-    def _elements(self, info: DeviceInfo) -> frozenset[Element] | None:
+    def _elements(self, info: DeviceInfo, *, first: bool) -> frozenset[Element] | None:
+        """The device's elements; None when it lacks the attribute or its value cannot satisfy
+        the constraint.
+
+        A value the allocator cannot compare (no value, or a list with DRAListTypeAttributes
+        off) never equals another, as upstream's type switch falls through: with the gate off
+        it still lets such a device be the first one (upstream records the first device before
+        comparing), with an element of its own that nothing else shares; with the gate on
+        (sets of elements) a device without a value never satisfies the constraint.
+        """
         try:
             return elements(info, self.attribute, list_types=self.list_types)
         except UnsupportedValue:
-            raise errors.ConstraintError(
-                f"{self.owner}: attribute {self.attribute} of device {info.id}: unsupported attribute value"
-            ) from None
+            if first and not self.list_types:
+                return frozenset({("unsupported", info.id)})
+            return None
 
     @abc.abstractmethod
     def add(self, info: DeviceInfo) -> bool:
@@ -94,7 +106,7 @@ class MatchAttribute(Constraint):
         self._stack: list[frozenset[Element]] = []
 
     def add(self, info: DeviceInfo) -> bool:
-        values = self._elements(info)
+        values = self._elements(info, first=not self._stack)
         if values is None:
             return False
         if self._stack:
@@ -123,7 +135,7 @@ class DistinctAttribute(Constraint):
         self._stack: list[frozenset[Element]] = []
 
     def add(self, info: DeviceInfo) -> bool:
-        values = self._elements(info)
+        values = self._elements(info, first=not self._stack)
         if values is None:
             return False
         if any(self._taken[v] for v in values):

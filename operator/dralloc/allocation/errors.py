@@ -18,6 +18,10 @@ class UnknownFeatureGateError(AllocationInputError):
     """A feature gate name we do not know, or a malformed gate setting."""
 
 
+class UnknownReleaseError(AllocationInputError):
+    """A Kubernetes release whose allocator semantics dralloc does not reproduce."""
+
+
 class UnknownClassError(AllocationInputError):
     """A request names a DeviceClass that does not exist."""
 

@@ -1,7 +1,9 @@
-"""DRA feature gates, as an explicit input to the allocator.
+"""DRA feature gates and the Kubernetes release, as an explicit input to the allocator.
 
 Gates change what the allocator accepts and considers; they are never read from
-the environment. Defaults are those of Kubernetes 1.36.
+the environment. The release (1.36 or 1.37) picks the semantics where upstream's
+allocator changed between the two (docs/allocation.md, "Kubernetes 1.36 and 1.37").
+Gate defaults are the same in both releases for the gates dralloc knows.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from collections.abc import Iterable, Mapping
 
 from dralloc.allocation import errors
 
-# Gate name -> Kubernetes 1.36 default.
+# The releases whose allocator dralloc reproduces, oldest first.
+RELEASES: tuple[str, ...] = ("1.36", "1.37")
+DEFAULT_RELEASE = "1.37"
+
+# Gate name -> Kubernetes 1.36 default (1.37 has the same defaults for these gates).
 DEFAULTS_1_36: Mapping[str, bool] = {
     "DRAAdminAccess": True,
     "DRAPrioritizedList": True,
@@ -34,20 +40,26 @@ class Features:
     device_binding_conditions: bool = True
     resource_claim_device_status: bool = True
     list_type_attributes: bool = False
+    release: str = DEFAULT_RELEASE
+
+    def __post_init__(self) -> None:
+        if self.release not in RELEASES:
+            raise errors.UnknownReleaseError(
+                f"unsupported Kubernetes release {self.release!r}; supported: {', '.join(RELEASES)}")
 
     @classmethod
-    def from_gates(cls, gates: Mapping[str, bool]) -> Features:
-        """Features from gate names; gates not named keep their 1.36 default."""
+    def from_gates(cls, gates: Mapping[str, bool], *, release: str = DEFAULT_RELEASE) -> Features:
+        """Features from gate names; gates not named keep their default."""
         unknown = sorted(set(gates) - set(DEFAULTS_1_36))
         if unknown:
             raise errors.UnknownFeatureGateError(
                 f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
             )
         merged = {**DEFAULTS_1_36, **gates}
-        return cls(**{_FIELD_OF[name]: value for name, value in merged.items()})
+        return cls(**{_FIELD_OF[name]: value for name, value in merged.items()}, release=release)
 
     @classmethod
-    def only(cls, enabled: Iterable[str]) -> Features:
+    def only(cls, enabled: Iterable[str], *, release: str = DEFAULT_RELEASE) -> Features:
         """Exactly these gates on, every other gate off (how the conformance vectors state gates)."""
         enabled = set(enabled)
         unknown = sorted(enabled - set(DEFAULTS_1_36))
@@ -55,7 +67,7 @@ class Features:
             raise errors.UnknownFeatureGateError(
                 f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
             )
-        return cls.from_gates({name: name in enabled for name in DEFAULTS_1_36})
+        return cls.from_gates({name: name in enabled for name in DEFAULTS_1_36}, release=release)
 
     @property
     def binding_conditions(self) -> bool:
@@ -63,16 +75,23 @@ class Features:
         return self.device_binding_conditions and self.resource_claim_device_status
 
     @property
-    def beyond_stable_channel(self) -> bool:
-        """Whether upstream 1.36 would run its incubating allocator rather than the stable one.
+    def at_least_1_37(self) -> bool:
+        return self.release != "1.36"
 
-        The stable channel supports only AdminAccess, PrioritizedList, PartitionableDevices and
-        DeviceTaints; some behaviour (distinctAttribute without the capacity gate) differs.
+    @property
+    def beyond_stable_channel(self) -> bool:
+        """Whether upstream would run its incubating or experimental allocator, not the stable one.
+
+        Upstream picks the first of its variants whose supported features cover the enabled
+        ones. The stable variant supports only AdminAccess, PrioritizedList,
+        PartitionableDevices and DeviceTaints; it knows no distinctAttribute, no capacity
+        requests and no `allowMultipleAllocations`, so a claim using them is read as if the
+        field were absent. DeviceBindingAndStatus counts only with both of its gates on.
         """
-        return (self.consumable_capacity or self.device_binding_conditions
-                or self.resource_claim_device_status or self.list_type_attributes)
+        return self.consumable_capacity or self.binding_conditions or self.list_type_attributes
 
     def gates(self) -> dict[str, bool]:
+        """The gates by name (the release is not a gate: see `release`)."""
         return {name: getattr(self, field) for name, field in _FIELD_OF.items()}
 
 

@@ -198,8 +198,14 @@ class SliceIndex:
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
         spec = s.spec
         if spec.shared_counters:
-            # Counter sets belong to the whole pool, whatever node fields the slice has.
-            return features.partitionable_devices
+            if not features.partitionable_devices:
+                return False
+            if not features.at_least_1_37:
+                # 1.36: counter sets belong to the whole pool, whatever node fields the slice has.
+                return True
+            # 1.37 reads a counter slice only where it selects the node; a pool that needs it
+            # elsewhere looks incomplete from the node and is then completed from every
+            # slice of the pool (_gather).
         try:
             if spec.per_device_node_selection:
                 if not features.partitionable_devices:
@@ -240,10 +246,14 @@ class SliceIndex:
                 if max(s.spec.pool.generation for s in everywhere) > generation:
                     continue  # being replaced: the old generation is ignored entirely
                 incomplete = len(current) != expected
+            # 1.37 takes the counter sets from every slice of the pool when the node's own view
+            # of it is short (a counter slice that does not select the node); 1.36 read every
+            # counter slice anyway.
+            counter_slices = current if len(kept) != expected and features.at_least_1_37 else kept
             pool_key = (pool_id, tuple(id(s) for s in kept), incomplete, features)
             pool = self._pool_cache.get(pool_key)
             if pool is None:
-                pool = self._make_pool(pool_id, kept, current, incomplete, features)
+                pool = self._make_pool(pool_id, kept, current, incomplete, features, counter_slices)
                 self._pool_cache[pool_key] = pool
             pools.append(pool)
         pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))
@@ -256,6 +266,7 @@ class SliceIndex:
         current: list[devices.ResourceSlice],
         incomplete: bool,
         features: Features,
+        counter_slices: list[devices.ResourceSlice],
     ) -> Pool:
         infos = tuple(info for s in kept for info in self.device_infos(s))
         counter_sets: dict[str, dict[str, int]] = {}
@@ -267,7 +278,7 @@ class SliceIndex:
             seen.add(info.id.device)
         consumers: tuple[DeviceInfo, ...] = ()
         if features.partitionable_devices:
-            for s in kept:
+            for s in counter_slices:
                 for counter_set in s.spec.shared_counters:
                     if counter_set.name in counter_sets and reason is None:
                         reason = f"duplicate counter set name {counter_set.name}"

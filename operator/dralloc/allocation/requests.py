@@ -82,9 +82,15 @@ def _plan_one(
         raise errors.FeatureDisabledError(f"{owner}: admin access is requested, but the feature is disabled")
     capacity_requests = source.capacity.requests if source.capacity is not None else None
     if capacity_requests and not features.consumable_capacity:
-        raise errors.FeatureDisabledError(
-            f"claim {ref}, {label}: has capacity requests, but the DRAConsumableCapacity feature is disabled"
-        )
+        if not features.beyond_stable_channel:
+            # Upstream's stable variant has no notion of capacity requests: it reads the
+            # request as if the field were absent (kube-apiserver drops it on write while
+            # the gate is off, so only objects stored before that carry it).
+            capacity_requests = None
+        else:
+            raise errors.FeatureDisabledError(
+                f"claim {ref}, {label}: has capacity requests, but the DRAConsumableCapacity feature is disabled"
+            )
     if not source.device_class_name:
         raise errors.UnsupportedFieldError(f"{owner}: missing device class name (unsupported request type?)")
     device_class = device_classes.get(source.device_class_name)

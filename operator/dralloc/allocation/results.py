@@ -6,7 +6,8 @@
 - `devices.config`: class configs first (each class once, in request order,
   later requests of the same class appended to its `requests`), then claim
   configs in claim order; a claim config naming requests is copied once per
-  request it names (upstream behaviour, SPEC.md surprise 4).
+  request it names (1.36, SPEC.md surprise 4) or once (1.37); in 1.37 an entry
+  that covers every request of the claim has no `requests` ("empty means all").
 - `nodeSelector`: a device bound to one node pins the node by name; otherwise
   the one-term selectors of the devices are merged; none when available everywhere.
 """
@@ -46,7 +47,7 @@ def _result_entry(
     return claims.DeviceRequestAllocationResult(**fields)
 
 
-def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAllocationConfiguration]:
+def _configs(plan: ClaimPlan, selected: dict[int, int], features: Features) -> list[claims.DeviceAllocationConfiguration]:
     configs: list[claims.DeviceAllocationConfiguration] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     class_requests: list[list[str]] = []
@@ -74,11 +75,23 @@ def _configs(plan: ClaimPlan, selected: dict[int, int]) -> list[claims.DeviceAll
         for request_index, request in enumerate(spec_requests):
             if request.name in config.requests:
                 configs.append(entry)
+                if features.at_least_1_37:
+                    break
                 continue
             if request.first_available:
                 sub = request.first_available[selected.get(request_index, 0)]
                 if f"{request.name}/{sub.name}" in config.requests:
                     configs.append(entry)
+                    if features.at_least_1_37:
+                        break
+    if features.at_least_1_37:
+        # 1.37: an entry that covers every request of the claim gets no list ("empty means all").
+        covered = [{request.name} | ({f"{request.name}/{request.first_available[selected.get(i, 0)].name}"}
+                                     if request.first_available else set())
+                   for i, request in enumerate(spec_requests)]
+        configs = [c.model_copy(update={"requests": ()})
+                   if c.requests and all(names & set(c.requests) for names in covered) else c
+                   for c in configs]
     return configs
 
 
@@ -140,7 +153,7 @@ def build(
         out.append(claims.AllocationResult(
             devices=claims.DeviceAllocationResult(
                 results=tuple(_result_entry(p, features, share_id, claim_index) for p in picks[claim_index]),
-                config=tuple(_configs(plan, chosen)),
+                config=tuple(_configs(plan, chosen, features)),
             ),
             node_selector=node_selector(picks[claim_index], node, features),
         ))

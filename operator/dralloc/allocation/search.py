@@ -87,6 +87,7 @@ class Search:
         self.node = node
         self.allocated = allocated
         self.features = features
+        self.cel_view = selectors.view_of(features)
         self.extra_taints = extra_taints
         self.budget = budget
         self.steps = 0
@@ -162,11 +163,13 @@ class Search:
         # only "class X: selector #i"; a user with many claims needs to know which one).
         return not device_class.spec.selectors or selectors.all_match(
             info, device_class.spec.selectors,
-            owner=f"claim {request.claim_ref}, request {request.name}: class {device_class.metadata.name}")
+            owner=f"claim {request.claim_ref}, request {request.name}: class {device_class.metadata.name}",
+            view=self.cel_view)
 
     def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
         return not request.selectors or selectors.all_match(info, request.selectors,
-                                                            owner=f"claim {request.claim_ref}, request {request.name}")
+                                                            owner=f"claim {request.claim_ref}, request {request.name}",
+                                                            view=self.cel_view)
 
     def node_usable(self, info: DeviceInfo) -> bool:
         """Per-device node selection: whether this device can be used from the node."""
@@ -183,22 +186,27 @@ class Search:
                 f"ResourceSlice {info.slice.metadata.name}: device {info.id.device}: nodeSelector: {exc}"
             ) from exc
 
-    def capacity_amounts(self, request: RequestPlan, info: DeviceInfo, *, in_call: bool) -> tuple[bool, dict[str, Quantity] | None]:
-        """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed."""
+    def capacity_amounts(self, request: RequestPlan, info: DeviceInfo, *, in_call: bool,
+                         static: bool = False) -> tuple[bool, dict[str, Quantity] | None]:
+        """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed.
+
+        `static`: against the device's declared capacity only, ignoring what existing shares
+        consume (how 1.37 decides which devices an `All` request covers).
+        """
         if not self.features.consumable_capacity:
             return True, None
         if not request.capacity and info.plain_capacity and not self.shareable(info):
             # The common case, decided without arithmetic: a dedicated device whose whole
             # capacity is taken fits exactly when nothing else consumes any of it.
-            fits = info.id not in self.allocated.consumed_capacity and (
-                not in_call or info.id not in self.in_call_capacity)
+            fits = static or (info.id not in self.allocated.consumed_capacity and (
+                not in_call or info.id not in self.in_call_capacity))
             return fits, None
-        amounts = capacity.consumption(request.capacity, info.capacity)
+        amounts = capacity.consumption(request.capacity, info.capacity, step_format=self.features.at_least_1_37)
         if amounts is None:
             return False, None
         ok = capacity.fits(
             amounts, info.capacity,
-            already=self.allocated.consumed_capacity.get(info.id),
+            already=None if static else self.allocated.consumed_capacity.get(info.id),
             in_call=self.in_call_capacity.get(info.id) if in_call else None,
         )
         return ok, amounts

@@ -16,12 +16,39 @@ import dataclasses
 import functools
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from dralloc.allocation import errors
+from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceInfo
 from dralloc.cel import devices as cel_devices
 from dralloc.cel import selectors as cel_selectors
 from dralloc.model import classes
+
+
+@dataclasses.dataclass(frozen=True)
+class CelView:
+    """What the upstream allocator variant lets CEL see of a device.
+
+    `allow_multiple`: the stable variant passes no `allowMultipleAllocations` (it reads
+    false). `list_values`: 1.36 with DRAListTypeAttributes off does not convert list values
+    ("unsupported attribute value"); 1.37 does whatever the gate. Results are memoized per
+    view: one device can be seen through several views in one process (tests, simulate
+    with --features).
+    """
+
+    allow_multiple: bool = True
+    list_values: bool = True
+
+
+FULL_VIEW = CelView()
+
+
+def view_of(features: Features) -> CelView:
+    view = CelView(allow_multiple=features.beyond_stable_channel,
+                   list_values=features.at_least_1_37 or features.list_type_attributes)
+    return FULL_VIEW if view == FULL_VIEW else view
+
 
 _CEL_ENV = "__cel_env__"
 
@@ -47,34 +74,41 @@ def check_present(selectors: Sequence[classes.DeviceSelector], owner: str) -> No
             )
 
 
-def _env(info: DeviceInfo) -> cel_devices.DeviceEnv:
-    env = info.selector_results.get(_CEL_ENV)
+def _key(view: CelView, name: str) -> Any:
+    """The memo key of `name` on a device: the name itself for the full view (the common case)."""
+    return name if view is FULL_VIEW else (view, name)
+
+
+def _env(info: DeviceInfo, view: CelView) -> cel_devices.DeviceEnv:
+    key = _key(view, _CEL_ENV)
+    env = info.selector_results.get(key)
     if env is None:
         env = cel_devices.device_env(
             driver=info.driver,
             attributes={name: attr.raw() for name, attr in info.device.attributes.items()},
             capacity={name: cap.value for name, cap in info.device.capacity.items()},
-            allow_multiple_allocations=info.allow_multiple,
+            allow_multiple_allocations=info.allow_multiple and view.allow_multiple,
+            list_values=view.list_values,
         )
-        info.selector_results[_CEL_ENV] = env
+        info.selector_results[key] = env
     return env
 
 
-def _conversion_error(info: DeviceInfo) -> str | None:
+def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
     """Why upstream could not turn this device into the CEL `device` at all, None when it can.
 
     Decided without building the device's CEL value unless some attribute is bad, in which
     case the full conversion words the message (`device_env`).
     """
-    env: cel_devices.DeviceEnv | None = info.selector_results.get(_CEL_ENV)
+    env: cel_devices.DeviceEnv | None = info.selector_results.get(_key(view, _CEL_ENV))
     if env is not None:
         return env.error
     for attribute in info.device.attributes.values():
         kind, value = attribute.kind_and_value() or (None, None)
         try:
-            cel_devices.check_attribute_value(kind, value)
+            cel_devices.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
-            return _env(info).error
+            return _env(info, view).error
     return None
 
 
@@ -92,9 +126,10 @@ def _driver_literal(expression: str) -> str | None:
     return match.group(1) if match.group(1) is not None else match.group(2)
 
 
-def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bool:
+def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view: CelView = FULL_VIEW) -> bool:
     """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors."""
-    cached = info.selector_results.get(expression)
+    key = _key(view, expression)
+    cached = info.selector_results.get(key)
     if cached is not None:
         STATS.cached += 1
     else:
@@ -105,7 +140,7 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bo
             # it cannot convert (no value, which is what kube-apiserver leaves of a list attribute
             # written with DRAListTypeAttributes off; a version that does not parse) fails
             # `device.driver == "..."` as well.
-            device_error = _conversion_error(info)
+            device_error = _conversion_error(info, view)
             cached = info.driver == literal if device_error is None else ("runtime", device_error)
         else:
             try:
@@ -114,10 +149,10 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bo
                 cached = ("compile", str(exc))
             else:
                 try:
-                    cached = program.evaluate(_env(info)) is True
+                    cached = program.evaluate(_env(info, view)) is True
                 except cel_selectors.CELRuntimeError as exc:
                     cached = ("runtime", str(exc))
-        info.selector_results[expression] = cached
+        info.selector_results[key] = cached
     if cached is True or cached is False:
         return cached
     kind, message = cached
@@ -126,10 +161,11 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int) -> bo
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
 
 
-def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, owner: str) -> bool:
+def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, owner: str,
+              view: CelView = FULL_VIEW) -> bool:
     for index, selector in enumerate(selectors):
         assert selector.cel is not None  # checked by check_present before the search
-        if not evaluate(info, selector.cel.expression, owner=owner, index=index):
+        if not evaluate(info, selector.cel.expression, owner=owner, index=index, view=view):
             return False
     return True
 

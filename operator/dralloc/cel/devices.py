@@ -121,14 +121,18 @@ _SCALAR_KINDS = ("int", "bool", "string", "version")
 _LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
 
 
-def plain_attribute_value(raw: Mapping[str, Any]) -> Any:
+def plain_attribute_value(raw: Mapping[str, Any], *, list_values: bool = True) -> Any:
     """The plain value of one attribute in API JSON form, e.g. {"int": 1} or {"strings": [...]}.
 
     Lists become tuples: the value is shared by every selector evaluated on the device.
+    `list_values=False` is upstream 1.36 with DRAListTypeAttributes off: a list value does
+    not convert ("unsupported attribute value"); 1.37 converts lists whatever the gate.
     """
     for kind, scalar_kind in _LIST_KINDS.items():
         values = raw.get(kind)
         if values is not None:
+            if not list_values:
+                raise ValueError("unsupported attribute value")
             return tuple([_scalar(scalar_kind, v) for v in values])
     for kind in _SCALAR_KINDS:
         value = raw.get(kind)
@@ -137,10 +141,11 @@ def plain_attribute_value(raw: Mapping[str, Any]) -> Any:
     raise ValueError("unsupported attribute value")
 
 
-def check_attribute_value(kind: str | None, value: Any) -> None:
-    """Raise ValueError exactly when `plain_attribute_value({kind: value})` would (None: no value).
+def check_attribute_value(kind: str | None, value: Any, *, list_values: bool = True) -> None:
+    """Raise ValueError exactly when `plain_attribute_value({kind: value}, list_values=...)` would.
 
-    Builds nothing: for callers that only need to know whether a device converts at all.
+    `kind` None means no value. Builds nothing: for callers that only need to know whether
+    a device converts at all.
     """
     if kind is None:
         raise ValueError("unsupported attribute value")
@@ -148,6 +153,8 @@ def check_attribute_value(kind: str | None, value: Any) -> None:
     if scalar_kind is None:
         _scalar(kind, value)
         return
+    if not list_values:
+        raise ValueError("unsupported attribute value")
     for item in value:
         _scalar(scalar_kind, item)
 
@@ -250,8 +257,10 @@ def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> DomainMap:
 def device_env(*, driver: str,
                attributes: Mapping[str, Mapping[str, Any]],
                capacity: Mapping[str, Quantity],
-               allow_multiple_allocations: bool) -> DeviceEnv:
-    """Convert a device's attributes and capacity into the value of `device`."""
+               allow_multiple_allocations: bool,
+               list_values: bool = True) -> DeviceEnv:
+    """Convert a device's attributes and capacity into the value of `device` (`list_values`:
+    see `plain_attribute_value`)."""
     driver = str(driver)
     error: str | None = None
     attribute_domains: dict[str, dict[str, Any]] = {}
@@ -259,7 +268,7 @@ def device_env(*, driver: str,
     for name in sorted(attributes):
         domain, ident = split_qualified_name(name, driver)
         try:
-            value = plain_attribute_value(attributes[name])
+            value = plain_attribute_value(attributes[name], list_values=list_values)
         except ValueError as exc:
             if error is None:
                 error = f"attribute {name}: {exc}"
