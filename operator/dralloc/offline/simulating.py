@@ -30,7 +30,7 @@ from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import pods as model_pods
 from dralloc.model.base import Object, ObjectMeta
-from dralloc.offline import inputs
+from dralloc.offline import heap, inputs
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -197,6 +197,16 @@ class _Progress:
 def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
     """Run the simulation; raises InputError / AllocationInputError on bad input."""
     err = err if err is not None else sys.stderr
+    with heap.LongLived() as long_lived:
+        placer, workload, templates, claims_by_ref = _prepare(request, err)
+        long_lived.built()
+        return _place_all(placer, workload, templates, claims_by_ref, request, err)
+
+
+def _prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[object],
+                                                     dict[str, model_claims.ResourceClaimTemplate],
+                                                     dict[str, model_claims.ResourceClaim]]:
+    """Everything the placement loop needs: the inputs read, the snapshot and node indexes built."""
     cluster = inputs.load(request.snapshot_files)
     inputs.check_not_empty(cluster, request.snapshot_files)
     workload, workload_cluster = _workload(request, cluster)
@@ -208,6 +218,15 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
                               bound_pods=[p for p in cluster.pods if p.spec.node_name])
     templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
     claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
+    return placer, workload, templates, claims_by_ref
+
+
+def _place_all(placer: placement.Placer, workload: list[object],
+               templates: dict[str, model_claims.ResourceClaimTemplate],
+               claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
+               ) -> dict[str, Any]:
+    """Place the workload items in order, then the report (placement-only seconds included)."""
+    features = request.features
     results: list[ItemResult] = []
     progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
     start = time.perf_counter()
