@@ -1,6 +1,5 @@
 """The common base of every API model: frozen, camelCase aliases, unknown fields kept."""
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -1,6 +1,5 @@
 """ResourceClaim, ResourceClaimTemplate and the AllocationResult the allocator writes."""
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -1,6 +1,5 @@
 """DeviceClass and the selector/config shapes shared with claims."""
 
-from __future__ import annotations
 
 from typing import Any
 

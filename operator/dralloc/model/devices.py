@@ -1,6 +1,5 @@
 """ResourceSlice: pools, devices, attributes, capacity, shared counters."""
 
-from __future__ import annotations
 
 from typing import Any
 

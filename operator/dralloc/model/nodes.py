@@ -1,6 +1,5 @@
 """Core v1 subset: Node, Namespace, node selectors and node taints (what placement reads)."""
 
-from __future__ import annotations
 
 from pydantic import Field
 

@@ -1,6 +1,5 @@
 """Core v1 Pod subset: what placement and the claim lifecycle read."""
 
-from __future__ import annotations
 
 from pydantic import Field
 

@@ -1,6 +1,5 @@
 """Device taints, tolerations and DeviceTaintRule (resource.k8s.io)."""
 
-from __future__ import annotations
 
 from pydantic import Field
 
