@@ -696,4 +696,58 @@ CASES: dict[str, Case] = {
         expect=allocates([("r0", "gpu-0"), ("r1", "gpu-1")]),
         check=_claim_config_once_for_all,
     ),
+    # -- upstream's stable variant (only GA-level gates on) -----------------------------------------------------------------
+    "stable-variant-reads-a-capacity-request-as-absent": Case(
+        classes=[GPU], slices=[gpus("gpu-0")],
+        claims=[c0().request("r0", "gpu", capacity={"memory": "4Gi"})],
+        features=Features.only(["DRAPrioritizedList"]),
+        expect=allocates([("r0", "gpu-0")]),
+    ),
+    "incubating-variant-refuses-a-capacity-request-with-its-gate-off": Case(
+        classes=[GPU], slices=[gpus("gpu-0")],
+        claims=[c0().request("r0", "gpu", capacity={"memory": "4Gi"})],
+        features=Features.only(["DRAListTypeAttributes"]),
+        expect=raises(errors.FeatureDisabledError, "DRAConsumableCapacity feature is disabled"),
+    ),
+    "stable-variant-shows-allow-multiple-allocations-as-false": Case(
+        classes=[ANY], slices=[slice_("s1", devices=[device("shared").shared()])],
+        claims=[c0().request("r0", "any", selectors=["device.allowMultipleAllocations"])],
+        features=Features.only([]),
+        expect=does_not_fit(),
+    ),
+    "incubating-variant-shows-allow-multiple-allocations": Case(
+        classes=[ANY], slices=[slice_("s1", devices=[device("shared").shared()])],
+        claims=[c0().request("r0", "any", selectors=["device.allowMultipleAllocations"])],
+        features=Features.only(["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]),
+        expect=allocates([("r0", "shared")]),
+    ),
+    # -- pool completeness ---------------------------------------------------------------------------------------------------
+    "slice-count-of-the-first-slice-met-decides-completeness": Case(
+        # Upstream meets the node's own slices first: "z-mine" says 2 slices, and there are 2,
+        # so the pool is complete, and its duplicate device makes it invalid.
+        classes=[GPU],
+        slices=[slice_("z-mine", slice_count=2, devices=[device("gpu-0")]),
+                slice_("a-everywhere", node=None, all_nodes=True, slice_count=1, devices=[device("gpu-0")])],
+        claims=[c0().request("r0", "gpu")],
+        expect=raises(errors.InvalidPoolOnNodeError, "invalid resource pools were encountered"),
+    ),
+    # -- 1.36 with DRAListTypeAttributes off ----------------------------------------------------------------------------
+    "list-value-fails-cel-in-1.36-without-the-gate": Case(
+        classes=[GPU], slices=[slice_("s1", devices=[device("gpu-0").attr("numas", [0, 1])])],
+        claims=[c0().request("r0", "gpu")],
+        features=Features(release="1.36"),
+        expect=raises(errors.InvalidSelectorError, "unsupported attribute value"),
+    ),
+    "list-value-is-read-by-cel-in-1.37-without-the-gate": Case(
+        classes=[GPU], slices=[slice_("s1", devices=[device("gpu-0").attr("numas", [0, 1])])],
+        claims=[c0().request("r0", "gpu", selectors=[f'0 in device.attributes["{DRIVER}"].numas'])],
+        features=Features(release="1.37"),
+        expect=allocates([("r0", "gpu-0")]),
+    ),
+    "macro-over-an-attribute-value-does-not-compile-in-1.36-without-the-gate": Case(
+        classes=[GPU], slices=[slice_("s1", devices=[device("gpu-0").attr("model", "a100")])],
+        claims=[c0().request("r0", "gpu", selectors=[f'device.attributes["{DRIVER}"].model.exists(m, m == "a")'])],
+        features=Features(release="1.36"),
+        expect=raises(errors.InvalidSelectorError, "cannot be range of a comprehension"),
+    ),
 }

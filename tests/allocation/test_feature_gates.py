@@ -83,3 +83,38 @@ def test_parsed_unknown_gate_is_rejected_by_from_gates() -> None:
     """parse_gates accepts any name; from_gates rejects unknown ones."""
     with pytest.raises(errors.UnknownFeatureGateError):
         Features.from_gates(parse_gates("Bogus=true"))
+
+
+class TestReleases:
+    def test_default_release_is_1_37(self) -> None:
+        """Without a release named, dralloc follows Kubernetes 1.37 (the current release)."""
+        assert (Features().release, Features.only([]).release, Features.from_gates({}).release) == ("1.37",) * 3
+
+    def test_release_is_kept_by_both_constructors(self) -> None:
+        """from_gates and only carry the release through."""
+        assert Features.from_gates({}, release="1.36").release == "1.36"
+        assert Features.only(["DRAAdminAccess"], release="1.36") == Features(
+            **{**{f: False for f in ("prioritized_list", "partitionable_devices", "device_taints",
+                                     "consumable_capacity", "device_binding_conditions",
+                                     "resource_claim_device_status")}, "release": "1.36"})
+
+    def test_unknown_release_is_an_input_error_listing_the_supported_ones(self) -> None:
+        """A release dralloc does not reproduce is refused, naming the supported ones."""
+        with pytest.raises(errors.UnknownReleaseError, match=r"'1.35'; supported: 1.36, 1.37"):
+            Features(release="1.35")
+
+
+class TestUpstreamVariant:
+    """Which of upstream's allocator variants the gates select decides a few semantics."""
+
+    def test_binding_conditions_count_only_with_both_gates(self) -> None:
+        """DeviceBindingAndStatus needs both of its gates: one alone stays in the stable variant."""
+        assert Features.only(["DRADeviceBindingConditions"]).beyond_stable_channel is False
+        assert Features.only(["DRAResourceClaimDeviceStatus"]).beyond_stable_channel is False
+        assert Features.only(["DRADeviceBindingConditions",
+                              "DRAResourceClaimDeviceStatus"]).beyond_stable_channel is True
+
+    @pytest.mark.parametrize("gate", ["DRAConsumableCapacity", "DRAListTypeAttributes"])
+    def test_capacity_or_list_gates_leave_the_stable_variant(self, gate: str) -> None:
+        """DRAConsumableCapacity or DRAListTypeAttributes alone need the incubating/experimental variant."""
+        assert Features.only([gate]).beyond_stable_channel is True

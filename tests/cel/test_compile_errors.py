@@ -70,3 +70,38 @@ def test_compile_selector_is_memoized(model: str, numa: int) -> None:
     """The same text always yields the same compiled object."""
     text = f'device.attributes["gpu.example.com"].model == "{model}" && device.attributes["gpu.example.com"].numa == {numa}'
     assert selectors.compile_selector(text) is selectors.compile_selector(str(text))
+
+
+class TestWithoutListValues:
+    """Upstream 1.36 with DRAListTypeAttributes off types attribute values as 'any'."""
+
+    EXPRESSION = ('"numas" in device.attributes[device.driver] && '
+                  'device.attributes[device.driver].numas.exists(n, n == 1)')
+
+    @pytest.mark.parametrize("expression", [
+        pytest.param(EXPRESSION, id="field-selection"),
+        pytest.param('device.attributes["d"]["numas"].all(n, n > 0)', id="index"),
+        pytest.param('device.attributes["d"].numas.filter(n, n > 0).size() > 0', id="filter"),
+    ])
+    def test_macro_over_an_attribute_value_does_not_compile(self, expression: str) -> None:
+        """exists/all/filter over an attribute's value fail to compile, as in cel-go."""
+        with pytest.raises(selectors.CELCompileError, match="expression of type 'any' cannot be range"):
+            selectors.compile_selector(expression, list_values=False)
+
+    def test_the_error_points_at_the_attribute_name(self) -> None:
+        """The column is the '.' before the attribute name, where cel-go reports it (1:80 here)."""
+        with pytest.raises(selectors.CELCompileError, match=r"<input>:1:80: "):
+            selectors.compile_selector(self.EXPRESSION, list_values=False)
+
+    @pytest.mark.parametrize("expression", [
+        pytest.param('device.attributes["d"].exists(k, k == "numas")', id="over-the-domain-map"),
+        pytest.param("[1, 2].exists(n, n == 1)", id="over-a-literal"),
+        pytest.param('device.attributes["d"].numas == 1', id="no-macro"),
+    ])
+    def test_other_macros_compile(self, expression: str) -> None:
+        """Ranging over the attribute map itself or a literal list is fine."""
+        selectors.compile_selector(expression, list_values=False)
+
+    def test_with_list_values_the_macro_compiles(self) -> None:
+        """1.37 (or the gate on) types attribute values as dyn: the macro compiles."""
+        selectors.compile_selector(self.EXPRESSION)

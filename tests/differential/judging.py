@@ -232,14 +232,21 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
                 return again.deliberate == "share IDs"
             return ours["status"] != "error" or same_error(ours, answer)
 
-        if verdict.label == "devices differ" and not _has_distinct(case):
-            # Device choice only: the incubating channel differs from the stable one in some
-            # checks (distinctAttribute, capacity requests with their gate off), not in order.
-            sorted_answer = oracles.incubating(case)
-            if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
+        if not _has_distinct(case):
+            # The incubating channel walks pools sorted (binding-condition pools last), as dralloc
+            # does; it differs from the stable one in a few checks, which `stable_reading` evens
+            # out (distinctAttribute, which the stable channel lacks, is left out of this rule).
+            sorted_answer = oracles.incubating(stable_reading(case))
+            if verdict.label == "devices differ":
+                if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
+                    return dataclasses.replace(verdict, deliberate="sorted pool and slice order",
+                                               detail=f"{verdict.detail}; upstream's sorted (incubating) channel "
+                                                      "picks dralloc's devices")
+            elif ours["status"] == sorted_answer["status"] != "allocated" \
+                    and (ours["status"] != "error" or same_error(ours, sorted_answer)):
                 return dataclasses.replace(verdict, deliberate="sorted pool and slice order",
                                            detail=f"{verdict.detail}; upstream's sorted (incubating) channel "
-                                                  "picks dralloc's devices")
+                                                  "answers as dralloc does")
             if _list_attributes_unsupported(case, sorted_answer):
                 # In sorted order upstream meets the list-typed attribute first and fails on it.
                 return dataclasses.replace(verdict, label=KNOWN_A, known=KNOWN_A)
@@ -320,6 +327,26 @@ def sorted_slices(case: dict[str, Any]) -> dict[str, Any]:
     """The case with its slices in (driver, pool, name) order: the stable channel keeps input order."""
     slices = sorted(_slices(case), key=lambda s: (s["spec"]["driver"], s["spec"]["pool"]["name"], s["metadata"]["name"]))
     return {**case, "objects": {**case["objects"], "resourceSlices": slices}}
+
+
+def stable_reading(case: dict[str, Any]) -> dict[str, Any]:
+    """The case as the stable channel reads it, for asking the incubating channel.
+
+    With DRAConsumableCapacity off the stable channel knows neither capacity requests (it
+    ignores them; incubating fails on them) nor `allowMultipleAllocations` (CEL reads false;
+    without the gate the field changes nothing else), so both are dropped.
+    """
+    if "DRAConsumableCapacity" in (case.get("features") or []):
+        return case
+    out = copy.deepcopy(case)
+    for claim in out["objects"].get("claims") or []:
+        for request in claim["spec"]["devices"].get("requests") or []:
+            for body in [request.get("exactly") or {}, *(request.get("firstAvailable") or [])]:
+                body.pop("capacity", None)
+    for s in _slices(out):
+        for d in s["spec"].get("devices") or []:
+            d.pop("allowMultipleAllocations", None)
+    return out
 
 
 def _has_distinct(case: dict[str, Any]) -> bool:

@@ -153,14 +153,23 @@ class SliceIndex:
         self._by_pool: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
         # Slices pinned to one node by name are only ever relevant to that node; indexing
         # them keeps gathering for one node proportional to what the node can see.
+        # The lists keep input order, which upstream's "is the pool complete" check depends on
+        # (_gather). 1.36 reads a counter slice with a nodeName for every node (among the
+        # unpinned ones); 1.37 only for its node (among that node's slices).
         self._by_node: dict[str, list[devices.ResourceSlice]] = defaultdict(list)
         self._unpinned: list[devices.ResourceSlice] = []
+        self._by_node_1_37: dict[str, list[devices.ResourceSlice]] = defaultdict(list)
+        self._unpinned_1_37: list[devices.ResourceSlice] = []
         for s in self.slices:
             self._by_pool[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
             if s.spec.node_name and not s.spec.shared_counters:
                 self._by_node[s.spec.node_name].append(s)
             else:
                 self._unpinned.append(s)
+            if s.spec.node_name:
+                self._by_node_1_37[s.spec.node_name].append(s)
+            else:
+                self._unpinned_1_37.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
         self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
         # Many nodes see the same pool the same way (e.g. counter-set slices, network pools).
@@ -229,15 +238,21 @@ class SliceIndex:
 
     def _gather(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
         relevant: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
-        for s in (*self._by_node.get(node.name, ()), *self._unpinned):
+        if features.at_least_1_37:
+            visible = (*self._by_node_1_37.get(node.name, ()), *self._unpinned_1_37)
+        else:
+            visible = (*self._by_node.get(node.name, ()), *self._unpinned)
+        for s in visible:
             if self._relevant(s, node, features):
                 relevant[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
         pools: list[Pool] = []
         for pool_id, candidates in relevant.items():
             generation = max(s.spec.pool.generation for s in candidates)
-            kept = sorted((s for s in candidates if s.spec.pool.generation == generation),
-                          key=lambda s: s.metadata.name)
-            expected = kept[0].spec.pool.resource_slice_count
+            newest = [s for s in candidates if s.spec.pool.generation == generation]
+            # Upstream takes the slice count of the first slice it met (the node's own slices
+            # first, each group in input order), not of the first by name.
+            expected = newest[0].spec.pool.resource_slice_count
+            kept = sorted(newest, key=lambda s: s.metadata.name)
             everywhere = self._by_pool[pool_id]
             current = [s for s in everywhere if s.spec.pool.generation == generation]
             incomplete = False

@@ -144,7 +144,7 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
             cached = info.driver == literal if device_error is None else ("runtime", device_error)
         else:
             try:
-                program = cel_selectors.compile_selector(expression)
+                program = cel_selectors.compile_selector(expression, list_values=view.list_values)
             except cel_selectors.CELCompileError as exc:
                 cached = ("compile", str(exc))
             else:

@@ -202,3 +202,48 @@ def check(tree: lark.Tree[Any]) -> list[Issue]:
         if kind is not None and kind != "bool":
             checker.issues.append(Issue(f"must evaluate to bool or the unknown type, not {kind}", 1, 1))
     return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))
+
+
+def ranges_over_attribute_values(tree: lark.Tree[Any]) -> list[Issue]:
+    """Macros (exists, all, ...) over a device attribute's value, which 1.36 cannot compile with
+    DRAListTypeAttributes off.
+
+    1.36 declares attribute values with the gate off as the type 'any', and cel-go refuses to
+    range over that; with the gate on they are 'dyn' (lists allowed), and 1.37 declares them so
+    whatever the gate. Only the plain forms `device.attributes[D].name` and
+    `device.attributes[D]["name"]` are recognised: a value passed through `cel.bind` or `dyn()`
+    is not.
+    """
+    issues: list[Issue] = []
+    for node in tree.iter_subtrees():
+        if node.data != "member_dot_arg" or macros.is_cel_bind(node):
+            continue
+        if str(cast(lark.Token, node.children[1]).value) not in macros.CEL_MACROS:
+            continue
+        target = macros.innermost(node.children[0])
+        if target is not None and _is_attribute_value(target):
+            line, column = _value_position(target)
+            issues.append(Issue("expression of type 'any' cannot be range of a comprehension "
+                                "(must be list, map, or dynamic)", line, column))
+    return sorted(issues, key=lambda issue: (issue.line, issue.column))
+
+
+def _is_attribute_value(node: lark.Tree[Any]) -> bool:
+    """`device.attributes[D].name` or `device.attributes[D][K]`."""
+    if node.data not in {"member_dot", "member_index"}:
+        return False
+    domain = macros.innermost(node.children[0])
+    if domain is None or domain.data != "member_index":
+        return False
+    attributes = macros.innermost(domain.children[0])
+    return (attributes is not None and attributes.data == "member_dot"
+            and macros.simple_ident(attributes.children[0]) == "device"
+            and str(cast(lark.Token, attributes.children[1]).value) == "attributes")
+
+
+def _value_position(node: lark.Tree[Any]) -> tuple[int, int]:
+    """Where cel-go puts the error: the '.' (or '[') before the attribute's name."""
+    if node.data == "member_dot":
+        line, column = _position(node.children[1])
+        return line, max(1, column - 1)
+    return _position(node)

@@ -133,8 +133,33 @@ _failures: dict[str, str] = {}
 _MAX_FAILURES = 4096
 
 
-def compile_selector(expression: str) -> CompiledSelector:
-    """Compile (or fetch the already compiled) selector for this exact text."""
+def compile_selector(expression: str, *, list_values: bool = True) -> CompiledSelector:
+    """Compile (or fetch the already compiled) selector for this exact text.
+
+    `list_values=False`: as upstream 1.36 compiles with DRAListTypeAttributes off, which also
+    refuses macros over an attribute's value (`checking.ranges_over_attribute_values`).
+    """
+    compiled = _compile_selector(expression)
+    if not list_values:
+        _check_without_list_values(expression)
+    return compiled
+
+
+@functools.lru_cache(maxsize=4096)
+def _without_list_values_issues(expression: str) -> str | None:
+    issues = checking.ranges_over_attribute_values(_parse(expression))  # celpy's tree has positions
+    if not issues:
+        return None
+    return "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues)
+
+
+def _check_without_list_values(expression: str) -> None:
+    message = _without_list_values_issues(expression)
+    if message is not None:
+        raise CELCompileError(message, expression=expression)
+
+
+def _compile_selector(expression: str) -> CompiledSelector:
     with _lock:
         failed = _failures.get(expression)
         if failed is not None:
