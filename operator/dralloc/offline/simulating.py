@@ -143,13 +143,15 @@ def fragmentation(placer: placement.Placer) -> dict[str, dict[str, int]]:
     result: dict[str, dict[str, int]] = {}
     for class_name in placer.snapshot.classes:
         counts = {str(k): 0 for k in FRAGMENTATION_SIZES}
+        # One probe claim per size, the same on every node (models are immutable).
+        probes = {k: model_claims.ResourceClaim.model_validate({
+            "metadata": {"name": f"probe-{k}", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                "deviceClassName": class_name, "allocationMode": "ExactCount", "count": k}}]}},
+        }) for k in FRAGMENTATION_SIZES}
         for view in placer.views:
             for k in FRAGMENTATION_SIZES:
-                probe = model_claims.ResourceClaim.model_validate({
-                    "metadata": {"name": f"probe-{k}", "namespace": "default"},
-                    "spec": {"devices": {"requests": [{"name": "r", "exactly": {
-                        "deviceClassName": class_name, "allocationMode": "ExactCount", "count": k}}]}},
-                })
+                probe = probes[k]
                 try:
                     outcome = allocation.allocate(placer.snapshot, [probe], view, features=placer.features,
                                                   explain=False)
