@@ -4,11 +4,14 @@
 
 Runs tests/conformance/vectors/*.yaml through `oracle batch` (N times, default 3: a
 result that depends on map order shows up as a flip) and compares each outcome with
-the vector's `expect` (tests/differential/expecting.py). `beyond-*` vectors are
-dralloc's deliberate differences: they are expected NOT to reproduce, and one that
-does is reported. Prints one line per vector that does not reproduce, then a summary;
-exit 1 when an upstream-derived vector does not reproduce or a beyond-* vector does,
-unless CHANGED_IN_1_37 explains it (a release that changed the semantics on purpose).
+the vector's `expect` (tests/differential/expecting.py). A vector *claims* a release when
+its `versions` lists it (1.37 for v0.37.x): every upstream-derived vector that claims the
+oracle's release must reproduce. The others are reported with whether they reproduce
+(CHANGED_IN_1_37 says why the 1.36-only ones do not at 1.37). `beyond-*` vectors are
+dralloc's deliberate differences: they are expected NOT to reproduce, and one that does is
+reported (and fails the run unless BEYOND_UPSTREAM_SINCE says that release caught up).
+Prints one line per vector that does not behave as its `versions` says, then a summary;
+exit 1 when a vector fails its claim.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from tests.differential import expecting, oracle
 
 # Vectors whose `expect` (releases 1.34-1.36) the 1.37 allocator no longer produces, because
 # 1.37 changed the semantics on purpose (read in k8s.io/dynamic-resource-allocation v0.37.2).
-# The vectors stay as they are while dralloc implements 1.36; these are reported, not failed.
+# They do not claim 1.37; each has a `-1-37` twin with 1.37's answer.
 CHANGED_IN_1_37 = {
     "with-class-device-config": "a config that applies to every request of the claim gets no `requests` "
                                 "list ('empty means all'; structured/internal/*/allocator_*.go)",
@@ -36,9 +39,13 @@ CHANGED_IN_1_37 = {
         "with DRAListTypeAttributes off CEL no longer fails on list-typed attributes (cel/compile.go "
         "converts them whatever the gate); the distinctAttribute constraint rejects the list value, so "
         "the claim does not fit instead of failing with 'unsupported attribute value'",
-    "beyond-distinct-attribute-same-request":
-        "distinctAttribute now compares a device with every device already picked (constraint.go keeps "
-        "a list), which is what dralloc does on purpose: at 1.37 this is no longer a difference",
+}
+
+# beyond-* vectors that a later release reproduces: upstream caught up with dralloc.
+BEYOND_UPSTREAM_SINCE = {
+    "beyond-distinct-attribute-same-request": (
+        "1.37", "distinctAttribute compares a device with every device already picked (constraint.go keeps "
+        "a list), which is what dralloc does on purpose: at 1.37 this is no longer a difference"),
 }
 
 
@@ -60,43 +67,58 @@ def verify(version: str | None, runs: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _minor(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", default=None, help="oracle release: v0.37 (default) or v0.36")
     parser.add_argument("--runs", type=int, default=3, help="times every vector is asked (default 3)")
     parser.add_argument("--json", metavar="FILE", help="also write the per-vector rows as JSON")
     args = parser.parse_args(argv)
-    release = oracle.version_of(args.version)
+    version = oracle.version_of(args.version)
+    release = "1." + version.lstrip("v").split(".")[1]
     rows = verify(args.version, args.runs)
-    changed = CHANGED_IN_1_37 if release.startswith("v0.37.") else {}
+    versions = {c["name"]: [str(v) for v in c.get("versions") or []] for c in vectors.load_all()}
     for r in rows:
-        r["changedInRelease"] = changed.get(r["name"])
-        # Reproducing: an upstream-derived vector that matches; a beyond-* one that does not.
-        r["asIntended"] = bool(r["problems"]) == r["beyond"]
-    upstream = [r for r in rows if not r["beyond"]]
+        r["claims"] = release in versions[r["name"]]
+        since = BEYOND_UPSTREAM_SINCE.get(r["name"])
+        caught_up = since is not None and _minor(release) >= _minor(since[0])
+        r["note"] = (since[1] if caught_up else None) or (
+            CHANGED_IN_1_37.get(r["name"]) if _minor(release) >= (1, 37) else None)
+        if r["beyond"]:
+            r["asIntended"] = bool(r["problems"]) or caught_up
+        else:
+            r["asIntended"] = not r["problems"] or not r["claims"]
     for r in rows:
-        if r["asIntended"]:
-            if not r["beyond"] and r["strictProblems"]:
-                print(f"SHAPE    {r['name']} (exact: false: valid, other devices): {r['strictProblems'][0]}")
+        if r["claims"] and not r["beyond"] and not r["problems"] and r["strictProblems"]:
+            print(f"SHAPE    {r['name']} (exact: false: valid, other devices): {r['strictProblems'][0]}")
+        if r["asIntended"] and (r["claims"] or r["beyond"]) and not r["note"]:
             continue
-        kind = "CHANGED " if r["changedInRelease"] else "DIFFERS "
-        what = r["problems"] or ["reproduces upstream, though tagged beyondUpstream"]
-        for p in what:
-            print(f"{kind} {r['name']} [{r['allocator']}]: {p}")
-        if r["changedInRelease"]:
-            print(f"           changed in {release}: {r['changedInRelease']}")
-    unexplained = [r for r in rows if not r["asIntended"] and not r["changedInRelease"]]
-    print(f"k8s.io/dynamic-resource-allocation {release}, {args.runs} run(s): "
-          f"{sum(r['asIntended'] for r in upstream)} of {len(upstream)} upstream-derived vectors reproduce"
-          f" ({sum(1 for r in upstream if not r['exact'] and r['asIntended'] and not r['strictProblems'])}"
-          f" of {sum(1 for r in upstream if not r['exact'])} exact: false ones with the listed devices);"
-          f" {sum(1 for r in rows if r['beyond'] and r['asIntended'])} of {sum(1 for r in rows if r['beyond'])}"
-          f" beyond-* vectors differ; {sum(1 for r in rows if not r['asIntended'] and r['changedInRelease'])}"
-          f" known changes of this release, {len(unexplained)} unexplained")
+        if not r["claims"] and not r["beyond"]:
+            kind = "OTHER   " if r["problems"] else "ALSO    "
+        else:
+            kind = "OK      " if r["asIntended"] else "FAILS   "
+        what = r["problems"] or ["reproduces upstream" + (", though tagged beyondUpstream" if r["beyond"] else "")]
+        print(f"{kind} {r['name']} (versions {', '.join(versions[r['name']]) or 'none'}) [{r['allocator']}]: {what[0]}")
+        if r["note"]:
+            print(f"           {version}: {r['note']}")
+    upstream = [r for r in rows if not r["beyond"]]
+    claiming = [r for r in upstream if r["claims"]]
+    failing = [r for r in rows if not r["asIntended"]]
+    print(f"k8s.io/dynamic-resource-allocation {version}, {args.runs} run(s): "
+          f"{sum(not r['problems'] for r in claiming)} of {len(claiming)} upstream-derived vectors that list "
+          f"{release} reproduce ({sum(1 for r in claiming if not r['exact'] and not r['strictProblems'])}"
+          f" of {sum(1 for r in claiming if not r['exact'])} exact: false ones with the listed devices); "
+          f"of the {len(upstream) - len(claiming)} that do not list it, "
+          f"{sum(1 for r in upstream if not r['claims'] and not r['problems'])} reproduce anyway; "
+          f"{sum(1 for r in rows if r['beyond'] and r['problems'])} of {sum(1 for r in rows if r['beyond'])}"
+          f" beyond-* vectors differ; {len(failing)} fail their claim")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"release": release, "runs": args.runs, "vectors": rows}, handle, indent=2)
-    return 1 if unexplained else 0
+            json.dump({"release": version, "runs": args.runs, "vectors": rows}, handle, indent=2)
+    return 1 if failing else 0
 
 
 if __name__ == "__main__":

@@ -232,10 +232,11 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
                 return again.deliberate == "share IDs"
             return ours["status"] != "error" or same_error(ours, answer)
 
-        if not _has_distinct(case):
+        if not _has_distinct(case) and not any(s["spec"].get("sharedCounters") for s in _slices(case)):
             # The incubating channel walks pools sorted (binding-condition pools last), as dralloc
             # does; it differs from the stable one in a few checks, which `stable_reading` evens
-            # out (distinctAttribute, which the stable channel lacks, is left out of this rule).
+            # out. Left out of this rule: distinctAttribute (the stable channel lacks it) and
+            # counter slices (1.37's incubating channel reads them only where they select the node).
             sorted_answer = oracles.incubating(stable_reading(case))
             if verdict.label == "devices differ":
                 if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):

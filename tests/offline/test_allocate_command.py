@@ -211,6 +211,36 @@ class TestPolicy:
         assert "invalid choice: 'best-fit'" in capsys.readouterr().err
 
 
+class TestKubernetesVersion:
+    """--kubernetes-version picks whose allocator semantics apply where 1.36 and 1.37 differ."""
+
+    @pytest.mark.parametrize("command", ["allocate", "simulate", "run"])
+    def test_choices_are_the_releases_the_allocator_reproduces(self, command: str) -> None:
+        """The flag offers exactly allocation.features.RELEASES, default DEFAULT_RELEASE."""
+        from dralloc.allocation.features import DEFAULT_RELEASE, RELEASES
+
+        sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+        flag = next(a for a in sub.choices[command]._actions if a.dest == "kubernetes_version")  # type: ignore[union-attr]
+        assert (tuple(flag.choices), flag.default) == (RELEASES, DEFAULT_RELEASE)
+
+    @pytest.mark.parametrize(("release", "requests"), [("1.36", ["gpu"]), ("1.37", None)])
+    def test_a_config_for_every_request_lists_them_only_in_1_36(
+            self, dralloc: Invoke, tmp_path: pathlib.Path, release: str, requests: list[str] | None) -> None:
+        """1.37 gives a config entry that covers every request no `requests` ("empty means all")."""
+        path = documents(tmp_path / "c.yaml", [*CLUSTER, claim("one").request("gpu", "gpu").config(
+            "gpu.example.com", {"mode": "x"}, "gpu")])
+        run = dralloc("allocate", "-f", path, "--kubernetes-version", release, "-o", "json")
+        config = run.json()["claims"][0]["allocation"]["devices"]["config"]
+        assert [c.get("requests") for c in config] == [requests]
+
+    def test_unknown_release_is_refused(self, cluster: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """A release dralloc does not reproduce: a usage error (exit 2) listing the choices."""
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["allocate", "-f", cluster, "--kubernetes-version", "1.35"])
+        assert exited.value.code == 2
+        assert "--kubernetes-version: invalid choice: '1.35' (choose from '1.36', '1.37')" in capsys.readouterr().err
+
+
 class TestInputErrors:
     def expect_error(self, dralloc: Invoke, *argv: str) -> str:
         run = dralloc("allocate", *argv)

@@ -79,6 +79,15 @@ class Features:
         return self.release != "1.36"
 
     @property
+    def counter_slices_everywhere(self) -> bool:
+        """Whether a slice with sharedCounters is read for every node, whatever its node fields.
+
+        So in 1.36 and in 1.37's stable variant; 1.37's incubating and experimental variants
+        read it only where it selects the node.
+        """
+        return not (self.at_least_1_37 and self.beyond_stable_channel)
+
+    @property
     def beyond_stable_channel(self) -> bool:
         """Whether upstream would run its incubating or experimental allocator, not the stable one.
 

@@ -154,13 +154,16 @@ class SliceIndex:
         # Slices pinned to one node by name are only ever relevant to that node; indexing
         # them keeps gathering for one node proportional to what the node can see.
         # The lists keep input order, which upstream's "is the pool complete" check depends on
-        # (_gather). 1.36 reads a counter slice with a nodeName for every node (among the
-        # unpinned ones); 1.37 only for its node (among that node's slices).
+        # (_gather). A counter slice with a nodeName is read for every node (among the
+        # unpinned ones) or only for its node (among that node's slices): see
+        # Features.counter_slices_everywhere.
         self._by_node: dict[str, list[devices.ResourceSlice]] = defaultdict(list)
         self._unpinned: list[devices.ResourceSlice] = []
         self._by_node_1_37: dict[str, list[devices.ResourceSlice]] = defaultdict(list)
         self._unpinned_1_37: list[devices.ResourceSlice] = []
-        for s in self.slices:
+        self._position: dict[int, int] = {}  # id(slice) -> input position
+        for position, s in enumerate(self.slices):
+            self._position[id(s)] = position
             self._by_pool[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
             if s.spec.node_name and not s.spec.shared_counters:
                 self._by_node[s.spec.node_name].append(s)
@@ -209,8 +212,8 @@ class SliceIndex:
         if spec.shared_counters:
             if not features.partitionable_devices:
                 return False
-            if not features.at_least_1_37:
-                # 1.36: counter sets belong to the whole pool, whatever node fields the slice has.
+            if features.counter_slices_everywhere:
+                # Counter sets belong to the whole pool, whatever node fields the slice has.
                 return True
             # 1.37 reads a counter slice only where it selects the node; a pool that needs it
             # elsewhere looks incomplete from the node and is then completed from every
@@ -238,10 +241,10 @@ class SliceIndex:
 
     def _gather(self, node: NodeView, features: Features) -> tuple[Pool, ...]:
         relevant: dict[PoolID, list[devices.ResourceSlice]] = defaultdict(list)
-        if features.at_least_1_37:
-            visible = (*self._by_node_1_37.get(node.name, ()), *self._unpinned_1_37)
-        else:
+        if features.counter_slices_everywhere:
             visible = (*self._by_node.get(node.name, ()), *self._unpinned)
+        else:
+            visible = (*self._by_node_1_37.get(node.name, ()), *self._unpinned_1_37)
         for s in visible:
             if self._relevant(s, node, features):
                 relevant[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
@@ -249,9 +252,11 @@ class SliceIndex:
         for pool_id, candidates in relevant.items():
             generation = max(s.spec.pool.generation for s in candidates)
             newest = [s for s in candidates if s.spec.pool.generation == generation]
-            # Upstream takes the slice count of the first slice it met (the node's own slices
-            # first, each group in input order), not of the first by name.
-            expected = newest[0].spec.pool.resource_slice_count
+            # Upstream takes the slice count of the first slice it met, not of the first by
+            # name: its incubating variant meets the node's own slices first (each group in
+            # input order), its stable variant every slice in input order.
+            first = newest[0] if features.beyond_stable_channel else min(newest, key=lambda s: self._position[id(s)])
+            expected = first.spec.pool.resource_slice_count
             kept = sorted(newest, key=lambda s: s.metadata.name)
             everywhere = self._by_pool[pool_id]
             current = [s for s in everywhere if s.spec.pool.generation == generation]
@@ -264,7 +269,7 @@ class SliceIndex:
             # 1.37 takes the counter sets from every slice of the pool when the node's own view
             # of it is short (a counter slice that does not select the node); 1.36 read every
             # counter slice anyway.
-            counter_slices = current if len(kept) != expected and features.at_least_1_37 else kept
+            counter_slices = current if len(kept) != expected and not features.counter_slices_everywhere else kept
             pool_key = (pool_id, tuple(id(s) for s in kept), incomplete, features)
             pool = self._pool_cache.get(pool_key)
             if pool is None:
