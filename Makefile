@@ -16,6 +16,7 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory differential-ci
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests bench
@@ -113,6 +114,9 @@ N ?= 5000
 differential: $(STAMP) oracle/bin/oracle.built oracle/bin/oracle-v0.36.built
 	$(BIN)/python -m tests.differential.differential -n $(N) $(if $(SEED),--seed $(SEED)) \
 		--version $(ORACLE_DRA_VERSION) $(ARGS)
-# CI-sized: 300 cases, the seed from the date (one seed a day, the same all day).
+# CI-sized (part of `make test`): 300 cases against each release, the seed from the date (one
+# seed a day, the same all day; SEED=S replays another day). Fails on an unexplained difference.
+CI_SEED ?= $(if $(SEED),$(SEED),$$(date +%Y%m%d))
 differential-ci: $(STAMP) oracle/bin/oracle.built oracle/bin/oracle-v0.36.built
-	$(BIN)/python -m tests.differential.differential -n 300 --seed $$(date +%Y%m%d) $(ARGS)
+	$(BIN)/python -m tests.differential.differential -n 300 --seed $(CI_SEED) --version v0.37 --max-checks 150 $(ARGS)
+	$(BIN)/python -m tests.differential.differential -n 300 --seed $(CI_SEED) --version v0.36 --max-checks 150 $(ARGS)

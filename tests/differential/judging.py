@@ -232,11 +232,13 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
                 return again.deliberate == "share IDs"
             return ours["status"] != "error" or same_error(ours, answer)
 
-        if not _has_distinct(case) and not any(s["spec"].get("sharedCounters") for s in _slices(case)):
+        if not _has_distinct(case) and not any(s["spec"].get("sharedCounters") and not _selects_node(s["spec"], case["node"])
+                                               for s in _slices(case)):
             # The incubating channel walks pools sorted (binding-condition pools last), as dralloc
             # does; it differs from the stable one in a few checks, which `stable_reading` evens
             # out. Left out of this rule: distinctAttribute (the stable channel lacks it) and
-            # counter slices (1.37's incubating channel reads them only where they select the node).
+            # counter slices that do not select the node (1.37's incubating channel does not read
+            # them there; its stable channel does).
             sorted_answer = oracles.incubating(stable_reading(case))
             if verdict.label == "devices differ":
                 if sorted_answer["status"] == "allocated" and _devices(ours) == _devices(sorted_answer):
@@ -321,7 +323,7 @@ def _selects_node(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     return False
 
 
-ORDER_TRIES = 16  # asks of the stable channel: its map order over 2-4 pools varies from ask to ask
+ORDER_TRIES = 48  # asks of the stable channel: its map order over 2-4 pools varies from ask to ask, unevenly
 
 
 def sorted_slices(case: dict[str, Any]) -> dict[str, Any]:
