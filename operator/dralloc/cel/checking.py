@@ -110,12 +110,56 @@ class _Checker:
         for arg in _arguments(rest):
             self.visit(arg, bound)
 
+    def _optional_element(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        # Reached only outside a list element, map key or index (those unwrap it first).
+        self.report(node, "Syntax error: mismatched input '?'")
+        self.visit(node.children[0], bound)
+
+    def _visit_element(self, node: lark.Tree[Any] | lark.Token, bound: frozenset[str]) -> None:
+        """A list element, map key or index, where `?e` is allowed."""
+        inner = macros.optional_element(node)
+        self.visit(node if inner is None else inner, bound)
+
+    def _list_lit(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        for element in _arguments(node.children):
+            self._visit_element(element, bound)
+
+    def _mapinits(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        for position, child in enumerate(node.children):
+            if position % 2 == 0:
+                self._visit_element(child, bound)
+            else:
+                self.visit(child, bound)
+
+    def _member_index(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        self.visit(node.children[0], bound)
+        self._visit_element(node.children[1], bound)
+
+    def _member_dot_opt(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
+        member, field = node.children
+        name = str(cast(lark.Token, field).value)
+        if _is_device(member, bound) and name not in DEVICE_FIELDS:
+            self.report(field, f"undefined field '{name}'")
+        self.visit(member, bound)
+
     def _member_dot_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
         member, token = node.children[0], cast(lark.Token, node.children[1])
         name = str(token.value)
         args = _arguments(node.children[2:])
         if macros.is_cel_bind(node) and "cel" not in bound:
             self._bind_like(node, "cel.bind", args, 3, bound, scoped=(2,))
+            return
+        if macros.qualified_name(node) is not None and macros.simple_ident(member) not in bound:
+            for arg in args:
+                self.visit(arg, bound)
+            return
+        if len(args) in macros.TWO_VARIABLE_MACROS.get(name, ()):
+            self.visit(member, bound)
+            self._two_variables(node, name, args, bound)
+            return
+        if name in macros.OPTIONAL_MACROS:
+            self.visit(member, bound)
+            self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
         if name in macros.CEL_MACROS:
             self.visit(member, bound)
@@ -126,6 +170,20 @@ class _Checker:
         self.visit(member, bound)
         for arg in args:
             self.visit(arg, bound)
+
+    def _two_variables(self, node: lark.Tree[Any], name: str, args: list[lark.Tree[Any]],
+                       bound: frozenset[str]) -> None:
+        names = [macros.simple_ident(arg) for arg in args[:2]]
+        for arg, var in zip(args[:2], names, strict=True):
+            if var is None:
+                self.report(arg, "argument must be a simple name")
+                return
+            if var in scopes.RESERVED_NAMES or var.startswith("_"):
+                self.report(arg, f"{name}() variable name '{var}' is reserved")
+        if names[0] == names[1]:
+            self.report(args[1], f"duplicate variable name: {names[1]}")
+        for arg in args[2:]:
+            self.visit(arg, bound | {n for n in names if n is not None})
 
     def _bind_like(self, node: lark.Tree[Any], what: str, args: list[lark.Tree[Any]], count: int,
                    bound: frozenset[str], *, scoped: tuple[int, ...]) -> None:

@@ -15,9 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from celpy import celtypes
 from celpy.evaluation import base_functions
 
-from dralloc.cel import library_lists, library_quantity, library_semver, library_strings, operators
+from dralloc.cel import (
+    library_lists,
+    library_net,
+    library_optional,
+    library_quantity,
+    library_semver,
+    library_sets,
+    library_strings,
+    operators,
+)
 from dralloc.cel.library_semver import Semver
 from dralloc.model.quantities import Quantity
 
@@ -69,6 +79,14 @@ def includes(receiver: Any, item: Any) -> Any:
     return library_lists.includes(receiver, item)
 
 
+@operators.propagates_errors
+def string(value: Any) -> Any:
+    """CEL's `string()` conversion, which the IP and CIDR libraries extend to their types."""
+    if isinstance(value, library_net.IP | library_net.CIDR):
+        return celtypes.StringType(str(value))
+    return base_functions["string"](value)
+
+
 # Names of celpy's base functions that selectors may call as `f(...)`.
 _BASE_GLOBALS = frozenset({
     "size", "int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
@@ -114,11 +132,21 @@ _OWN: dict[str, Callable[..., Any]] = {
     "includes": includes,
     **library_strings.FUNCTIONS,
     **library_lists.FUNCTIONS,
+    **library_net.FUNCTIONS,
+    **library_sets.FUNCTIONS,
+    **library_optional.FUNCTIONS,
+    "string": string,
 }
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {**base_functions, **_OWN}
 
-GLOBAL_FUNCTIONS = _BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver"}
-MEMBER_FUNCTIONS = _BASE_MEMBERS | (frozenset(_OWN) - GLOBAL_FUNCTIONS - {
+# Namespaced functions (`sets.contains(...)`), called as `ns.f(...)`; the parser sees a
+# method `f` on the identifier `ns`, so the transpiler and the checker look these up first.
+QUALIFIED_FUNCTIONS = frozenset(name for name in _OWN if "." in name)
+NAMESPACES = frozenset(name.split(".")[0] for name in QUALIFIED_FUNCTIONS)
+
+GLOBAL_FUNCTIONS = (_BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver"}
+                    | library_net.GLOBALS | library_optional.GLOBALS) - QUALIFIED_FUNCTIONS
+MEMBER_FUNCTIONS = _BASE_MEMBERS | {"ip"} | (frozenset(_OWN) - GLOBAL_FUNCTIONS - QUALIFIED_FUNCTIONS - {
     name for name in _OWN if name.startswith("_")
-})
+} - {"string"})

@@ -6,12 +6,19 @@ Out-of-range indices are errors, not clamps. `find`/`findAll` are
 RE2 via google-re2). Regexes use RE2 syntax here as upstream does; an invalid
 pattern is a runtime error (upstream reports constant patterns at compile time).
 
-Not provided: `format`, `strings.quote` and `reverse` (see the package report).
+`format` and `strings.quote` are strings version 1 (upstream's base environment uses
+version 2: `reverse` is version 3, so not declared). `format` is cel-go's v1 formatter
+with its quirks, each checked against upstream: `%f`/`%e` go through an en_US number
+printer (`1,234.50`; `%e` as 1.234500 times 10⁰³; `%.3e` sets a width, not a precision), doubles
+inside a formatted list print as `%.6f`, a lone double with `%s` prints as Go's `%g`
+shortest form. Timestamps and durations are not formatted (a runtime error here).
 """
 
 from __future__ import annotations
 
+import decimal
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -163,6 +170,280 @@ def findAll(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
     return celtypes.ListType(found if n < 0 else found[:n])
 
 
+
+
+# --- format and strings.quote (cel-go ext/formatting.go, strings.go at version 2) ----------------
+
+_QUOTE_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                  "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+@operators.propagates_errors
+def strings_quote(text: Any) -> _S:
+    return _S('"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in _str(text, "strings.quote")) + '"')
+
+
+def _go_quote(text: str) -> str:
+    """Go's strconv.Quote (fmt's %q), which cel-go uses for strings inside lists and maps."""
+    out = []
+    for char in text:
+        if char in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _go_shortest(value: float) -> str:
+    """Go's strconv.FormatFloat(v, 'g', -1, 64): shortest digits, exponent when exp < -4 or >= 6."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if math.copysign(1, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    # repr gives the shortest digits that round-trip, as Go's shortest formatting does.
+    _, digit_tuple, exponent = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + int(exponent)  # digits before the decimal point
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        tail = digits[1:]
+        return f"{sign}{digits[0]}{'.' + tail if tail else ''}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _grouped(text: str) -> str:
+    """en_US digit grouping of a %f result, as golang.org/x/text/message prints it."""
+    sign = "-" if text.startswith("-") else ""
+    whole, dot, fraction = text.lstrip("-").partition(".")
+    groups: list[str] = []
+    while len(whole) > 3:
+        groups.insert(0, whole[-3:])
+        whole = whole[:-3]
+    return sign + ",".join([whole, *groups]) + dot + fraction
+
+
+def _localized_special(value: float) -> str | None:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return None
+
+
+def _format_error(message: str) -> ValueError:
+    return ValueError(f"error during formatting: {message}")
+
+
+def _cel_type_name(value: Any) -> str:
+    if isinstance(value, celtypes.TypeType):
+        return "type"
+    if isinstance(value, celtypes.DurationType):
+        return "google.protobuf.Duration"
+    if isinstance(value, celtypes.TimestampType):
+        return "google.protobuf.Timestamp"
+    return operators.type_name(value)
+
+
+def _is(value: Any, *kinds: type) -> bool:
+    return isinstance(value, kinds) and not (isinstance(value, celtypes.BoolType) and celtypes.BoolType not in kinds)
+
+
+def _plain_string(value: Any) -> str:
+    """cel-go's FormatString: the `%s` of one value outside a list."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_in_aggregate(v) for v in value) + "]"
+    if isinstance(value, celtypes.MapType):
+        return _format_map(value)
+    if isinstance(value, celtypes.BoolType):
+        return "true" if value else "false"
+    if isinstance(value, celtypes.DoubleType):
+        return _go_shortest(float(value))
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return str(int(value))
+    if isinstance(value, celtypes.TypeType):
+        return _type_text(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value).decode("utf-8", errors="replace")
+    if value is None:
+        return "null"
+    raise _format_error("string clause can only be used on strings, bools, bytes, ints, doubles, maps, "
+                        f"lists, types, durations, and timestamps, was given {_cel_type_name(value)}")
+
+
+def _type_text(value: Any) -> str:
+    names = {celtypes.IntType: "int", celtypes.UintType: "uint", celtypes.DoubleType: "double",
+             celtypes.BoolType: "bool", celtypes.StringType: "string", celtypes.BytesType: "bytes",
+             celtypes.ListType: "list", celtypes.MapType: "map", type(None): "null_type"}
+    return names.get(value, getattr(value, "__name__", str(value)))
+
+
+def _in_aggregate(value: Any) -> str:
+    """One element of a formatted list or map: clauseForType, then quoteForCEL."""
+    if isinstance(value, celtypes.DoubleType):
+        number = float(value)
+        if math.isnan(number) or math.isinf(number):
+            return f'"{_go_shortest(number)}"'
+        return f"{number:.6f}"
+    if isinstance(value, str):
+        return _go_quote(str(value))
+    if isinstance(value, bytes):
+        return "b" + _go_quote(bytes(value).decode("utf-8", errors="replace"))
+    if isinstance(value, celtypes.IntType | celtypes.UintType) and not isinstance(value, celtypes.BoolType):
+        return str(int(value))
+    if isinstance(value, celtypes.TypeType):
+        return _type_text(value)
+    if value is None or isinstance(value, celtypes.BoolType | list | celtypes.MapType):
+        return _plain_string(value)
+    raise ValueError(f"no formatting function for {_cel_type_name(value)}")
+
+
+def _format_map(value: Any) -> str:
+    pairs = []
+    for key, item in value.items():
+        if isinstance(key, str):
+            key_text = _go_quote(str(key))
+        elif isinstance(key, celtypes.BoolType | celtypes.IntType | celtypes.UintType):
+            key_text = _plain_string(key)
+        else:
+            raise ValueError(f"no formatting function for map key of type {_cel_type_name(key)}")
+        pairs.append((key_text, _in_aggregate(item)))
+    pairs.sort(key=lambda pair: pair[0])
+    return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
+
+
+def _as_double(value: Any, clause: str) -> float:
+    if isinstance(value, str) and str(value) in ("NaN", "Infinity", "-Infinity"):
+        return float(str(value).replace("Infinity", "inf"))
+    if not isinstance(value, celtypes.DoubleType):
+        raise _format_error(f"{clause} clause can only be used on doubles, was given {_cel_type_name(value)}")
+    return float(value)
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, celtypes.IntType | celtypes.UintType) and not isinstance(value, celtypes.BoolType):
+        return int(value)
+    return None
+
+
+def _go_int(number: int, base: str) -> str:
+    return ("-" if number < 0 else "") + format(abs(number), base)
+
+
+def _clause(verb: str, precision: int | None, value: Any) -> str:
+    if verb == "s":
+        return _plain_string(value)
+    if verb == "d":
+        number = _integer(value)
+        if number is None:
+            raise _format_error(f"decimal clause can only be used on integers, was given {_cel_type_name(value)}")
+        return str(number)
+    if verb == "f":
+        double = _as_double(value, "fixed-point")
+        special = _localized_special(double)
+        return special if special is not None else _grouped(f"{double:.{6 if precision is None else precision}f}")
+    if verb == "e":
+        double = _as_double(value, "scientific")
+        special = _localized_special(double)
+        if special is not None:
+            return special
+        # cel-go builds "%<p>e": the precision becomes a width, so six digits are always shown.
+        mantissa, _, exponent = f"{double:.6e}".partition("e")
+        exponent_text = f"{int(exponent):03d}" if int(exponent) < 0 else f"{int(exponent):02d}"
+        return f"{mantissa}\u00d710{exponent_text.translate(_SUPERSCRIPT)}"
+    if verb == "b":
+        if isinstance(value, celtypes.BoolType):
+            return "1" if value else "0"
+        number = _integer(value)
+        if number is None:
+            raise _format_error(f"only integers and bools can be formatted as binary, was given {_cel_type_name(value)}")
+        return _go_int(number, "b")
+    if verb in ("x", "X"):
+        number = _integer(value)
+        if number is not None:
+            text = _go_int(number, "x")
+        elif isinstance(value, str):
+            text = str(value).encode().hex()
+        elif isinstance(value, bytes):
+            text = bytes(value).hex()
+        else:
+            raise _format_error("only integers, byte buffers, and strings can be formatted as hex, "
+                                f"was given {_cel_type_name(value)}")
+        return text.upper() if verb == "X" else text
+    number = _integer(value)  # "o"
+    if number is None:
+        raise _format_error(f"octal clause can only be used on integers, was given {_cel_type_name(value)}")
+    return _go_int(number, "o")
+
+
+def parse_clause(text: str, start: int) -> tuple[int, str, int | None]:
+    """The clause after the '%' at `start`: (end, verb, precision); ValueError as cel-go words it."""
+    i = start + 1
+    precision: int | None = None
+    if text[i] == ".":
+        i += 1
+        digits_start = i
+        while True:
+            if i >= len(text):
+                raise ValueError("could not parse formatting clause: error while parsing precision: "
+                                 "could not find end of precision specifier")
+            if not ("0" <= text[i] <= "9"):
+                break
+            i += 1
+        if i == digits_start:
+            raise ValueError("could not parse formatting clause: error while parsing precision: error while "
+                             'converting precision to integer: strconv.Atoi: parsing "": invalid syntax')
+        precision = int(text[digits_start:i])
+    verb = text[i]
+    if verb not in "sdfebxXo":
+        raise ValueError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+    return i + 1, verb, precision
+
+
+@operators.propagates_errors
+def string_format(text: Any, arguments: Any) -> _S:
+    template = _str(text, "format")
+    if not isinstance(arguments, list):
+        raise TypeError(f"no such overload: string.format({operators.type_name(arguments)})")
+    out: list[str] = []
+    i = index = 0
+    while i < len(template):
+        char = template[i]
+        if char != "%":
+            out.append(char)
+            i += 1
+            continue
+        if template[i + 1:i + 2] == "%":
+            out.append("%")
+            i += 2
+            continue
+        if index >= len(arguments):
+            raise ValueError(f"index {index} out of range")
+        if i + 1 >= len(template):
+            raise ValueError("unexpected end of string")
+        i, verb, precision = parse_clause(template, i)
+        out.append(_clause(verb, precision, arguments[index]))
+        index += 1
+    return _S("".join(out))
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "charAt": charAt,
     "lowerAscii": lowerAscii,
@@ -175,4 +456,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "find": find,
     "matches": matches,
     "findAll": findAll,
+    "format": string_format,
+    "strings.quote": strings_quote,
 }

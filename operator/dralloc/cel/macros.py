@@ -15,6 +15,13 @@ statements that its `Phase2Transpiler` collects. We extend the first phase:
 - celpy treats every method named `min` or `reduce` as a macro; the Kubernetes
   list library has a `min()` method, so only the real CEL macros (`all`,
   `exists`, `exists_one`, `map`, `filter`) are treated as macros here.
+- Namespaced functions (`sets.contains(a, b)`, `optional.of(x)`) parse as a method
+  on an identifier; they become plain calls of the function so named.
+- cel-go's two-variable comprehensions (`ext.TwoVarComprehensions`): `all`,
+  `exists`, `existsOne`/`exists_one` with three arguments, `transformList`,
+  `transformMap`, `transformMapEntry` (`comprehension`), and the optional macros
+  `optMap`/`optFlatMap`; optional syntax (`x.?f`, `x[?k]`, `[?o]`, `{?k: o}`) and
+  the short-circuiting `or`/`orValue` of optionals.
 
 The helpers called by the generated code live in this module, which the
 generated code reaches as `dralloc.cel.macros`.
@@ -31,10 +38,14 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, Phase1Transpiler, TranspilerTree, result
 
-from dralloc.cel import scopes
+from dralloc.cel import functions, library_optional, operators, scopes
 from dralloc.cel.devices import DomainMap
 
 CEL_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# Macro name -> the argument counts that make it a two-variable comprehension.
+TWO_VARIABLE_MACROS = {"all": (3,), "exists": (3,), "existsOne": (3,), "exists_one": (3,),
+                       "transformList": (3, 4), "transformMap": (3, 4), "transformMapEntry": (3, 4)}
+OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
 _HELPERS = "dralloc.cel.macros"
 
@@ -69,6 +80,165 @@ def is_cel_bind(tree: lark.Tree[Any]) -> bool:
     """Whether a member_dot_arg node is `cel.bind(...)` (with `cel` not a variable)."""
     member, name = tree.children[0], tree.children[1]
     return cast(lark.Token, name).value == "bind" and simple_ident(member) == "cel"
+
+
+def qualified_name(tree: lark.Tree[Any]) -> str | None:
+    """`ns.f` for a member_dot_arg node that calls a namespaced function (`sets.contains(...)`)."""
+    namespace = simple_ident(tree.children[0])
+    if namespace is None:
+        return None
+    name = f"{namespace}.{cast(lark.Token, tree.children[1]).value}"
+    return name if name in functions.QUALIFIED_FUNCTIONS else None
+
+
+def optional_element(tree: Any) -> lark.Tree[Any] | None:
+    """The expression `e` of an optional element `?e` (a list element, map key or index), else None."""
+    node = tree
+    while isinstance(node, lark.Tree) and node.data == "expr" and len(node.children) == 1:
+        node = node.children[0]
+        if isinstance(node, lark.Tree) and node.data == "optional_element":
+            return cast(lark.Tree[Any], node.children[0])
+    return None
+
+
+def _bool_step(accumulated: Any, value: Any, conjunction: bool) -> Any:
+    """cel-go's `accu && pred` / `accu || pred` inside a comprehension, errors absorbed as there."""
+    decisive = not conjunction
+    for operand in (accumulated, value):
+        if isinstance(operand, celtypes.BoolType) and bool(operand) is decisive:
+            return operand
+    for operand in (accumulated, value):
+        if isinstance(operand, CELEvalError):
+            return operand
+    for operand in (accumulated, value):
+        if not isinstance(operand, celtypes.BoolType):
+            raise TypeError(f"no such overload: {operators.type_name(operand)} {'&&' if conjunction else '||'} bool")
+    return value
+
+
+def _entries(target: Any, kind: str) -> list[tuple[Any, Any]]:
+    if isinstance(target, list):
+        return [(operators.cel_int(i), v) for i, v in enumerate(target)]
+    if isinstance(target, DomainMap | dict):
+        return list(target.items())
+    raise TypeError(f"no such overload: {operators.type_name(target)}.{kind}()")
+
+
+def comprehension(activation: Any, kind: str, first: str, second: str,
+                  target: Any, condition: Any, body: Any) -> Any:
+    """A two-variable comprehension over a list (index, value) or a map (key, value)."""
+    collection = result(activation, target)
+    if isinstance(collection, CELEvalError):
+        return collection
+    entries = _entries(collection, kind)
+
+    def run(function: Any, a: Any, b: Any) -> Any:
+        return result(activation.nested_activation(vars={first: a, second: b}), function)
+
+    if kind in ("all", "exists"):
+        conjunction = kind == "all"
+        accumulated: Any = celtypes.BoolType(conjunction)
+        for a, b in entries:
+            if isinstance(accumulated, celtypes.BoolType) and bool(accumulated) is not conjunction:
+                break  # decided: cel-go's loop condition stops here
+            accumulated = _bool_step(accumulated, run(body, a, b), conjunction)
+        return accumulated
+    if kind in ("existsOne", "exists_one"):
+        count = 0
+        for a, b in entries:
+            value = run(body, a, b)
+            if isinstance(value, CELEvalError):
+                return value
+            if not isinstance(value, celtypes.BoolType):
+                raise TypeError(f"no such overload: {operators.type_name(value)} ? _ : _")
+            count += bool(value)
+        return celtypes.BoolType(count == 1)
+    items: list[Any] = []
+    mapping: dict[Any, Any] = {}
+    for a, b in entries:
+        if condition is not None:
+            keep = run(condition, a, b)
+            if isinstance(keep, CELEvalError):
+                return keep
+            if not isinstance(keep, celtypes.BoolType):
+                raise TypeError(f"no such overload: {operators.type_name(keep)} ? _ : _")
+            if not keep:
+                continue
+        value = run(body, a, b)
+        if isinstance(value, CELEvalError):
+            return value
+        if kind == "transformList":
+            items.append(value)
+        elif kind == "transformMap":
+            mapping[a] = value
+        else:  # transformMapEntry: the body gives map entries to merge
+            if not isinstance(value, dict):
+                raise TypeError(f"no such overload: transformMapEntry of {operators.type_name(value)}")
+            for key, entry in value.items():
+                if key in mapping:
+                    raise ValueError(f"insert failed: key {key} already exists")
+                mapping[key] = entry
+    return celtypes.ListType(items) if kind == "transformList" else celtypes.MapType(mapping)
+
+
+def optional_macro(activation: Any, kind: str, name: str, target: Any, body: Any) -> Any:
+    """`opt.optMap(v, expr)` / `opt.optFlatMap(v, expr)`."""
+    value = result(activation, target)
+    if isinstance(value, CELEvalError):
+        return value
+    if not isinstance(value, library_optional.Optional):
+        raise TypeError(f"no such overload: {operators.type_name(value)}.{kind}()")
+    if not value.has_value:
+        return library_optional.NONE
+    mapped = result(activation.nested_activation(vars={name: value.value}), body)
+    if isinstance(mapped, CELEvalError) or kind == "optFlatMap":
+        if kind == "optFlatMap" and not isinstance(mapped, library_optional.Optional | CELEvalError):
+            raise TypeError(f"no such overload: optFlatMap of {operators.type_name(mapped)}")
+        return mapped
+    return library_optional.Optional(mapped)
+
+
+def optional_or(activation: Any, receiver: Any, other: Any, function: str) -> Any:
+    """`o.or(p)` / `o.orValue(v)`: the argument is evaluated only when `o` is empty."""
+    value = result(activation, receiver)
+    if isinstance(value, CELEvalError):
+        return value
+    if not isinstance(value, library_optional.Optional):
+        raise TypeError(f"no such overload: {operators.type_name(value)}.{function}()")
+    if value.has_value:
+        return value if function == "or" else value.value
+    alternative = result(activation, other)
+    if function == "or" and not isinstance(alternative, library_optional.Optional | CELEvalError):
+        raise TypeError(f"no such overload: optional_type.or({operators.type_name(alternative)})")
+    return alternative
+
+
+def optional_list(*elements: tuple[bool, Any]) -> celtypes.ListType:
+    """A list literal with optional elements `[a, ?b]`: `?b` contributes b's value if any."""
+    items = []
+    for optional, value in elements:
+        if not optional:
+            items.append(value)
+            continue
+        if not isinstance(value, library_optional.Optional):
+            raise TypeError(f"no such overload: optional element of type {operators.type_name(value)}")
+        if value.has_value:
+            items.append(value.value)
+    return celtypes.ListType(items)
+
+
+def optional_map(*entries: tuple[bool, Any, Any]) -> celtypes.MapType:
+    """A map literal with optional entries `{?k: v}`: the entry is there only if v has a value."""
+    pairs = []
+    for optional, key, value in entries:
+        if optional:
+            if not isinstance(value, library_optional.Optional):
+                raise TypeError(f"no such overload: optional entry of type {operators.type_name(value)}")
+            if not value.has_value:
+                continue
+            value = value.value
+        pairs.append((key, value))
+    return celtypes.MapType(pairs)
 
 
 def logical_and(activation: Any, left: Any, right: Any) -> Any:
@@ -153,6 +323,25 @@ _BIND = Template(dedent("""\
     ex_${n} = lambda activation: ${helpers}.bind(activation, ${name}, ex_${n}_i, ex_${n}_b)"""))
 
 
+_COMPREHENSION = Template(dedent("""\
+    ex_${n}_t = lambda activation: ${target}
+    ex_${n}_f = ${condition}
+    ex_${n}_b = lambda activation: ${body}
+    ex_${n} = lambda activation: ${helpers}.comprehension(activation, ${kind}, ${first}, ${second}, ex_${n}_t, ex_${n}_f, ex_${n}_b)"""))
+
+_OPTIONAL_MACRO = Template(dedent("""\
+    ex_${n}_t = lambda activation: ${target}
+    ex_${n}_b = lambda activation: ${body}
+    ex_${n} = lambda activation: ${helpers}.optional_macro(activation, ${kind}, ${name}, ex_${n}_t, ex_${n}_b)"""))
+
+_OPTIONAL_OR = Template(dedent("""\
+    ex_${n}_l = lambda activation: ${left}
+    ex_${n}_r = lambda activation: ${right}
+    ex_${n} = lambda activation: ${helpers}.optional_or(activation, ex_${n}_l, ex_${n}_r, ${function})"""))
+
+_OPTIONALS = "dralloc.cel.library_optional"
+
+
 def _code(tree: Any) -> str:
     return cast(TranspilerTree, tree).transpiled
 
@@ -210,16 +399,66 @@ class DraPhase1Transpiler(Phase1Transpiler):
         member, name_token = tree.children[0], cast(lark.Token, tree.children[1])
         args = cast(TranspilerTree | None, tree.children[2] if len(tree.children) == 3 else None)
         name = str(name_token.value)
+        qualified = qualified_name(tree)
+        arguments_given = args.children if args is not None else []
         if is_cel_bind(tree):
             assert args is not None
             var, init, body = args.children
             self._defer(tree, _BIND, name=repr(simple_ident(var)), init=_code(init), body=_code(body))
+        elif qualified is not None:
+            tree.transpiled = f"{self.func_name(qualified)}({args.transpiled if args is not None else ''})"
+        elif len(arguments_given) in TWO_VARIABLE_MACROS.get(name, ()):
+            first, second, *rest = arguments_given
+            condition = f"lambda activation: {_code(rest[0])}" if len(rest) == 2 else "None"
+            self._defer(tree, _COMPREHENSION, target=_code(member), condition=condition, body=_code(rest[-1]),
+                        kind=repr(name), first=repr(simple_ident(first)), second=repr(simple_ident(second)))
+        elif name in OPTIONAL_MACROS and len(arguments_given) == 2:
+            var, body = arguments_given
+            self._defer(tree, _OPTIONAL_MACRO, target=_code(member), body=_code(body), kind=repr(name),
+                        name=repr(simple_ident(var)))
+        elif name in ("or", "orValue") and len(arguments_given) == 1:
+            self._defer(tree, _OPTIONAL_OR, left=_code(member), right=_code(arguments_given[0]),
+                        function=repr(name))
         elif name in CEL_MACROS:
             super().member_dot_arg(tree)
         else:
             function = self.func_name(name)
             arguments = _code(member) + (", " + args.transpiled if args is not None else "")
             tree.transpiled = f"{function}({arguments})"
+
+    def member_dot_opt(self, tree: TranspilerTree) -> None:
+        member, field = tree.children
+        tree.transpiled = f"{_OPTIONALS}.select({_code(member)}, {str(cast(lark.Token, field).value)!r})"
+
+    def member_index(self, tree: TranspilerTree) -> None:
+        member, index = tree.children
+        key = optional_element(index)
+        if key is None:
+            super().member_index(tree)
+            return
+        tree.transpiled = f"{_OPTIONALS}.index({_code(member)}, {_code(key)})"
+
+    def optional_element(self, tree: TranspilerTree) -> None:
+        # Only meaningful where its parent reads it (list, map, index); the checker rejects the rest.
+        tree.transpiled = _code(tree.children[0])
+
+    def list_lit(self, tree: TranspilerTree) -> None:
+        elements = cast(lark.Tree[Any], tree.children[0]).children if tree.children else []
+        if not any(optional_element(e) is not None for e in elements):
+            super().list_lit(tree)
+            return
+        parts = ", ".join(f"({optional_element(e) is not None}, {_code(e)})" for e in elements)
+        tree.transpiled = f"{_HELPERS}.optional_list({parts})"
+
+    def map_lit(self, tree: TranspilerTree) -> None:
+        inits = cast(lark.Tree[Any], tree.children[0]).children if tree.children else []
+        keys, values = inits[0::2], inits[1::2]
+        if not any(optional_element(k) is not None for k in keys):
+            super().map_lit(tree)
+            return
+        parts = ", ".join(f"({optional_element(k) is not None}, {_code(k)}, {_code(v)})"
+                          for k, v in zip(keys, values, strict=True))
+        tree.transpiled = f"{_HELPERS}.optional_map({parts})"
 
     def _defer(self, tree: TranspilerTree, template: Template, **values: str) -> None:
         text = template.substitute(n=str(tree.expr_number), helpers=_HELPERS, **values)

@@ -79,9 +79,12 @@ def type_name(value: Any) -> str:
         return "kubernetes.Quantity"
     if value is None:
         return "null_type"
-    if type(value).__name__ == "Semver":
-        return "kubernetes.Semver"
-    return type(value).__name__
+    return _OTHER_TYPE_NAMES.get(type(value).__name__, type(value).__name__)
+
+
+# By class name: those modules import this one.
+_OTHER_TYPE_NAMES = {"Semver": "kubernetes.Semver", "IP": "net.IP", "CIDR": "net.CIDR",
+                     "Optional": "optional_type"}
 
 
 def _is_number(value: Any) -> bool:
@@ -208,7 +211,11 @@ def contained_in(item: Any, container: Any) -> celtypes.BoolType:
 
 @propagates_errors
 def index(container: Any, key: Any) -> Any:
-    """`container[key]`: lists by integral index, maps by key ("no such key" when absent)."""
+    """`container[key]`: lists by integral index, maps by key ("no such key" when absent).
+
+    Indexing an optional gives an optional (cel-go's optional chaining)."""
+    if type(container).__name__ == "Optional":
+        return container.index_of(key)
     if isinstance(container, list):
         if isinstance(key, celtypes.BoolType) or not _is_number(key):
             raise TypeError(f"no such overload: list[{type_name(key)}]")

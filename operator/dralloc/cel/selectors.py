@@ -37,12 +37,12 @@ from typing import Any, cast
 
 import celpy
 import lark
+import lark.exceptions
 from celpy import celtypes
-from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
 
 import dralloc
-from dralloc.cel import checking, fastpath, functions, macros, quickparse
+from dralloc.cel import checking, fastpath, functions, grammar, macros, quickparse
 from dralloc.cel.devices import DeviceEnv, to_cel
 
 # Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
@@ -223,36 +223,26 @@ def _parse(expression: str) -> TranspilerTree:
             expression=expression,
         )
     try:
-        tree = CELParser().parse(expression)
-    except CELParseError as exc:
+        return grammar.parse(expression)
+    except lark.exceptions.UnexpectedInput as exc:
         issue = checking.Issue(f"Syntax error: {_syntax_reason(exc, 'invalid syntax')}",
-                               exc.line or 1, exc.column or 1)
+                               exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1)
         raise CELCompileError("compilation failed: " + _format_issue(expression, issue),
                               expression=expression) from None
     except RecursionError:
         raise CELCompileError("compilation failed: expression nested too deeply",
                               expression=expression) from None
-    return _as_transpiler_tree(tree)
 
 
-def _syntax_reason(exc: CELParseError, fallback: str) -> str:
-    # celpy raises its CELParseError while handling lark's exception, which names the culprit.
-    cause = exc.__context__
-    token = getattr(cause, "token", None)
+def _syntax_reason(exc: lark.exceptions.UnexpectedInput, fallback: str) -> str:
+    token = getattr(exc, "token", None)
     if token is not None:
         text = "<EOF>" if getattr(token, "type", "") == "$END" else str(token)
         return f"mismatched input {text!r}"
-    char = getattr(cause, "char", None)
+    char = getattr(exc, "char", None)
     if char is not None:
         return f"token recognition error at: {char!r}"
     return fallback
-
-
-def _as_transpiler_tree(tree: lark.Tree[Any]) -> TranspilerTree:
-    # celpy shares one parser per process, built with whichever tree class its first
-    # user asked for; the transpiler needs TranspilerTree nodes, so rebuild them.
-    children = [_as_transpiler_tree(c) if isinstance(c, lark.Tree) else c for c in tree.children]
-    return TranspilerTree(tree.data, children, tree.meta if not tree.meta.empty else None)
 
 
 def _transpile(tree: TranspilerTree) -> Callable[[Any], Any]:
