@@ -98,7 +98,8 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p = sub.add_parser(
         "simulate",
         help="capacity what-if: place a workload on a cluster snapshot (offline)",
-        description="Place workload items (unallocated ResourceClaims, Pods with claim templates) one at a time, "
+        description="Place workload items (unallocated ResourceClaims, Pods with claim templates or DRA extended "
+        "resources, and the Pods of Deployments, ReplicaSets, StatefulSets, Jobs and JobSets) one at a time, "
         "in file order, with the operator's placement code, and report placements, leftovers, utilization and "
         "fragmentation. The nodes are the snapshot's Nodes (without any: the nodes its ResourceSlices name). "
         "An invalid item (unknown class, CEL error, ...) is reported as an error and the others are still "
@@ -109,19 +110,22 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="cluster objects: Nodes, DeviceClasses, ResourceSlices, ResourceClaims (allocated ones "
                    "are in use), bound Pods; repeatable")
     p.add_argument("--workload", action="append", default=[], metavar="FILE",
-                   help="ResourceClaims and/or Pods (+ ResourceClaimTemplates) to place, in file order; "
-                   "default: every unallocated claim of the snapshot")
+                   help="ResourceClaims, Pods and workload controllers (+ ResourceClaimTemplates) to place, in "
+                   "file order; default: every unallocated claim of the snapshot")
     p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread"),
                    help="node choice (default first-fit: first node by name where the allocator succeeds)")
     _feature_flags(p)
     p.add_argument("--placements-out", metavar="FILE",
-                   help="write one line per placed item: NAME NODE REQ=POOL/DEVICE ...")
+                   help="write one line per placed item: NAME NODE REQUEST=DRIVER/POOL/DEVICE ...")
+    p.add_argument("--budget", type=int, default=None, metavar="STEPS",
+                   help="search step budget per node and item (default 1000000)")
     p.add_argument("-o", "--output", default="table", choices=("table", "json"), help="report format")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
+    from dralloc import allocation
     from dralloc.offline import simulating
 
     features = _features(args)
@@ -135,6 +139,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         placements_out=args.placements_out,
         output=args.output,
         progress=args.progress,
+        budget=args.budget if args.budget is not None else allocation.DEFAULT_BUDGET,
     ))
 
 

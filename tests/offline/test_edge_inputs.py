@@ -120,7 +120,7 @@ def test_both_place_on_the_same_slice_named_node(dralloc: Invoke, write: Callabl
     allocated = dralloc("allocate", "-f", path, "-o", "json").json()
     simulated = dralloc("simulate", "-f", path, "-o", "json").json()
     assert allocated["node"] == "node-b"
-    assert simulated["placements"] == ["c node-b gpu=node-b/gpu-0 gpu=node-b/gpu-1"]
+    assert simulated["placements"] == ["c node-b gpu=gpu.example.com/node-b/gpu-0 gpu=gpu.example.com/node-b/gpu-1"]
 
 
 def test_empty_stdin_is_named(dralloc: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +153,8 @@ def test_workload_without_anything_to_place_is_an_input_error(dralloc: Invoke, w
         "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}])
     run = dralloc("simulate", "-f", snapshot, "--workload", namespace, "--workload", template)
     assert (run.code, run.out) == (2, "")
-    assert run.err == f"error: --workload {namespace}, {template}: no Pod and no unallocated ResourceClaim: nothing to place\n"
+    assert run.err == (f"error: --workload {namespace}, {template}: no Pod, no workload controller with replicas "
+                       "and no unallocated ResourceClaim: nothing to place\n")
     other = documents(tmp_path / "cm.yaml", [CONFIG_MAP])
     run = dralloc("simulate", "-f", snapshot, "--workload", other)
     assert (run.code, run.err) == (2, f"error: {other}: no Node, DeviceClass, ResourceSlice, ResourceClaim or Pod "

@@ -47,23 +47,23 @@ class TestPolicies:
     def test_first_fit(self, dralloc: Invoke, tmp_path: pathlib.Path, gpu_cluster: str) -> None:
         """first-fit: the first node by name where the claim fits, devices in first-fit order."""
         assert placements(dralloc, tmp_path, "-f", gpu_cluster) == (0, (
-            "c1 node-a gpu=node-a/gpu-0\n"
-            "c2 node-a gpu=node-a/gpu-1 gpu=node-a/gpu-2\n"
-            "c3 node-a gpu=node-a/gpu-3\n"))
+            "c1 node-a gpu=gpu.example.com/node-a/gpu-0\n"
+            "c2 node-a gpu=gpu.example.com/node-a/gpu-1 gpu=gpu.example.com/node-a/gpu-2\n"
+            "c3 node-a gpu=gpu.example.com/node-a/gpu-3\n"))
 
     def test_binpack(self, dralloc: Invoke, tmp_path: pathlib.Path, gpu_cluster: str) -> None:
         """binpack: the most used node first (node-b), then, when it has no room, the next by use and name."""
         assert placements(dralloc, tmp_path, "-f", gpu_cluster, "--policy", "binpack") == (0, (
-            "c1 node-b gpu=node-b/gpu-2\n"
-            "c2 node-a gpu=node-a/gpu-0 gpu=node-a/gpu-1\n"
-            "c3 node-b gpu=node-b/gpu-3\n"))
+            "c1 node-b gpu=gpu.example.com/node-b/gpu-2\n"
+            "c2 node-a gpu=gpu.example.com/node-a/gpu-0 gpu=gpu.example.com/node-a/gpu-1\n"
+            "c3 node-b gpu=gpu.example.com/node-b/gpu-3\n"))
 
     def test_spread(self, dralloc: Invoke, tmp_path: pathlib.Path, gpu_cluster: str) -> None:
         """spread: the least used node first, ties by name, use updated after each placement."""
         assert placements(dralloc, tmp_path, "-f", gpu_cluster, "--policy", "spread") == (0, (
-            "c1 node-a gpu=node-a/gpu-0\n"
-            "c2 node-c gpu=node-c/gpu-0 gpu=node-c/gpu-1\n"
-            "c3 node-a gpu=node-a/gpu-1\n"))
+            "c1 node-a gpu=gpu.example.com/node-a/gpu-0\n"
+            "c2 node-c gpu=gpu.example.com/node-c/gpu-0 gpu=gpu.example.com/node-c/gpu-1\n"
+            "c3 node-a gpu=gpu.example.com/node-a/gpu-1\n"))
 
     def test_unknown_policy(self, dralloc: Invoke, gpu_cluster: str) -> None:
         """--policy outside first-fit/binpack/spread is a usage error (exit 2)."""
@@ -90,10 +90,10 @@ class TestPods:
     def test_template_and_shared_claims(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """Template claims are created per pod; a shared claim is allocated once and pins its other pods."""
         assert placements(dralloc, tmp_path, "-f", SNAPSHOT, "--workload", CLAIMS) == (1, (
-            "t1 node-a gpu=node-a/gpu-0\n"
-            "s1 node-b gpu=node-b/gpu-0\n"
+            "t1 node-a gpu=gpu.example.com/node-a/gpu-0\n"
+            "s1 node-b gpu=gpu.example.com/node-b/gpu-0\n"
             "s2 node-b\n"
-            "t2 node-c gpu=node-c/gpu-0\n"))
+            "t2 node-c gpu=gpu.example.com/node-c/gpu-0\n"))
 
     def test_template_and_shared_claims_report(self, dralloc: Invoke) -> None:
         """The shared claim is no item of its own; pods that cannot follow it, or find no GPU, are unplaced."""
@@ -105,7 +105,7 @@ class TestPods:
             {"name": "t3", "reason": "3 nodes (node-a, node-b, node-c): claim default/t3-gpu, request gpu: "
                                      "0 of 1 devices of class gpu usable, 1 needed (removed: 1 in use)"},
         ]
-        assert report["utilization"]["classes"] == {"gpu": {"devices": 3, "inUse": 3}}
+        assert report["utilization"]["classes"] == {"gpu": {"devices": 3, "inUse": 3, "percent": 100.0, "counters": {}, "capacity": {}}}
 
     def test_pod_with_two_template_claims(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """A pod's claims are allocated together on one node; the line lists every device in order."""
@@ -115,7 +115,7 @@ class TestPods:
             {"name": "first", "resourceClaimTemplateName": "one-gpu"},
             {"name": "second", "resourceClaimTemplateName": "one-gpu"}])])
         assert placements(dralloc, tmp_path, "-f", snapshot, "--workload", workload) == (
-            0, "p node-b gpu=node-b/gpu-0 gpu=node-b/gpu-1\n")
+            0, "p node-b gpu=gpu.example.com/node-b/gpu-0 gpu=gpu.example.com/node-b/gpu-1\n")
 
     def test_shared_claim_already_allocated_in_snapshot(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """A pod sharing a claim the snapshot shows allocated goes to that claim's node, taking no devices."""
@@ -152,7 +152,7 @@ class TestPlacementsOut:
         workload = documents(tmp_path / "w.yaml", [two])
         snapshot = documents(tmp_path / "s.yaml", [GPU_CLASS, node("n1"), gpus("n1", 2)])
         assert placements(dralloc, tmp_path, "-f", snapshot, "--workload", workload) == (
-            0, "two n1 a=n1/gpu-0 b=n1/gpu-1\n")
+            0, "two n1 a=gpu.example.com/n1/gpu-0 b=gpu.example.com/n1/gpu-1\n")
 
     def test_subprocess_writes_the_file(self, tmp_path: pathlib.Path) -> None:
         """Run as `python -m dralloc simulate`, the placements file has the same lines."""
@@ -180,10 +180,13 @@ class TestReport:
         """Utilization counts devices and devices in use per class and per pool, after the workload."""
         report = dralloc("simulate", "-f", gpu_cluster, "-o", "json").json()
         assert report["utilization"] == {
-            "classes": {"gpu": {"devices": 12, "inUse": 6}},
-            "pools": {"gpu.example.com/node-a": {"devices": 4, "inUse": 4},
-                      "gpu.example.com/node-b": {"devices": 4, "inUse": 2},
-                      "gpu.example.com/node-c": {"devices": 4, "inUse": 0}},
+            "classes": {"gpu": {"devices": 12, "inUse": 6, "percent": 50.0, "counters": {}, "capacity": {}}},
+            "pools": {"gpu.example.com/node-a": {"devices": 4, "inUse": 4, "percent": 100.0, "counters": {},
+                                                 "capacity": {}},
+                      "gpu.example.com/node-b": {"devices": 4, "inUse": 2, "percent": 50.0, "counters": {},
+                                                 "capacity": {}},
+                      "gpu.example.com/node-c": {"devices": 4, "inUse": 0, "percent": 0.0, "counters": {},
+                                                 "capacity": {}}},
         }
 
     def test_fragmentation(self, dralloc: Invoke, gpu_cluster: str) -> None:
@@ -194,8 +197,8 @@ class TestReport:
     def test_placements_in_report(self, dralloc: Invoke, gpu_cluster: str) -> None:
         """The report's placements are the placements-out lines without newlines."""
         report = dralloc("simulate", "-f", gpu_cluster, "-o", "json").json()
-        assert report["placements"] == ["c1 node-a gpu=node-a/gpu-0", "c2 node-a gpu=node-a/gpu-1 gpu=node-a/gpu-2",
-                                        "c3 node-a gpu=node-a/gpu-3"]
+        assert report["placements"] == ["c1 node-a gpu=gpu.example.com/node-a/gpu-0", "c2 node-a gpu=gpu.example.com/node-a/gpu-1 gpu=gpu.example.com/node-a/gpu-2",
+                                        "c3 node-a gpu=gpu.example.com/node-a/gpu-3"]
 
     def test_table_summary(self, dralloc: Invoke) -> None:
         """The table starts with the placed count and lists unplaced items with reasons."""
@@ -295,8 +298,8 @@ class TestInvalidItems:
     def test_the_others_are_placed(self, report: tuple[int, dict[str, Any], str]) -> None:
         _, doc, _ = report
         assert (doc["items"], doc["placed"], doc["errors"]) == (6, 2, 4)
-        assert doc["placements"] == ["first node-a gpu=node-a/gpu-0",
-                                     "second node-a gpu=node-a/gpu-1 gpu=node-a/gpu-2"]
+        assert doc["placements"] == ["first node-a gpu=gpu.example.com/node-a/gpu-0",
+                                     "second node-a gpu=gpu.example.com/node-a/gpu-1 gpu=gpu.example.com/node-a/gpu-2"]
 
     @pytest.mark.parametrize(("name", "fragments"), [
         ("no-class", ("claim default/no-class, request gpu", "device class tpu", "not found")),

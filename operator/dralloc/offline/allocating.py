@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -100,9 +101,31 @@ class Answer:
         return out
 
 
-def _reason_dicts(node: str, outcome: outcomes.Outcome) -> list[dict[str, Any]]:
+def budget_message(steps: int, budget: int | None) -> str:
+    """What an offline command says when the search budget ran out (no "retry later": nothing
+    changes between two runs on the same files)."""
+    limit = f"{budget:,} steps per node" if budget is not None else "no limit"
+    return (f"no decision within the search budget ({limit}, --budget): the search stopped after {steps:,} "
+            f"steps; the claims may fit with a larger --budget")
+
+
+def _budget_pattern() -> re.Pattern[str]:
+    # The allocator's own wording (the operator's), with its step count as a group.
+    prefix, suffix = outcomes.BudgetExhausted(steps=123456789).message().split("123456789")
+    return re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix))
+
+
+_BUDGET_TEXT = _budget_pattern()
+
+
+def offline_wording(text: str, budget: int | None) -> str:
+    """A message of the allocator or Placer with budget exhaustion said as `budget_message` says it."""
+    return _BUDGET_TEXT.sub(lambda m: budget_message(int(m.group(1)), budget), text)
+
+
+def _reason_dicts(node: str, outcome: outcomes.Outcome, budget: int | None) -> list[dict[str, Any]]:
     if isinstance(outcome, outcomes.BudgetExhausted):
-        return [{"node": node, "message": outcome.message()}]
+        return [{"node": node, "message": budget_message(outcome.steps, budget)}]
     if not isinstance(outcome, outcomes.Unsatisfiable):
         return []
     if not outcome.reasons:
@@ -154,7 +177,7 @@ def decide(request: Request) -> Answer:
         if isinstance(outcome, outcomes.Allocated):
             best = (node, outcome)
             break
-        reasons.extend(_reason_dicts(node.name, outcome))
+        reasons.extend(_reason_dicts(node.name, outcome, request.budget))
     if best is None:
         summary = "; ".join(r["message"] if "claim" not in r else f"node {r['node']}: {r['message']}"
                             for r in reasons[:20])
@@ -167,10 +190,14 @@ def decide(request: Request) -> Answer:
 
 def _print_table(answer: Answer, out: TextIO) -> None:
     out.write(f"STATUS: {answer.status}" + (f"  NODE: {answer.node}" if answer.node else "") + "\n")
-    for claim, result in zip(answer.claims, answer.results, strict=False):
-        for entry in result.devices.results:
-            extra = " (admin)" if entry.admin_access else (f" share={entry.share_id}" if entry.share_id else "")
-            out.write(f"  {claim.ref():40} {entry.request:20} {entry.driver}/{entry.pool}/{entry.device}{extra}\n")
+    rows = [(claim.ref(), entry.request, f"{entry.driver}/{entry.pool}/{entry.device}"
+             + (" (admin)" if entry.admin_access else (f" share={entry.share_id}" if entry.share_id else "")))
+            for claim, result in zip(answer.claims, answer.results, strict=False)
+            for entry in result.devices.results]
+    if rows:
+        claim_width = max(len(r[0]) for r in rows)
+        request_width = max(len(r[1]) for r in rows)
+        out.writelines(f"  {ref:{claim_width}}  {request:{request_width}}  {device}\n" for ref, request, device in rows)
     for reason in answer.reasons:
         out.write(f"  - {('node ' + reason['node'] + ': ') if 'claim' in reason else ''}{reason['message']}\n")
     if not answer.reasons and (answer.status != "allocated" or not answer.results):

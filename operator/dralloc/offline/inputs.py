@@ -19,6 +19,7 @@ from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices, pods, taints
 from dralloc.model import nodes as model_nodes
 from dralloc.model.base import Object, ObjectMeta
+from dralloc.offline import controllers as offline_controllers
 
 
 class InputError(Exception):
@@ -39,6 +40,8 @@ class Cluster:
     pods: list[pods.Pod] = dataclasses.field(default_factory=list)
     ordered: list[Object] = dataclasses.field(default_factory=list)  # every object read, in input order
     skipped: int = 0
+    skipped_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
+    controllers: int = 0  # workload controllers read as their Pods (load(..., controllers=True))
 
     def add(self, obj: Object) -> None:
         self.ordered.append(obj)
@@ -146,14 +149,28 @@ def read_documents(path: str) -> list[object]:
         raise InputError(f"{path}: malformed YAML/JSON: {exc}") from exc
 
 
-def load(paths: Iterable[str]) -> Cluster:
+def load(paths: Iterable[str], *, controllers: bool = False) -> Cluster:
+    """The objects of the files; with `controllers`, workload controllers (Deployments, Jobs, ...)
+    become the Pods they would create (`offline.controllers`), and the kinds it refuses are errors."""
     cluster = Cluster()
     for path in paths:
         try:
             for raw in conversion.flatten(read_documents(path)):
+                if controllers and offline_controllers.is_controller(raw):
+                    if offline_controllers.has_controller(raw):
+                        # A ReplicaSet of a Deployment, a Job of a CronJob: its owner stands for its Pods.
+                        kind = f"{raw.get('kind')} (owned by a controller)"
+                        cluster.skipped_kinds[kind] = cluster.skipped_kinds.get(kind, 0) + 1
+                        continue
+                    for pod in offline_controllers.parse_pods(raw):
+                        cluster.add(pod)
+                    cluster.controllers += 1
+                    continue
                 parsed = conversion.parse(raw)
                 if parsed is None:
                     cluster.skipped += 1
+                    kind = str(raw.get("kind") or "object")
+                    cluster.skipped_kinds[kind] = cluster.skipped_kinds.get(kind, 0) + 1
                 else:
                     cluster.add(parsed)
         except conversion.ObjectError as exc:

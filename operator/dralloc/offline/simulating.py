@@ -20,22 +20,29 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, TextIO
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes
+from dralloc.allocation import errors, outcomes, selectors
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import NodeView
-from dralloc.allocation.snapshots import Snapshot
+from dralloc.allocation.pools import DeviceInfo, NodeView, PoolID
+from dralloc.allocation.snapshots import AllocatedState, Snapshot
+from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
+from dralloc.model import classes as model_classes
+from dralloc.model import conversion
 from dralloc.model import pods as model_pods
 from dralloc.model.base import Object, ObjectMeta
-from dralloc.offline import heap, inputs
+from dralloc.model.quantities import Quantity, QuantityFormat
+from dralloc.offline import allocating, heap, inputs
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
 # Exit 2 also when the run completed but some items were invalid (reported as errors).
 FRAGMENTATION_SIZES = (1, 2, 4, 8)
+# Kinds a workload file may hold that are not placed and not worth a note.
+_QUIET_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +53,7 @@ class Request:
     features: Features = dataclasses.field(default_factory=Features)
     placements_out: str | None = None
     output: str = "table"
+    budget: int | None = allocation.DEFAULT_BUDGET
     progress: bool | None = None  # None: only when stderr is a terminal
 
 
@@ -62,8 +70,46 @@ def _ref(obj: Object) -> str:
     return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
 
 
+def _defaulted(pod: model_pods.Pod) -> model_pods.Pod:
+    """The pod as the API server stores it: a container's limits are its requests where it has none.
+
+    (kube-apiserver's Pod defaulting; manifests such as the drivers' demos write only limits,
+    e.g. `nvidia.com/gpu: 1`, and both node fit and extended resources read requests.)
+    """
+    def container(c: model_pods.Container) -> model_pods.Container:
+        missing = {k: v for k, v in c.resources.limits.items() if k not in c.resources.requests}
+        if not missing:
+            return c
+        resources = c.resources.model_copy(update={"requests": {**c.resources.requests, **missing}})
+        return c.model_copy(update={"resources": resources})
+
+    spec = pod.spec
+    containers = tuple(container(c) for c in spec.containers)
+    init_containers = tuple(container(c) for c in spec.init_containers)
+    if all(a is b for a, b in zip([*containers, *init_containers], [*spec.containers, *spec.init_containers],
+                                  strict=True)):
+        return pod
+    return pod.model_copy(update={"spec": spec.model_copy(update={"containers": containers,
+                                                                   "init_containers": init_containers})})
+
+
+def _extended_claim(pod: model_pods.Pod, classes: Sequence[model_classes.DeviceClass]
+                    ) -> model_claims.ResourceClaim | None:
+    """The claim for the pod's DRA extended resources (KEP-5004), as the operator makes it
+    (`lifecycle.extended`), named `<pod>-extended-resources` (the API server would add a random
+    suffix to that generateName); None when the pod asks for none a DeviceClass serves."""
+    raw = extended.extended_resource_claim(pod, classes)
+    if raw is None:
+        return None
+    metadata = {k: v for k, v in raw["metadata"].items() if k not in ("generateName", "ownerReferences")}
+    metadata["name"] = extended.generate_name(pod.metadata.name).rstrip("-")
+    parsed: model_claims.ResourceClaim = conversion.parse_as(model_claims.ResourceClaim, {**raw, "metadata": metadata})
+    return parsed
+
+
 def _pod_item(pod: model_pods.Pod, templates: dict[str, model_claims.ResourceClaimTemplate],
-              claims_by_ref: dict[str, model_claims.ResourceClaim]) -> placement.Item:
+              claims_by_ref: dict[str, model_claims.ResourceClaim],
+              classes: Sequence[model_classes.DeviceClass]) -> placement.Item:
     namespace = pod.metadata.namespace or "default"
     to_allocate: list[model_claims.ResourceClaim] = []
     allocated: list[model_claims.ResourceClaim] = []
@@ -88,17 +134,27 @@ def _pod_item(pod: model_pods.Pod, templates: dict[str, model_claims.ResourceCla
                     f"Pod {namespace}/{pod.metadata.name}: spec.resourceClaims[{entry.name}].resourceClaimName: "
                     f"no ResourceClaim {key} in the input")
             (allocated if claim.status.allocation is not None else to_allocate).append(claim)
+    special = _extended_claim(pod, classes)
+    if special is not None:
+        to_allocate.append(special)
     return placement.Item(name=pod.metadata.name, claims=tuple(to_allocate), pod=pod, allocated=tuple(allocated))
 
 
-def _workload(request: Request, snapshot_cluster: inputs.Cluster) -> tuple[list[object], inputs.Cluster]:
+def _workload(request: Request, snapshot_cluster: inputs.Cluster, err: TextIO
+              ) -> tuple[list[object], inputs.Cluster]:
     if not request.workload_files:
         return [c for c in snapshot_cluster.resource_claims if c.status.allocation is None], snapshot_cluster
     ordered: list[object] = []
     cluster = inputs.Cluster()
     for path in request.workload_files:
-        part = inputs.load([path])
-        inputs.check_not_empty(part, [path])  # a file of other kinds only (Namespaces, ...) is fine
+        part = inputs.load([path], controllers=True)
+        if not part.controllers:
+            inputs.check_not_empty(part, [path])  # a file of other kinds only (Namespaces, ...) is fine
+        skipped = {k: n for k, n in part.skipped_kinds.items() if k not in _QUIET_KINDS}
+        if skipped:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
+            err.write(f"note: --workload {'stdin' if path == '-' else path}: not placed, of kinds simulate does "
+                      f"not read: {kinds}\n")
         cluster.claim_templates.extend(part.claim_templates)
         cluster.resource_claims.extend(part.resource_claims)
         for obj in part.ordered:
@@ -108,34 +164,115 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster) -> tuple[list[
                 ordered.append(obj)
     if not ordered:
         files = ", ".join("stdin" if path == "-" else path for path in request.workload_files)
-        raise inputs.InputError(f"--workload {files}: no Pod and no unallocated ResourceClaim: nothing to place")
+        raise inputs.InputError(f"--workload {files}: no Pod, no workload controller with replicas and no "
+                                f"unallocated ResourceClaim: nothing to place")
     return ordered, cluster
 
 
-def utilization(snapshot: Snapshot, views: Sequence[NodeView], features: Features) -> dict[str, Any]:
-    """Devices per class and per pool: total and in use."""
-    from dralloc.allocation import selectors
+class _Amounts:
+    """Totals and amounts in use per name (counters in nano-units, capacities as Fractions)."""
 
-    busy = set(snapshot.allocated.exclusive) | snapshot.allocated.shared
-    per_pool: dict[str, list[int]] = {}
-    per_class: dict[str, list[int]] = {name: [0, 0] for name in snapshot.classes}
+    def __init__(self) -> None:
+        self.total: dict[str, Fraction] = {}
+        self.used: dict[str, Fraction] = {}
+
+    def add(self, name: str, total: Fraction, used: Fraction) -> None:
+        self.total[name] = self.total.get(name, Fraction(0)) + total
+        self.used[name] = self.used.get(name, Fraction(0)) + used
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {name: {"total": _quantity(self.total[name]), "inUse": _quantity(self.used[name]),
+                       "percent": _percent(self.used[name], self.total[name])}
+                for name in sorted(self.total)}
+
+
+def _quantity(value: Fraction) -> str:
+    fmt = QuantityFormat.BINARY_SI if value.denominator == 1 else QuantityFormat.DECIMAL_SI
+    return str(Quantity(value, fmt))
+
+
+def _percent(used: Fraction | int, total: Fraction | int) -> float | None:
+    return round(float(100 * Fraction(used) / Fraction(total)), 1) if total else None
+
+
+@dataclasses.dataclass
+class _Use:
+    devices: int = 0
+    in_use: int = 0
+    counter_sets: set[tuple[PoolID, str]] = dataclasses.field(default_factory=set)
+    capacity: _Amounts = dataclasses.field(default_factory=_Amounts)
+
+    def as_dict(self, counter_use: dict[tuple[PoolID, str], dict[str, tuple[int, int]]]) -> dict[str, Any]:
+        counters = _Amounts()
+        for key in sorted(self.counter_sets):
+            for name, (total, used) in counter_use.get(key, {}).items():
+                counters.add(name, Fraction(total, NANO), Fraction(used, NANO))
+        return {"devices": self.devices, "inUse": self.in_use, "percent": _percent(self.in_use, self.devices),
+                "counters": counters.as_dict(), "capacity": self.capacity.as_dict()}
+
+
+NANO = 10**9
+
+
+def _capacity_use(info: DeviceInfo, allocated: AllocatedState) -> dict[str, tuple[Fraction, Fraction]]:
+    """A shareable device's consumable capacity: name -> (total, in use); {} for other devices."""
+    if not info.allow_multiple:
+        return {}
+    consumed = allocated.consumed_capacity.get(info.id, {})
+    whole = info.id in allocated.exclusive
+    return {name: (c.value.value, c.value.value if whole else min(consumed.get(name, Fraction(0)), c.value.value))
+            for name, c in info.capacity.items()}
+
+
+def utilization(snapshot: Snapshot, views: Sequence[NodeView], features: Features) -> dict[str, Any]:
+    """Per class and per pool: devices (total, in use), shared counters and consumable capacity.
+
+    Counters are those of the pools' `sharedCounters`, used up by every allocated device that
+    consumes them (as the allocator counts them); a class's counters are those of the counter
+    sets its devices consume from, whoever uses them. Consumable capacity is that of devices
+    with `allowMultipleAllocations`: what their shares consume (all of it when a device is
+    allocated whole). Counters and capacities add up by name across sets and devices.
+    """
+    allocated = snapshot.allocated
+    busy = set(allocated.exclusive) | allocated.shared
+    per_pool: dict[PoolID, _Use] = {}
+    per_class: dict[str, _Use] = {name: _Use() for name in snapshot.classes}
+    counter_use: dict[tuple[PoolID, str], dict[str, tuple[int, int]]] = {}
     seen: set[object] = set()
     for view in views:
         for pool in snapshot.slices.pools_for(view, features):
+            pool_use = per_pool.setdefault(pool.id, _Use())
+            for set_name, counters in pool.counter_sets.items():
+                key = (pool.id, set_name)
+                if key in counter_use:
+                    continue
+                used = {name: 0 for name in counters}
+                for info in pool.counter_consumers:
+                    if info.id in busy:
+                        for consumed_set, amounts in info.consumes:
+                            if consumed_set == set_name:
+                                for name, value in amounts:
+                                    if name in used:
+                                        used[name] += value
+                counter_use[key] = {name: (total, used[name]) for name, total in counters.items()}
+                pool_use.counter_sets.add(key)
             for info in pool.devices:
                 if info.id in seen:
                     continue
                 seen.add(info.id)
-                used = info.id in busy
-                counts = per_pool.setdefault(str(pool.id), [0, 0])
-                counts[0] += 1
-                counts[1] += used
-                for name, device_class in snapshot.classes.items():
-                    if selectors.in_class(info, device_class):
-                        per_class[name][0] += 1
-                        per_class[name][1] += used
-    return {"classes": {k: {"devices": v[0], "inUse": v[1]} for k, v in per_class.items()},
-            "pools": {k: {"devices": v[0], "inUse": v[1]} for k, v in sorted(per_pool.items())}}
+                in_use = info.id in busy
+                capacity = _capacity_use(info, allocated)
+                sets = {(pool.id, set_name) for set_name, _ in info.consumes}
+                targets = [pool_use] + [per_class[name] for name, device_class in snapshot.classes.items()
+                                        if selectors.in_class(info, device_class)]
+                for use in targets:
+                    use.devices += 1
+                    use.in_use += in_use
+                    use.counter_sets |= sets
+                    for name, (total, used_amount) in capacity.items():
+                        use.capacity.add(name, total, used_amount)
+    return {"classes": {k: v.as_dict(counter_use) for k, v in per_class.items()},
+            "pools": {str(k): v.as_dict(counter_use) for k, v in sorted(per_pool.items())}}
 
 
 def fragmentation(placer: placement.Placer) -> dict[str, dict[str, int]]:
@@ -168,7 +305,7 @@ def _placement_line(result: ItemResult) -> str:
     assert result.placement is not None
     parts = [result.item.name, result.placement.node]
     for allocation_ in result.placement.results:
-        parts.extend(f"{r.request}={r.pool}/{r.device}" for r in allocation_.devices.results)
+        parts.extend(f"{r.request}={r.driver}/{r.pool}/{r.device}" for r in allocation_.devices.results)
     return " ".join(parts)
 
 
@@ -211,13 +348,14 @@ def _prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[obje
     """Everything the placement loop needs: the inputs read, the snapshot and node indexes built."""
     cluster = inputs.load(request.snapshot_files)
     inputs.check_not_empty(cluster, request.snapshot_files)
-    workload, workload_cluster = _workload(request, cluster)
+    workload, workload_cluster = _workload(request, cluster, err)
     features = request.features
     snapshot = inputs.snapshot_of(cluster, features)
     found = inputs.nodes_of(cluster, request.snapshot_files)
     err.write(found.note())
     placer = placement.Placer(node_list=found.nodes, snapshot=snapshot, features=features, policy=request.policy,
-                              bound_pods=[p for p in cluster.pods if p.spec.node_name])
+                              bound_pods=[_defaulted(p) for p in cluster.pods if p.spec.node_name],
+                              budget=request.budget)
     templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
     claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
     return placer, workload, templates, claims_by_ref
@@ -230,11 +368,12 @@ def _place_all(placer: placement.Placer, workload: list[object],
     """Place the workload items in order, then the report (placement-only seconds included)."""
     features = request.features
     results: list[ItemResult] = []
+    classes = list(placer.snapshot.classes.values())
     progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
     start = time.perf_counter()
     for done, obj in enumerate(workload):
         if isinstance(obj, model_pods.Pod):
-            item = _pod_item(obj, templates, claims_by_ref)
+            item = _pod_item(_defaulted(obj), templates, claims_by_ref, classes)
         else:
             assert isinstance(obj, model_claims.ResourceClaim)
             current = claims_by_ref.get(_ref(obj), obj)
@@ -256,7 +395,7 @@ def _place_all(placer: placement.Placer, workload: list[object],
                         update={"status": claim.status.model_copy(update={"allocation": result})})
             results.append(ItemResult(item, decision))
         else:
-            results.append(ItemResult(item, None, decision.message()))
+            results.append(ItemResult(item, None, allocating.offline_wording(decision.message(), request.budget)))
         progress.update(done + 1)
     elapsed = time.perf_counter() - start
     progress.close()
@@ -276,6 +415,34 @@ def _place_all(placer: placement.Placer, workload: list[object],
     }
 
 
+def _amounts_text(amounts: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{name} {a['inUse']}/{a['total']}" + (f" ({a['percent']:.0f}%)" if a["percent"] is not None
+                                                            else "") for name, a in amounts.items())
+
+
+def _use_rows(entries: dict[str, dict[str, Any]], limit: int | None = None) -> list[str]:
+    """One line per class or pool: devices in use, then counters and capacity when there are any."""
+    names = list(entries)[:limit] if limit is not None else list(entries)
+    if not names:
+        return []
+    width = max(len(n) for n in names)
+    digits = max(len(str(entries[n]["devices"])) for n in names)
+    lines = []
+    for name in names:
+        use = entries[name]
+        share = f"({use['percent']:.0f}%)" if use["percent"] is not None else "(-)"
+        line = f"  {name:{width}}  {use['inUse']:>{digits}} / {use['devices']:>{digits}} devices in use {share:>6}"
+        extra = [f"counters {_amounts_text(use['counters'])}"] if use["counters"] else []
+        extra += [f"capacity {_amounts_text(use['capacity'])}"] if use["capacity"] else []
+        lines.append(line + ("; " + "; ".join(extra) if extra else ""))
+    if limit is not None and len(entries) > limit:
+        lines.append(f"  ... {len(entries) - limit} more (-o json lists every pool)")
+    return lines
+
+
+POOL_ROWS = 20  # pools in the table; -o json has all of them
+
+
 def _print_table(report: dict[str, Any], out: TextIO) -> None:
     failed = f", {report['errors']} invalid" if report["errors"] else ""
     out.write(f"placed {report['placed']} of {report['items']} items{failed} in {report['seconds']:.3f} s "
@@ -287,14 +454,17 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
         if len(report["unplaced"]) > 50:
             out.write(f"  ... {len(report['unplaced']) - 50} more\n")
     out.write("\nutilization per class:\n")
-    for name, counts in report["utilization"]["classes"].items():
-        total, used = counts["devices"], counts["inUse"]
-        share = f"{100 * used / total:.0f}%" if total else "-"
-        out.write(f"  {name:30} {used:6d} / {total:6d} in use ({share})\n")
+    out.writelines(line + "\n" for line in _use_rows(report["utilization"]["classes"]))
+    pools = report["utilization"]["pools"]
+    if pools:
+        out.write("\nutilization per pool:\n")
+        out.writelines(line + "\n" for line in _use_rows(pools, POOL_ROWS))
     out.write("\nnodes that can still take N devices of a class:\n")
-    out.write(f"  {'class':30} " + " ".join(f"{'N=' + str(k):>6}" for k in FRAGMENTATION_SIZES) + "\n")
-    for name, counts in report["fragmentation"].items():
-        out.write(f"  {name:30} " + " ".join(f"{counts[str(k)]:6d}" for k in FRAGMENTATION_SIZES) + "\n")
+    fragmentation_ = report["fragmentation"]
+    width = max(5, *(len(n) for n in fragmentation_)) if fragmentation_ else 5
+    out.write(f"  {'class':{width}} " + " ".join(f"{'N=' + str(k):>6}" for k in FRAGMENTATION_SIZES) + "\n")
+    for name, counts in fragmentation_.items():
+        out.write(f"  {name:{width}} " + " ".join(f"{counts[str(k)]:6d}" for k in FRAGMENTATION_SIZES) + "\n")
 
 
 def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) -> int:

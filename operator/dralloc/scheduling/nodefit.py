@@ -5,12 +5,20 @@ are reported: `spec.nodeName`, `spec.unschedulable`, `nodeSelector`, required
 node affinity, node taints with effect NoSchedule/NoExecute against the pod's
 tolerations, and resource fit (cpu, memory, ephemeral-storage, pods) against
 allocatable minus what pods already on the node request.
+
+Other resources (extended resources such as `nvidia.com/gpu`, hugepages) are
+checked against allocatable when the node advertises them. When it does not,
+the caller decides by passing `dra_backed`, the resource names a DeviceClass
+serves (`dralloc.lifecycle.extended.class_mapping`): those are left to DRA (the
+pod's extended-resource claim), any other is insufficient, as kube-scheduler's
+NodeResourcesFit reports it. Without `dra_backed` (None) every such resource is
+left to devices.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
@@ -73,8 +81,13 @@ def _allocatable(node: nodes.Node, name: str) -> Quantity | None:
     return node.status.allocatable.get(name)
 
 
-def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int]) -> str | None:
-    """Why the pod cannot run on the node, ignoring devices; None when it can."""
+def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int], *,
+           dra_backed: Collection[str] | None = None) -> str | None:
+    """Why the pod cannot run on the node, ignoring devices; None when it can.
+
+    `dra_backed`: the resource names DeviceClasses serve; with it, a resource the node does
+    not advertise and no class serves is insufficient (None: left to devices).
+    """
     name = node.metadata.name
     spec = pod.spec
     if spec.node_name and spec.node_name != name:
@@ -107,7 +120,10 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
         if available is None:
             if resource in FIT_RESOURCES:
                 return f"insufficient {resource}"
-            continue  # extended resources backed by DRA or devices are checked elsewhere
+            if dra_backed is None or resource in dra_backed:
+                continue  # served by DRA: the pod's extended-resource claim is allocated with its others
+            return (f"insufficient {resource}: the node does not advertise it in status.allocatable and no "
+                    f"DeviceClass names it in spec.extendedResourceName")
         if used.requests.get(resource, 0) + wanted > available.nanos:
             return f"insufficient {resource}"
     return None

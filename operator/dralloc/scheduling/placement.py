@@ -32,6 +32,7 @@ from dralloc.allocation import errors, nodeaffinity, outcomes, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
+from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import nodes, pods
 from dralloc.scheduling import nodefit
@@ -136,6 +137,8 @@ class Placer:
         self.views = [NodeView.of(n) for n in self.nodes]
         self.index = {n.metadata.name: i for i, n in enumerate(self.nodes)}
         self.snapshot = snapshot
+        # Extended resources DeviceClasses serve (the classes do not change while a Placer lives).
+        self.dra_backed = frozenset(extended.class_mapping(snapshot.classes.values()))
         self.features = features
         self.policy = policy
         self.budget = budget
@@ -202,7 +205,8 @@ class Placer:
         """Why the item cannot go to node `index` regardless of devices; None if it can."""
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
-            reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted)
+            reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
+                                    dra_backed=self.dra_backed)
             if reason is not None:
                 return reason
         if not self._node_allows_shared(item, index):
