@@ -56,7 +56,7 @@ def run(name: str, placements_dir: pathlib.Path | None) -> None:
             placer.commit(item, decision)
             placed += 1
             if placements_dir is not None:
-                devices_text = " ".join(f"{r.request}={r.pool}/{r.device}"
+                devices_text = " ".join(f"{r.request}={r.driver}/{r.pool}/{r.device}"
                                         for a in decision.results for r in a.devices.results)
                 lines.append(f"{item.name} {decision.node} {devices_text}")
     elapsed = time.perf_counter() - start

@@ -30,7 +30,7 @@ then the ratios upstream/dralloc of each, with the goals of issue 12 next to the
 >= 10x on w1 and w2, >= 20x on w3, >= 100x on w4, measured on whole-process wall time;
 w5 <= 10 ms in dralloc, both placement-only and whole process.
 
-Placements are compared claim by claim (same claim -> same node -> same request=pool/device
+Placements are compared claim by claim (same claim -> same node -> same request=driver/pool/device
 results): OK, or the first differences. The exit status is 1 when any workload's
 placements differ or a side failed, 0 otherwise; times are printed, never asserted.
 

@@ -217,11 +217,12 @@ func allocateCapped(ctx context.Context, a structured.Allocator, n *v1.Node, cla
 }
 
 // placementLine is `dralloc simulate --placements-out`'s line: the claim, the
-// node, then request=pool/device per result in result order.
+// node, then request=driver/pool/device per result in result order (the
+// driver too: two drivers often publish pools of the same name).
 func placementLine(claim, node string, result *resourceapi.AllocationResult) string {
 	parts := []string{claim, node}
 	for _, r := range result.Devices.Results {
-		parts = append(parts, fmt.Sprintf("%s=%s/%s", r.Request, r.Pool, r.Device))
+		parts = append(parts, fmt.Sprintf("%s=%s/%s/%s", r.Request, r.Driver, r.Pool, r.Device))
 	}
 	return strings.Join(parts, " ")
 }
