@@ -89,7 +89,7 @@ oracle/bin/oracle.built: $(ORACLE_GO) oracle/go.mod oracle/go.sum
 	$(ORACLE_BUILD) -modfile=go.mod -o bin/oracle .
 	touch $@
 oracle/bin/oracle-v0.36.built: $(ORACLE_GO) oracle/go.136.mod oracle/go.136.sum
-	$(ORACLE_BUILD) -modfile=go.136.mod -o bin/oracle-v0.36 .
+	$(ORACLE_BUILD) -modfile=go.136.mod -tags dra136 -o bin/oracle-v0.36 .
 	touch $@
 oracle: $(ORACLE).built
 

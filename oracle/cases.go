@@ -32,6 +32,8 @@ type Case struct {
 	Node     struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels,omitempty"`
+		// DeclaredFeatures is node.status.declaredFeatures (1.37; e.g. DRAOptionalNodeOperations).
+		DeclaredFeatures []string `json:"declaredFeatures,omitempty"`
 	} `json:"node"`
 	Objects struct {
 		DeviceClasses   []*resourceapi.DeviceClass   `json:"deviceClasses"`
@@ -83,10 +85,11 @@ var gateNames = []string{
 // featuresOf returns the features with exactly the named gates on.
 func featuresOf(enabled []string) (structured.Features, error) {
 	on := sets.New(enabled...)
-	if unknown := on.Difference(sets.New(gateNames...)); unknown.Len() > 0 {
-		return structured.Features{}, fmt.Errorf("unknown feature gate(s) %v; known: %v", sets.List(unknown), gateNames)
+	known := append(append([]string{}, gateNames...), releaseGateNames...)
+	if unknown := on.Difference(sets.New(known...)); unknown.Len() > 0 {
+		return structured.Features{}, fmt.Errorf("unknown feature gate(s) %v; known: %v", sets.List(unknown), known)
 	}
-	return structured.Features{
+	return withReleaseGates(structured.Features{
 		AdminAccess:            on.Has("DRAAdminAccess"),
 		PrioritizedList:        on.Has("DRAPrioritizedList"),
 		PartitionableDevices:   on.Has("DRAPartitionableDevices"),
@@ -94,7 +97,7 @@ func featuresOf(enabled []string) (structured.Features, error) {
 		DeviceBindingAndStatus: on.Has("DRADeviceBindingConditions") && on.Has("DRAResourceClaimDeviceStatus"),
 		ConsumableCapacity:     on.Has("DRAConsumableCapacity"),
 		ListTypeAttributes:     on.Has("DRAListTypeAttributes"),
-	}, nil
+	}, on), nil
 }
 
 // newAllocatedState is the empty state kube-scheduler starts from.

@@ -114,7 +114,11 @@ func runCase(ctx context.Context, c *Case, timeout time.Duration) Outcome {
 		defer cancel()
 	}
 	start := time.Now()
-	results, err := allocator.Allocate(ctx, node(c.Node.Name, c.Node.Labels), claims)
+	n, err := withDeclaredFeatures(node(c.Node.Name, c.Node.Labels), c.Node.DeclaredFeatures)
+	if err != nil {
+		return inputError(out, err)
+	}
+	results, err := allocator.Allocate(ctx, n, claims)
 	out.Seconds = time.Since(start).Seconds()
 	out.Allocator, out.Steps = allocatorInfo(allocator)
 	switch {

@@ -110,3 +110,17 @@ def test_bound_never_hides_a_cel_error() -> None:
               claim("c1").request("r0", "gpu", count=2, selectors=[f'device.attributes["{DRIVER}"].model == "x"'])]
     with pytest.raises(errors.InvalidSelectorError, match="CEL runtime error"):
         run(slices, claims)
+
+
+def test_a_search_past_the_probe_uses_the_whole_budget() -> None:
+    """The probe's steps count once: a search that outlives the probe stops at the budget itself.
+
+    Nine devices with one numa value out of eight and eight: the bound (which ignores
+    constraints) cannot rule it out, and the search runs until its budget is spent (before,
+    the fresh search's limit left out the probe's steps while counting them: 300 of 500).
+    """
+    slices = [slice_("s1", devices=[device(f"gpu-{i}").attr("numa", i % 2) for i in range(16)])]
+    claims = [claim("c0").request("r0", "gpu", count=9).constraint_match(f"{DRIVER}/numa")]
+    outcome = run(slices, claims, budget=500)  # the search needs about 700 steps
+    assert isinstance(outcome, outcomes.BudgetExhausted), outcome
+    assert outcome.steps >= 500

@@ -5,13 +5,25 @@ from __future__ import annotations
 import pytest
 
 from dralloc.allocation import errors
-from dralloc.allocation.features import DEFAULTS_1_36, Features, parse_gates
+from dralloc.allocation.features import DEFAULTS_1_36, DEFAULTS_1_37, Features, parse_gates
 
 
-def test_defaults_are_kubernetes_1_36() -> None:
-    """Features() has the 1.36 defaults: everything on except DRAListTypeAttributes."""
-    assert Features().gates() == dict(DEFAULTS_1_36)
-    assert Features().list_type_attributes is False
+def test_defaults_are_kubernetes_1_37() -> None:
+    """Features() has the 1.37 defaults: 1.36's (everything on except DRAListTypeAttributes) and the
+    1.37 alpha gates off."""
+    assert Features().gates() == dict(DEFAULTS_1_37)
+    assert {name: on for name, on in DEFAULTS_1_37.items() if name not in DEFAULTS_1_36} == {
+        "DRADeviceCompatibilityGroups": False, "DRAFractionalCapacityRange": False,
+        "DRAOptionalNodeOperations": False, "DRADerivedAttributes": False}
+    assert Features(release="1.36").gates() == dict(DEFAULTS_1_36)
+
+
+def test_1_37_gates_do_not_exist_in_1_36() -> None:
+    """Asking for a 1.37 alpha gate at 1.36 is an input error naming the gate and the release."""
+    with pytest.raises(errors.UnknownFeatureGateError, match=r"DRADeviceCompatibilityGroups in Kubernetes 1.36"):
+        Features.from_gates({"DRADeviceCompatibilityGroups": True}, release="1.36")
+    with pytest.raises(errors.UnknownFeatureGateError, match=r"do not exist in Kubernetes 1.36"):
+        Features(compatibility_groups=True, release="1.36")
 
 
 def test_from_gates_without_gates_is_the_default() -> None:
@@ -114,7 +126,12 @@ class TestUpstreamVariant:
         assert Features.only(["DRADeviceBindingConditions",
                               "DRAResourceClaimDeviceStatus"]).beyond_stable_channel is True
 
-    @pytest.mark.parametrize("gate", ["DRAConsumableCapacity", "DRAListTypeAttributes"])
-    def test_capacity_or_list_gates_leave_the_stable_variant(self, gate: str) -> None:
-        """DRAConsumableCapacity or DRAListTypeAttributes alone need the incubating/experimental variant."""
+    @pytest.mark.parametrize(("gate", "variant"), [
+        ("DRAConsumableCapacity", "incubating"), ("DRAFractionalCapacityRange", "incubating"),
+        ("DRAListTypeAttributes", "experimental"), ("DRADeviceCompatibilityGroups", "experimental"),
+        ("DRAOptionalNodeOperations", "experimental"), ("DRADerivedAttributes", "experimental"),
+    ])
+    def test_a_gate_beyond_the_stable_ones_selects_its_variant(self, gate: str, variant: str) -> None:
+        """As upstream's NewAllocator: the first variant whose supported features cover the gates."""
+        assert Features.only([gate]).variant == variant
         assert Features.only([gate]).beyond_stable_channel is True

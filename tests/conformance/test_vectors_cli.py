@@ -22,7 +22,7 @@ import pytest
 import yaml
 from tests.conformance import vectors
 
-from dralloc.allocation.features import DEFAULTS_1_36
+from dralloc.allocation.features import DEFAULTS
 
 CASES = vectors.load_all()
 
@@ -32,7 +32,8 @@ def _write_input(case: dict[str, Any], directory: pathlib.Path) -> pathlib.Path:
     docs = [obj for kind in ("deviceClasses", "resourceSlices", "allocatedClaims", "claims")
             for obj in objects.get(kind) or []]
     docs.append({"apiVersion": "v1", "kind": "Node",
-                 "metadata": {"name": case["node"]["name"], "labels": case["node"].get("labels") or {}}})
+                 "metadata": {"name": case["node"]["name"], "labels": case["node"].get("labels") or {}},
+                 "status": {"declaredFeatures": case["node"].get("declaredFeatures") or []}})
     path = directory / f"{case['name']}.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
@@ -40,11 +41,12 @@ def _write_input(case: dict[str, Any], directory: pathlib.Path) -> pathlib.Path:
 
 def _run(case: dict[str, Any], directory: pathlib.Path) -> subprocess.CompletedProcess[str]:
     enabled = set(case.get("features") or [])
-    gates = ",".join(f"{g}={'true' if g in enabled else 'false'}" for g in DEFAULTS_1_36)
+    release = vectors.releases(case)[-1]
+    gates = ",".join(f"{g}={'true' if g in enabled else 'false'}" for g in DEFAULTS[release])
     path = _write_input(case, directory)
     return subprocess.run(
         [sys.executable, "-m", "dralloc", "allocate", "-f", str(path), "--node", case["node"]["name"],
-         "--features", gates, "--kubernetes-version", vectors.releases(case)[-1], "-o", "json"],
+         "--features", gates, "--kubernetes-version", release, "-o", "json"],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2] / "operator")},
     )

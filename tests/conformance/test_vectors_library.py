@@ -32,7 +32,8 @@ def run_vector(case: dict[str, Any], release: str) -> outcomes.Outcome:
         allocated_claims=[conversion.parse_as(claims.ResourceClaim, o) for o in objects.get("allocatedClaims") or []],
         features=features,
     )
-    node = NodeView(case["node"]["name"], case["node"].get("labels") or {})
+    node = NodeView(case["node"]["name"], case["node"].get("labels") or {},
+                    frozenset(case["node"].get("declaredFeatures") or ()))
     to_allocate = [conversion.parse_as(claims.ResourceClaim, o) for o in objects.get("claims") or []]
     return allocation.allocate(snapshot, to_allocate, node, features=features)
 

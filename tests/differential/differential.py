@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"differential: {args.n} cases from seed {base} (replay: make differential N={args.n} SEED={base}); "
           f"dralloc vs k8s.io/dynamic-resource-allocation {release}", flush=True)
     started = time.perf_counter()
-    cases = [generating.case(s) for s in seeds]
+    cases = [generating.case(s, running.release_of_module(release)) for s in seeds]
     t0 = time.perf_counter()
     ours = [running.answer(c, release=running.release_of_module(release)) for c in cases]
     t1 = time.perf_counter()

@@ -25,7 +25,10 @@ and cover, with the gates that govern them randomly on or off:
 - already-allocated claims: exclusive, admin-access and shared (shareID and
   consumedCapacity) results on devices anywhere in the cluster;
 - now and then (with adminAccess and consumable capacity on) a small "admin tooling"
-  case: a pool whose first device is shared, one claim of alike adminAccess requests.
+  case: a pool whose first device is shared, one claim of alike adminAccess requests;
+- for 1.37 (`case(seed, "1.37")`, `_with_1_37`): its alpha gates, compatibility groups,
+  fractional capacity ranges, skipNodeOperations with the node's declaredFeatures, and
+  derived attributes with their gate off.
 """
 
 from __future__ import annotations
@@ -379,8 +382,57 @@ def _admin_tooling(rng: random.Random, features: list[str]) -> tuple[list[dict[s
     return slices, [claim]
 
 
-def case(seed: int) -> dict[str, Any]:
-    """One random case in the vector format (no `expect`), named after its seed."""
+GATES_1_37 = ("DRADeviceCompatibilityGroups", "DRAFractionalCapacityRange", "DRAOptionalNodeOperations",
+              "DRADerivedAttributes")
+
+
+def _with_1_37(case: dict[str, Any], rng: random.Random) -> None:
+    """What only 1.37 has, added in place with its own random stream (so a seed's 1.36 case is the
+    1.37 case without these): its alpha gates (each on or off), compatibility groups on counter
+    consumption, fractional `validRange`s on a capacity (and milli-unit capacity requests),
+    `skipNodeOperations` on slices and the node's declaredFeatures, and derived attributes on a
+    request (only with DRADerivedAttributes off: dralloc does not compute them, see
+    docs/allocation.md)."""
+    features = case["features"]
+    features += [g for g in GATES_1_37 if chance(rng, 0.25 if g != "DRADerivedAttributes" else 0.05)]
+    features.sort()
+    groups = (["g1"], ["g2"], ["g1", "g2"], [])
+    for s in case["objects"]["resourceSlices"]:
+        spec = s["spec"]
+        if chance(rng, 0.12):
+            spec["skipNodeOperations"] = rng.choice([["*"], ["NodePrepareResources", "NodeUnprepareResources"]])
+        for d in spec.get("devices") or []:
+            for consumption in d.get("consumesCounters") or []:
+                if chance(rng, 0.4):
+                    consumption["compatibilityGroups"] = rng.choice(groups)
+            cores = (d.get("capacity") or {}).get("cores")
+            if cores is not None and chance(rng, 0.5):
+                cores["requestPolicy"] = {"default": "500m", "validRange": rng.choice([
+                    {"min": "250m", "step": "250m"}, {"min": "500m", "max": "2", "step": "500m"},
+                    {"min": "1", "step": "1"}, {"min": "100m", "step": "1500m"}])}
+                d["allowMultipleAllocations"] = True
+    if chance(rng, 0.5):
+        case["node"] = {**case["node"], "declaredFeatures": ["DRAOptionalNodeOperations"]}
+    for claim in case["objects"]["claims"]:
+        for request in claim["spec"]["devices"].get("requests") or []:
+            body = request.get("exactly") or (request.get("firstAvailable") or [{}])[0]
+            if chance(rng, 0.15) and "DRAConsumableCapacity" in features:
+                body.setdefault("capacity", {}).setdefault("requests", {})["cores"] = rng.choice(
+                    ["300m", "750m", "1", "1200m", "2500m"])
+            if chance(rng, 0.03) and "DRADerivedAttributes" not in features:
+                body["derivedAttributes"] = [{"name": "a.example.com/double", "expression": "2"}]
+
+
+def case(seed: int, release: str = "1.37") -> dict[str, Any]:
+    """One random case in the vector format (no `expect`), named after its seed, for a
+    Kubernetes release (1.36 cases have none of 1.37's fields or gates)."""
+    generated = _case(seed)
+    if release != "1.36":
+        _with_1_37(generated, random.Random(seed * 2654435761 + 1))
+    return generated
+
+
+def _case(seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     features = _features(rng)
     slices = _pools(rng, features)

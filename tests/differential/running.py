@@ -51,7 +51,8 @@ def answer(case: dict[str, Any], *, release: str | None = None,
                               for o in objects.get("allocatedClaims") or []],
             features=features,
         )
-        node = NodeView(case["node"]["name"], case["node"].get("labels") or {})
+        node = NodeView(case["node"]["name"], case["node"].get("labels") or {},
+                        frozenset(case["node"].get("declaredFeatures") or ()))
         to_allocate = [conversion.parse_as(claims.ResourceClaim, o) for o in objects.get("claims") or []]
         outcome = allocation.allocate(snapshot, to_allocate, node, features=features, budget=budget, explain=False)
     except errors.AllocationInputError as exc:

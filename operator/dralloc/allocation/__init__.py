@@ -131,7 +131,8 @@ def allocate(
                 if budget is not None and search.steps >= budget:
                     raise
                 spent = search.steps
-                search = search.fresh(budget=None if budget is None else budget - spent)
+                # The fresh search counts on from the probe's steps, so its limit is the whole budget.
+                search = search.fresh(budget=budget)
                 search.steps = spent
                 found = search.run()
         else:

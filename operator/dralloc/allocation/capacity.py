@@ -9,17 +9,46 @@ existing shares and earlier picks of this call already consume. Rounding on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 
 from dralloc.model import devices
 from dralloc.model.quantities import Quantity, QuantityFormat
 
+_INT64_MAX = 2**63 - 1
+
+
+def _milli(q: Quantity) -> int | None:
+    """The quantity in milli-units when that is exact and fits int64 (upstream's safeMilliValue)."""
+    milli = q.value * 1000
+    if milli.denominator != 1 or abs(milli.numerator) > _INT64_MAX:
+        return None
+    return milli.numerator
+
+
+def _milli_ceil(q: Quantity) -> int:
+    """Quantity.MilliValue(): rounded up to a milli-unit."""
+    return math.ceil(q.value * 1000)
+
+
+def uses_milli(valid_range: devices.CapacityRequestPolicyRange, fractional: bool) -> bool:
+    """DRAFractionalCapacityRange (1.37): milli-unit arithmetic for a range whose bounds and step
+    are exact in milli-units (step at least 1m); otherwise whole units, as before."""
+    if not fractional:
+        return False
+    for q in (valid_range.min, valid_range.max, valid_range.step):
+        if q is not None and _milli(q) is None:
+            return False
+    step = _milli(valid_range.step) if valid_range.step is not None else None
+    return step is None or step >= 1
+
 
 def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity, *,
-                    step_format: bool = True) -> Quantity:
+                    step_format: bool = True, fractional: bool = False) -> Quantity:
     """What one request consumes of one capacity. A value rounded up on `validRange` takes the
-    step's format (1.37) or BinarySI (1.36, `step_format=False`)."""
+    step's format (1.37) or BinarySI (1.36, `step_format=False`); `fractional` (1.37's
+    DRAFractionalCapacityRange) rounds in milli-units where the range allows it."""
     policy = capacity.request_policy
     if requested is None:
         if policy is not None and policy.default is not None:
@@ -33,6 +62,14 @@ def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity
             return valid_range.min
         if valid_range.step is None:
             return requested
+        if uses_milli(valid_range, fractional):
+            milli_value = _milli(requested)
+            value = milli_value if milli_value is not None else _milli_ceil(requested)
+            step, low = _milli_ceil(valid_range.step), _milli_ceil(valid_range.min)
+            steps = -((low - value) // step)
+            total = low + step * steps
+            fmt = valid_range.step.format
+            return Quantity(total // 1000, fmt) if total % 1000 == 0 else Quantity(Fraction(total, 1000), fmt)
         value, step, low = requested.as_int_ceil(), valid_range.step.as_int_ceil(), valid_range.min.as_int_ceil()
         steps = -((low - value) // step)  # ceil((value - low) / step)
         return Quantity(low + step * steps, valid_range.step.format if step_format else QuantityFormat.BINARY_SI)
@@ -43,7 +80,8 @@ def consumed_amount(requested: Quantity | None, capacity: devices.DeviceCapacity
     return requested
 
 
-def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | None) -> bool:
+def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | None, *,
+                    fractional: bool = False) -> bool:
     if policy is None:
         return False
     if policy.default is not None and amount == policy.default:
@@ -53,6 +91,12 @@ def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | No
         if valid_range.max is not None and amount > valid_range.max:
             return True
         if valid_range.step is not None:
+            if uses_milli(valid_range, fractional):
+                milli_amount = _milli(amount)
+                if milli_amount is None:
+                    return True
+                low = _milli_ceil(valid_range.min) if valid_range.min is not None else 0
+                return (milli_amount - low) % _milli_ceil(valid_range.step) != 0
             low = valid_range.min.as_int_ceil() if valid_range.min is not None else 0
             step = valid_range.step.as_int_ceil()
             if step and (amount.as_int_ceil() - low) % step != 0:
@@ -68,6 +112,7 @@ def consumption(
     capacity: Mapping[str, devices.DeviceCapacity],
     *,
     step_format: bool = True,
+    fractional: bool = False,
 ) -> dict[str, Quantity] | None:
     """What a request would consume of each declared capacity; None if it cannot (policy, unknown name)."""
     requests = requests or {}
@@ -75,8 +120,8 @@ def consumption(
         return None
     amounts: dict[str, Quantity] = {}
     for name, cap in capacity.items():
-        amount = consumed_amount(requests.get(name), cap, step_format=step_format)
-        if violates_policy(amount, cap.request_policy):
+        amount = consumed_amount(requests.get(name), cap, step_format=step_format, fractional=fractional)
+        if violates_policy(amount, cap.request_policy, fractional=fractional):
             return None
         amounts[name] = amount
     return amounts

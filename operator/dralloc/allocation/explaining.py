@@ -107,7 +107,8 @@ class _Trials:
         trial = Search(claims=variant, scope=original.scope, node=original.node, allocated=original.allocated,
                        features=original.features, extra_taints=original.extra_taints, budget=self.budget)
         if relax != frozenset():
-            trial.counters = RelaxedLedger(original.allocated, relax)
+            trial.counters = RelaxedLedger(original.allocated, relax,
+                                           compatibility_groups=original.features.compatibility_groups)
         try:
             # The counting bound ignores constraints and counters, so "impossible" holds for every
             # variant; it keeps hopeless competition (16 + 16 of 31 devices) from using the budget.

@@ -3,7 +3,7 @@
 Gates change what the allocator accepts and considers; they are never read from
 the environment. The release (1.36 or 1.37) picks the semantics where upstream's
 allocator changed between the two (docs/allocation.md, "Kubernetes 1.36 and 1.37").
-Gate defaults are the same in both releases for the gates dralloc knows.
+1.37 knows four more (alpha) gates; the defaults of the others are the same in both.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dralloc.allocation import errors
 RELEASES: tuple[str, ...] = ("1.36", "1.37")
 DEFAULT_RELEASE = "1.37"
 
-# Gate name -> Kubernetes 1.36 default (1.37 has the same defaults for these gates).
+# Gate name -> Kubernetes 1.36 default.
 DEFAULTS_1_36: Mapping[str, bool] = {
     "DRAAdminAccess": True,
     "DRAPrioritizedList": True,
@@ -28,6 +28,20 @@ DEFAULTS_1_36: Mapping[str, bool] = {
     "DRAResourceClaimDeviceStatus": True,
     "DRAListTypeAttributes": False,
 }
+
+# 1.37: the same defaults, plus its alpha gates that change what the allocator does (off).
+DEFAULTS_1_37: Mapping[str, bool] = {
+    **DEFAULTS_1_36,
+    "DRADeviceCompatibilityGroups": False,
+    "DRAFractionalCapacityRange": False,
+    "DRAOptionalNodeOperations": False,
+    "DRADerivedAttributes": False,
+}
+
+DEFAULTS: Mapping[str, Mapping[str, bool]] = {"1.36": DEFAULTS_1_36, "1.37": DEFAULTS_1_37}
+
+# What upstream's node declares (node.status.declaredFeatures) for DRAOptionalNodeOperations.
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,34 +54,49 @@ class Features:
     device_binding_conditions: bool = True
     resource_claim_device_status: bool = True
     list_type_attributes: bool = False
+    # 1.37 alpha gates (refused at 1.36).
+    compatibility_groups: bool = False
+    fractional_capacity_range: bool = False
+    optional_node_operations: bool = False
+    derived_attributes: bool = False
     release: str = DEFAULT_RELEASE
 
     def __post_init__(self) -> None:
         if self.release not in RELEASES:
             raise errors.UnknownReleaseError(
                 f"unsupported Kubernetes release {self.release!r}; supported: {', '.join(RELEASES)}")
+        if self.release == "1.36":
+            newer = sorted(name for name in set(DEFAULTS_1_37) - set(DEFAULTS_1_36)
+                           if getattr(self, _FIELD_OF[name]))
+            if newer:
+                raise errors.UnknownFeatureGateError(
+                    f"feature gate(s) {', '.join(newer)} do not exist in Kubernetes 1.36")
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool], *, release: str = DEFAULT_RELEASE) -> Features:
         """Features from gate names; gates not named keep their default."""
-        unknown = sorted(set(gates) - set(DEFAULTS_1_36))
+        known = DEFAULTS.get(release, DEFAULTS_1_37)
+        unknown = sorted(set(gates) - set(known))
         if unknown:
             raise errors.UnknownFeatureGateError(
-                f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
+                f"unknown feature gate(s) {', '.join(unknown)} in Kubernetes {release}; "
+                f"known gates: {', '.join(sorted(known))}"
             )
-        merged = {**DEFAULTS_1_36, **gates}
+        merged = {**known, **gates}
         return cls(**{_FIELD_OF[name]: value for name, value in merged.items()}, release=release)
 
     @classmethod
     def only(cls, enabled: Iterable[str], *, release: str = DEFAULT_RELEASE) -> Features:
         """Exactly these gates on, every other gate off (how the conformance vectors state gates)."""
         enabled = set(enabled)
-        unknown = sorted(enabled - set(DEFAULTS_1_36))
+        known = DEFAULTS.get(release, DEFAULTS_1_37)
+        unknown = sorted(enabled - set(known))
         if unknown:
             raise errors.UnknownFeatureGateError(
-                f"unknown feature gate(s) {', '.join(unknown)}; known gates: {', '.join(sorted(DEFAULTS_1_36))}"
+                f"unknown feature gate(s) {', '.join(unknown)} in Kubernetes {release}; "
+                f"known gates: {', '.join(sorted(known))}"
             )
-        return cls.from_gates({name: name in enabled for name in DEFAULTS_1_36}, release=release)
+        return cls.from_gates({name: name in enabled for name in known}, release=release)
 
     @property
     def binding_conditions(self) -> bool:
@@ -77,6 +106,24 @@ class Features:
     @property
     def at_least_1_37(self) -> bool:
         return self.release != "1.36"
+
+    @property
+    def variant(self) -> str:
+        """Which of upstream's allocator variants these features select: stable, incubating or
+        experimental (the first whose supported features cover the enabled ones).
+
+        stable supports AdminAccess, PrioritizedList, PartitionableDevices and DeviceTaints;
+        incubating adds ConsumableCapacity, DeviceBindingAndStatus (both of its gates) and, in
+        1.37, FractionalCapacityRange; experimental supports everything, among it
+        ListTypeAttributes and 1.37's CompatibilityGroups, OptionalNodeOperations and
+        DerivedAttributes. Semantics differ in a few places (see the properties using this).
+        """
+        if (self.list_type_attributes or self.compatibility_groups or self.optional_node_operations
+                or self.derived_attributes):
+            return "experimental"
+        if self.consumable_capacity or self.binding_conditions or self.fractional_capacity_range:
+            return "incubating"
+        return "stable"
 
     @property
     def counter_slices_everywhere(self) -> bool:
@@ -91,17 +138,14 @@ class Features:
     def beyond_stable_channel(self) -> bool:
         """Whether upstream would run its incubating or experimental allocator, not the stable one.
 
-        Upstream picks the first of its variants whose supported features cover the enabled
-        ones. The stable variant supports only AdminAccess, PrioritizedList,
-        PartitionableDevices and DeviceTaints; it knows no distinctAttribute, no capacity
-        requests and no `allowMultipleAllocations`, so a claim using them is read as if the
-        field were absent. DeviceBindingAndStatus counts only with both of its gates on.
+        The stable variant knows no distinctAttribute, no capacity requests and no
+        `allowMultipleAllocations`, so a claim using them is read as if the field were absent.
         """
-        return self.consumable_capacity or self.binding_conditions or self.list_type_attributes
+        return self.variant != "stable"
 
     def gates(self) -> dict[str, bool]:
-        """The gates by name (the release is not a gate: see `release`)."""
-        return {name: getattr(self, field) for name, field in _FIELD_OF.items()}
+        """The gates of this release by name (the release is not a gate: see `release`)."""
+        return {name: getattr(self, _FIELD_OF[name]) for name in DEFAULTS[self.release]}
 
 
 _FIELD_OF: Mapping[str, str] = {
@@ -113,6 +157,10 @@ _FIELD_OF: Mapping[str, str] = {
     "DRADeviceBindingConditions": "device_binding_conditions",
     "DRAResourceClaimDeviceStatus": "resource_claim_device_status",
     "DRAListTypeAttributes": "list_type_attributes",
+    "DRADeviceCompatibilityGroups": "compatibility_groups",
+    "DRAFractionalCapacityRange": "fractional_capacity_range",
+    "DRAOptionalNodeOperations": "optional_node_operations",
+    "DRADerivedAttributes": "derived_attributes",
 }
 
 

@@ -60,7 +60,7 @@ class DeviceInfo:
 
     __slots__ = (
         "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
-        "binds_to_node", "capacity", "consumes", "device", "driver", "id", "per_device_node", "plain_capacity",
+        "binds_to_node", "capacity", "consumes", "device", "driver", "groups", "id", "per_device_node", "plain_capacity",
         "selector_results", "slice", "taints",
     )
 
@@ -87,6 +87,9 @@ class DeviceInfo:
             (c.counter_set, tuple((name, counter.value.nanos) for name, counter in c.counters.items()))
             for c in device.consumes_counters
         )
+        # DRADeviceCompatibilityGroups: the groups of each counter set consumption, in order.
+        self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
+            (c.counter_set, frozenset(c.compatibility_groups)) for c in device.consumes_counters)
         self.taints = device.taints
         self.allow_multiple = bool(device.allow_multiple_allocations)
         self.binding_conditions = device.binding_conditions
@@ -129,10 +132,12 @@ class NodeView:
 
     name: str
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # node.status.declaredFeatures (1.37): DRAOptionalNodeOperations lets devices skip node calls.
+    declared_features: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, node: nodes.Node) -> NodeView:
-        return cls(node.metadata.name, dict(node.metadata.labels))
+        return cls(node.metadata.name, dict(node.metadata.labels), frozenset(node.status.declared_features))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +148,17 @@ class NodeScope:
     # Devices of complete, valid pools in search order; incomplete and invalid pools are skipped.
     order: tuple[tuple[Pool, DeviceInfo], ...]
     invalid_pool_seen: bool
+
+
+def uses_compatibility_groups(s: devices.ResourceSlice) -> bool:
+    """Whether some device of the slice names compatibility groups for a counter set (1.37)."""
+    return any(c.compatibility_groups for d in s.spec.devices for c in d.consumes_counters)
+
+
+def _ignores_groups(features: Features) -> bool:
+    # 1.37 without DRADeviceCompatibilityGroups cannot check co-allocation against the groups,
+    # so it ignores slices that use them: their pool looks incomplete. 1.36 has no such field.
+    return features.at_least_1_37 and not features.compatibility_groups
 
 
 class SliceIndex:
@@ -209,6 +225,8 @@ class SliceIndex:
 
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
         spec = s.spec
+        if _ignores_groups(features) and uses_compatibility_groups(s):
+            return False
         if spec.shared_counters:
             if not features.partitionable_devices:
                 return False
@@ -259,6 +277,9 @@ class SliceIndex:
             expected = first.spec.pool.resource_slice_count
             kept = sorted(newest, key=lambda s: s.metadata.name)
             everywhere = self._by_pool[pool_id]
+            if _ignores_groups(features):
+                # Consistent with _relevant: an ignored slice does not count towards completeness.
+                everywhere = [s for s in everywhere if not uses_compatibility_groups(s)]
             current = [s for s in everywhere if s.spec.pool.generation == generation]
             incomplete = False
             if len(kept) != expected:

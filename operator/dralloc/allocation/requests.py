@@ -77,6 +77,14 @@ def _plan_one(
         source, label, display = exact, f"request {base_name}", base_name
         admin = exact.admin_access
     owner = f"claim {ref}, request {display}"
+    if source.derived_attributes and features.at_least_1_37:
+        # 1.37 refuses rather than ignores them (a scheduler behind its API server's gates).
+        if not features.derived_attributes:
+            raise errors.FeatureDisabledError(
+                f"claim {ref}, request {sub.name if sub is not None else base_name}: "
+                f"cannot handle request with derived attributes, the feature is disabled")
+        raise errors.UnsupportedFieldError(
+            f"{owner}: derivedAttributes (DRADerivedAttributes, alpha in 1.37) are not supported by dralloc")
     selectors.check_present(source.selectors, owner)
     if admin is not None and not features.admin_access:
         raise errors.FeatureDisabledError(f"{owner}: admin access is requested, but the feature is disabled")

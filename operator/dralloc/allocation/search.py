@@ -38,7 +38,7 @@ from fractions import Fraction
 from dralloc.allocation import capacity, errors, nodeaffinity, selectors, taints
 from dralloc.allocation import constraints as constraints_
 from dralloc.allocation.counters import CounterLedger
-from dralloc.allocation.features import Features
+from dralloc.allocation.features import OPTIONAL_NODE_OPERATIONS, Features
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeScope, NodeView, Pool
 from dralloc.allocation.requests import RESULTS_MAX, ClaimPlan, RequestPlan
 from dralloc.allocation.snapshots import AllocatedState
@@ -88,6 +88,10 @@ class Search:
         self.allocated = allocated
         self.features = features
         self.cel_view = selectors.view_of(features)
+        # A device whose slice skips node operations (1.37) needs the experimental variant with
+        # DRAOptionalNodeOperations and a node that declares it; other variants ignore the field.
+        self.node_operations_optional = not features.at_least_1_37 or features.variant != "experimental" or (
+            features.optional_node_operations and OPTIONAL_NODE_OPERATIONS in node.declared_features)
         self.extra_taints = extra_taints
         self.budget = budget
         self.steps = 0
@@ -96,7 +100,7 @@ class Search:
         self.order = scope.order
         self.allocating: dict[DeviceID, list[int]] = {}
         self.in_call_capacity: dict[DeviceID, dict[str, Fraction]] = {}
-        self.counters = CounterLedger(allocated)
+        self.counters = CounterLedger(allocated, compatibility_groups=features.compatibility_groups)
         self.results: list[list[Pick]] = [[] for _ in claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.share_count = 0
@@ -201,7 +205,8 @@ class Search:
             fits = static or (info.id not in self.allocated.consumed_capacity and (
                 not in_call or info.id not in self.in_call_capacity))
             return fits, None
-        amounts = capacity.consumption(request.capacity, info.capacity, step_format=self.features.at_least_1_37)
+        amounts = capacity.consumption(request.capacity, info.capacity, step_format=self.features.at_least_1_37,
+                                       fractional=self.features.fractional_capacity_range)
         if amounts is None:
             return False, None
         ok = capacity.fits(
@@ -241,6 +246,8 @@ class Search:
     def take(self, claim_index: int, request: RequestPlan, pool: Pool, info: DeviceInfo, *, must: bool) -> Pick | None:
         """allocateDevice: the in-call checks; on success everything is reserved and recorded."""
         if self.in_use(request, info, claim_index):
+            return None
+        if info.slice.spec.skip_node_operations and not self.node_operations_optional:
             return None
         if info.consumes and not self.features.partitionable_devices:
             return None

@@ -27,6 +27,7 @@ class ExactDeviceRequest(ApiModel):
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
+    derived_attributes: tuple[dict[str, Any], ...] = ()  # 1.37, DRADerivedAttributes (name, expression)
 
 
 class DeviceSubRequest(ApiModel):
@@ -37,6 +38,7 @@ class DeviceSubRequest(ApiModel):
     count: int | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
+    derived_attributes: tuple[dict[str, Any], ...] = ()  # 1.37, DRADerivedAttributes (name, expression)
 
 
 class DeviceRequest(ApiModel):
@@ -77,6 +79,7 @@ class DeviceRequestAllocationResult(ApiModel):
     binding_failure_conditions: tuple[str, ...] = ()
     share_id: str | None = Field(default=None, alias="shareID")
     consumed_capacity: dict[str, Quantity] = Field(default_factory=dict)
+    skip_node_operations: tuple[str, ...] = ()  # 1.37, copied from the device's slice
 
 
 class DeviceAllocationConfiguration(ApiModel):

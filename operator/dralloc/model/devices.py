@@ -70,6 +70,7 @@ class CounterSet(ApiModel):
 class DeviceCounterConsumption(ApiModel):
     counter_set: str
     counters: dict[str, Counter] = Field(default_factory=dict)
+    compatibility_groups: tuple[str, ...] = ()  # 1.37, DRADeviceCompatibilityGroups
 
 
 class Device(ApiModel):
@@ -102,6 +103,8 @@ class ResourceSliceSpec(ApiModel):
     per_device_node_selection: bool | None = None
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[CounterSet, ...] = ()
+    partition_type_attribute: str | None = None  # 1.37, DRAPartitionableDevicesType (validation only)
+    skip_node_operations: tuple[str, ...] = ()  # 1.37, DRAOptionalNodeOperations
 
 
 class ResourceSlice(Object):

@@ -39,6 +39,7 @@ class NodeSpec(ApiModel):
 class NodeStatus(ApiModel):
     capacity: dict[str, Quantity] = Field(default_factory=dict)
     allocatable: dict[str, Quantity] = Field(default_factory=dict)
+    declared_features: tuple[str, ...] = ()  # 1.37, NodeDeclaredFeatures (what the kubelet supports)
 
 
 class Node(Object):
