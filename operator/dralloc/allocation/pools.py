@@ -291,10 +291,13 @@ class SliceIndex:
             # of it is short (a counter slice that does not select the node); 1.36 read every
             # counter slice anyway.
             counter_slices = current if len(kept) != expected and not features.counter_slices_everywhere else kept
+            # Devices elsewhere in the pool are read (to validate their counter consumption and count
+            # what allocated ones use) only when the node's own view was short, as upstream does.
+            pool_devices = kept if len(kept) == expected else current
             pool_key = (pool_id, tuple(id(s) for s in kept), incomplete, features)
             pool = self._pool_cache.get(pool_key)
             if pool is None:
-                pool = self._make_pool(pool_id, kept, current, incomplete, features, counter_slices)
+                pool = self._make_pool(pool_id, kept, pool_devices, incomplete, features, counter_slices)
                 self._pool_cache[pool_key] = pool
             pools.append(pool)
         pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))

@@ -251,9 +251,6 @@ class Search:
             return None
         if info.consumes and not self.features.partitionable_devices:
             return None
-        fits, amounts = self.capacity_amounts(request, info, in_call=True)
-        if not fits:
-            return None
         shared = self.shareable(info)
         if info.consumes and not self.counters.try_consume(pool, info, shared=shared):
             return None
@@ -278,6 +275,15 @@ class Search:
                     f"claim {claim.ref}, request {request.name}: cannot add device {info.id} "
                     f"because a claim constraint would not be satisfied"
                 )
+            return None
+        # Capacity last, as upstream: a device an `All` request must take fails its constraints
+        # with an error even when it would not have had the capacity either.
+        fits, amounts = self.capacity_amounts(request, info, in_call=True)
+        if not fits:
+            for done in reversed(added):
+                done.remove()
+            if info.consumes:
+                self.counters.release(pool, info, shared=shared)
             return None
         self.allocating.setdefault(info.id, []).append(claim_index)
         if shared and amounts:
