@@ -13,10 +13,12 @@ with the same message for every device. We walk the parse tree and report:
 - malformed macros: `has()` of something other than a field selection, a loop
   or bind variable that is not a plain identifier, wrong argument counts;
 - message construction (`T{...}`), which selectors cannot use;
-- an expression that is plainly not a bool (a literal, `device.driver`, ...).
+- type errors cel-go's checker finds (`typecheck`): operators and functions applied to
+  types they have no overload for, non-bool operands of `&&`/`||`, mixed list and map
+  literals, and a result that is not a bool (or dyn).
 
-Types beyond that are checked at run time ("no such overload"), since device
-attributes are dynamic upstream too.
+Device attribute values are `dyn` upstream too, so what depends on them is checked at
+run time ("no such overload").
 """
 
 from __future__ import annotations
@@ -26,11 +28,9 @@ from typing import Any, cast
 
 import lark
 
-from dralloc.cel import functions, macros, scopes
+from dralloc.cel import functions, macros, scopes, typecheck
 
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
-_DEVICE_FIELD_TYPES = {"driver": "string", "attributes": "map", "capacity": "map",
-                       "allowMultipleAllocations": "bool"}
 # Type names CEL lets an expression mention as values, e.g. `type(x) == int`.
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
                          "null_type", "type"})
@@ -38,11 +38,16 @@ _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "li
 
 @dataclass(frozen=True)
 class Issue:
-    """One compile error, with its 1-based position in the expression."""
+    """One compile error, with its 1-based position in the expression.
+
+    `positional` False: an error about the whole expression (its result type), which upstream
+    reports as the bare message, without "compilation failed: ERROR: <input>:L:C:".
+    """
 
     message: str
     line: int
     column: int
+    positional: bool = True
 
 
 class _Checker:
@@ -230,36 +235,31 @@ def _position(node: lark.Tree[Any] | lark.Token) -> tuple[int, int]:
     return 1, 1
 
 
-def _static_type(node: lark.Tree[Any]) -> str | None:
-    """The result type when it is obvious without a type checker, else None."""
-    inner = macros.innermost(node)
-    if inner is None:
-        return None
-    if inner.data == "literal":
-        kind = cast(lark.Token, inner.children[0]).type
-        return {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
-                "MLSTRING_LIT": "string", "BYTES_LIT": "bytes", "BOOL_LIT": "bool",
-                "NULL_LIT": "null_type"}.get(kind)
-    if inner.data in {"list_lit", "map_lit"}:
-        return "list" if inner.data == "list_lit" else "map"
-    if inner.data == "member_dot":
-        member, field = inner.children
-        if macros.simple_ident(member) == "device":
-            return _DEVICE_FIELD_TYPES.get(str(cast(lark.Token, field).value))
-    if inner.data in {"addition", "multiplication"}:
-        return "number or string"
-    return None
+def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
+    """All compile errors in a parsed selector, in source order.
 
-
-def check(tree: lark.Tree[Any]) -> list[Issue]:
-    """All compile errors in a parsed selector, in source order."""
+    Name errors first (undeclared references, macro misuse); only a selector without them
+    is type-checked (`typecheck`), which needs the source `text` for the positions of
+    operators and calls (a tree without positions gets 1:1).
+    """
     checker = _Checker()
     checker.visit(tree, frozenset())
-    if not checker.issues:
-        kind = _static_type(tree)
-        if kind is not None and kind != "bool":
-            checker.issues.append(Issue(f"must evaluate to bool or the unknown type, not {kind}", 1, 1))
-    return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))
+    if checker.issues:
+        return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))
+    kind, problems = typecheck.infer(tree, text)
+    if problems:
+        issues = [Issue(p.message, *_line_column(text, p.offset)) for p in problems]
+        return sorted(issues, key=lambda issue: (issue.line, issue.column))
+    if kind not in (typecheck.BOOL, typecheck.DYN, typecheck.UNKNOWN):
+        # What we did not model prints as dyn (cel-go would name it); the outcome is the same.
+        shown = kind.replace(typecheck.UNKNOWN, typecheck.DYN)
+        return [Issue(f"must evaluate to bool or the unknown type, not {shown}", 1, 1, positional=False)]
+    return []
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
 def ranges_over_attribute_values(tree: lark.Tree[Any]) -> list[Issue]:

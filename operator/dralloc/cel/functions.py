@@ -38,7 +38,7 @@ def compareTo(receiver: Any, other: Any) -> Any:
         return library_quantity.compare_to(receiver, other)
     if isinstance(receiver, Semver):
         return library_semver.compare_to(receiver, other)
-    raise TypeError(f"no such overload: {operators.type_name(receiver)}.compareTo()")
+    raise operators.no_such_overload("compareTo", receiver, other)
 
 
 @operators.propagates_errors
@@ -47,7 +47,7 @@ def isGreaterThan(receiver: Any, other: Any) -> Any:
         return library_quantity.is_greater_than(receiver, other)
     if isinstance(receiver, Semver):
         return library_semver.is_greater_than(receiver, other)
-    raise TypeError(f"no such overload: {operators.type_name(receiver)}.isGreaterThan()")
+    raise operators.no_such_overload("isGreaterThan", receiver, other)
 
 
 @operators.propagates_errors
@@ -56,7 +56,7 @@ def isLessThan(receiver: Any, other: Any) -> Any:
         return library_quantity.is_less_than(receiver, other)
     if isinstance(receiver, Semver):
         return library_semver.is_less_than(receiver, other)
-    raise TypeError(f"no such overload: {operators.type_name(receiver)}.isLessThan()")
+    raise operators.no_such_overload("isLessThan", receiver, other)
 
 
 @operators.propagates_errors

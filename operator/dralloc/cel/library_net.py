@@ -255,19 +255,19 @@ def parse_prefix(text: str) -> CIDR:
 
 def _string(value: Any, function: str) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"no such overload: {function}({operators.type_name(value)})")
+        raise operators.no_such_overload(function, value)
     return str(value)
 
 
 def _ip(value: Any, function: str) -> IP:
     if not isinstance(value, IP):
-        raise TypeError(f"no such overload: {operators.type_name(value)}.{function}()")
+        raise operators.no_such_overload(function, value)
     return value
 
 
-def _cidr(value: Any, function: str) -> CIDR:
+def _cidr(value: Any, function: str, *args: Any) -> CIDR:
     if not isinstance(value, CIDR):
-        raise TypeError(f"no such overload: {operators.type_name(value)}.{function}()")
+        raise operators.no_such_overload(function, value, *args)
     return value
 
 
@@ -372,21 +372,25 @@ def _contains(prefix: CIDR, addr: IP) -> bool:
 
 @operators.propagates_errors
 def containsIP(receiver: Any, other: Any) -> celtypes.BoolType:
-    prefix = _cidr(receiver, "containsIP")
+    prefix = _cidr(receiver, "containsIP", other)
     if isinstance(other, str):
-        other = parse_addr(other)
+        try:
+            other = parse_addr(other)
+        except _ParseError:
+            # upstream hands the parse error to the IP overload, which answers "no such overload"
+            raise TypeError("no such overload") from None
     elif not isinstance(other, IP):
-        raise TypeError(f"no such overload: net.CIDR.containsIP({operators.type_name(other)})")
+        raise operators.no_such_overload("containsIP", receiver, other)
     return operators.cel_bool(_contains(prefix, other))
 
 
 @operators.propagates_errors
 def containsCIDR(receiver: Any, other: Any) -> celtypes.BoolType:
-    prefix = _cidr(receiver, "containsCIDR")
+    prefix = _cidr(receiver, "containsCIDR", other)
     if isinstance(other, str):
-        other = parse_prefix(other)
+        other = parse_prefix(other)  # upstream passes this parse error through as it is
     elif not isinstance(other, CIDR):
-        raise TypeError(f"no such overload: net.CIDR.containsCIDR({operators.type_name(other)})")
+        raise operators.no_such_overload("containsCIDR", receiver, other)
     # upstream: cidr.Overlaps(other) && cidr.Bits() <= other.Bits()
     if prefix.addr.bits != other.addr.bits:
         return operators.cel_bool(False)

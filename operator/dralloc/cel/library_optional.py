@@ -69,7 +69,7 @@ NONE = Optional()
 
 
 def _fail(function: str, value: Any) -> TypeError:
-    return TypeError(f"no such overload: {operators.type_name(value)}.{function}()")
+    return operators.no_such_overload(function, value)
 
 
 def select(target: Any, field: Any) -> Optional:
@@ -146,21 +146,22 @@ def value(value: Any) -> Any:
 
 @operators.propagates_errors
 def or_value(receiver: Any, default: Any) -> Any:
-    opt = _optional(receiver, "orValue")
+    if not isinstance(receiver, Optional):
+        raise TypeError("no such overload")  # cel-go's or/orValue decorator words it so
+    opt = receiver
     return opt.value if opt.has_value else default
 
 
 @operators.propagates_errors
 def or_optional(receiver: Any, other: Any) -> Any:
-    opt = _optional(receiver, "or")
-    if opt.has_value:
-        return opt
-    return _optional(other, "or")
+    if not isinstance(receiver, Optional) or not isinstance(other, Optional):
+        raise TypeError("no such overload")  # cel-go's or/orValue decorator words it so
+    return receiver if receiver.has_value else other
 
 
 def _unwrap(items: Any, function: str) -> celtypes.ListType:
     if not isinstance(items, list) or not all(isinstance(i, Optional) for i in items):
-        raise TypeError(f"no such overload: {function}({operators.type_name(items)})")
+        raise operators.no_such_overload(function, items)
     return celtypes.ListType([i.value for i in items if i.has_value])
 
 

@@ -58,7 +58,7 @@ def isQuantity(text: Any) -> celtypes.BoolType:
 
 def _receiver(value: Any, method: str) -> Quantity:
     if not isinstance(value, Quantity):
-        raise TypeError(f"no such overload: {operators.type_name(value)}.{method}()")
+        raise operators.no_such_overload(method, value)
     return value
 
 
@@ -109,17 +109,17 @@ def sub(value: Any, other: Any) -> Quantity:
 
 def compare_to(receiver: Quantity, other: Any) -> celtypes.IntType:
     if not isinstance(other, Quantity):
-        raise TypeError(f"no such overload: kubernetes.Quantity.compareTo({operators.type_name(other)})")
+        raise operators.no_such_overload("compareTo", receiver, other)
     return operators.cel_int(receiver.compare(other))
 
 
 def is_greater_than(receiver: Quantity, other: Any) -> celtypes.BoolType:
     if not isinstance(other, Quantity):
-        raise TypeError(f"no such overload: kubernetes.Quantity.isGreaterThan({operators.type_name(other)})")
+        raise operators.no_such_overload("isGreaterThan", receiver, other)
     return operators.cel_bool(receiver.compare(other) > 0)
 
 
 def is_less_than(receiver: Quantity, other: Any) -> celtypes.BoolType:
     if not isinstance(other, Quantity):
-        raise TypeError(f"no such overload: kubernetes.Quantity.isLessThan({operators.type_name(other)})")
+        raise operators.no_such_overload("isLessThan", receiver, other)
     return operators.cel_bool(receiver.compare(other) < 0)

@@ -17,8 +17,7 @@ from dralloc.cel import operators
 
 def _lists(function: str, first: Any, second: Any) -> tuple[list[Any], list[Any]]:
     if not isinstance(first, list) or not isinstance(second, list):
-        raise TypeError(f"no such overload: {function}({operators.type_name(first)}, "
-                        f"{operators.type_name(second)})")
+        raise operators.no_such_overload(function, first, second)
     return first, second
 
 

@@ -276,7 +276,7 @@ def _plain_string(value: Any) -> str:
         return _go_shortest(float(value))
     if isinstance(value, celtypes.IntType | celtypes.UintType):
         return str(int(value))
-    if isinstance(value, celtypes.TypeType):
+    if isinstance(value, type | celtypes.TypeType):  # celpy's type() gives the class itself
         return _type_text(value)
     if isinstance(value, str):
         return str(value)
@@ -289,7 +289,7 @@ def _plain_string(value: Any) -> str:
 
 
 def _type_text(value: Any) -> str:
-    names = {celtypes.IntType: "int", celtypes.UintType: "uint", celtypes.DoubleType: "double",
+    names: dict[Any, str] = {celtypes.IntType: "int", celtypes.UintType: "uint", celtypes.DoubleType: "double",
              celtypes.BoolType: "bool", celtypes.StringType: "string", celtypes.BytesType: "bytes",
              celtypes.ListType: "list", celtypes.MapType: "map", type(None): "null_type"}
     return names.get(value, getattr(value, "__name__", str(value)))
@@ -308,7 +308,7 @@ def _in_aggregate(value: Any) -> str:
         return "b" + _go_quote(bytes(value).decode("utf-8", errors="replace"))
     if isinstance(value, celtypes.IntType | celtypes.UintType) and not isinstance(value, celtypes.BoolType):
         return str(int(value))
-    if isinstance(value, celtypes.TypeType):
+    if isinstance(value, type | celtypes.TypeType):
         return _type_text(value)
     if value is None or isinstance(value, celtypes.BoolType | list | celtypes.MapType):
         return _plain_string(value)

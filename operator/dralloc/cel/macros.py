@@ -204,12 +204,12 @@ def optional_or(activation: Any, receiver: Any, other: Any, function: str) -> An
     if isinstance(value, CELEvalError):
         return value
     if not isinstance(value, library_optional.Optional):
-        raise TypeError(f"no such overload: {operators.type_name(value)}.{function}()")
+        raise TypeError("no such overload")  # cel-go's decorator words it so
     if value.has_value:
         return value if function == "or" else value.value
     alternative = result(activation, other)
     if function == "or" and not isinstance(alternative, library_optional.Optional | CELEvalError):
-        raise TypeError(f"no such overload: optional_type.or({operators.type_name(alternative)})")
+        raise TypeError("no such overload")
     return alternative
 
 

@@ -87,6 +87,16 @@ _OTHER_TYPE_NAMES = {"Semver": "kubernetes.Semver", "IP": "net.IP", "CIDR": "net
                      "Optional": "optional_type"}
 
 
+def no_such_overload(function: str, *args: Any) -> TypeError:
+    """cel-go's runtime dispatch failure: `no such overload: f(receiver type, argument types...)`."""
+    return TypeError(f"no such overload: {function}({', '.join(type_name(a) for a in args)})")
+
+
+# Kubernetes' opaque types answer `==` with another type as an error (cel-go calls the left
+# operand's Equal, and theirs return "no such overload"); CEL's own types answer false.
+_OPAQUE_EQUALITY = frozenset({"Semver", "Quantity", "IP", "CIDR"})
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, _NUMBERS) and not isinstance(value, celtypes.BoolType)
 
@@ -105,6 +115,8 @@ def cel_equal(left: Any, right: Any) -> bool:
         return bytes.__eq__(left, right)
     if left is None or right is None:
         return left is None and right is None
+    if type(left).__name__ in _OPAQUE_EQUALITY and type(left) is not type(right):
+        raise TypeError("no such overload")
     if isinstance(left, list) and isinstance(right, list):
         return len(left) == len(right) and all(cel_equal(a, b) for a, b in zip(left, right, strict=True))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
@@ -154,7 +166,11 @@ def _compare(left: Any, right: Any, operator: str) -> int:
         if isinstance(left, kind) and isinstance(right, kind):
             a2: Any = left
             return int(a2 > right) - int(a2 < right)
-    raise TypeError(f"no such overload: {type_name(left)} {operator} {type_name(right)}")
+    # cel-go words it by the left operand: a type that orders (its Compare refuses the other
+    # operand) says just "no such overload"; any other names the operator.
+    if _is_number(left) or isinstance(left, (celtypes.BoolType, *_ORDERED_SAME_TYPE)):
+        raise TypeError("no such overload")
+    raise TypeError(f"no such overload: _{operator}_")
 
 
 def _ordering(operator: str, accept: Callable[[int], bool]) -> Callable[[Any, Any], celtypes.BoolType]:

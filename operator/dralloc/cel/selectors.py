@@ -198,16 +198,13 @@ def _compile(expression: str) -> CompiledSelector:
     # The quick parser's tree, when it has one, is celpy's tree; compile errors are
     # still reported from celpy's own parse, which knows the source positions.
     quick = quickparse.parse(expression)
-    if quick is not None and not checking.check(quick):
+    if quick is not None and not checking.check(quick, expression):
         tree, issues = quick, []
     else:
         tree = _parse(expression)
-        issues = checking.check(tree)
+        issues = checking.check(tree, expression)
     if issues:
-        raise CELCompileError(
-            "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues),
-            expression=expression,
-        )
+        raise CELCompileError(_compile_failure(expression, issues), expression=expression)
     try:
         entry = _transpile(tree)
     except RecursionError:
@@ -268,6 +265,12 @@ def _transpile(tree: TranspilerTree) -> Callable[[Any], Any]:
 def _function_activation() -> Activation:
     # Only used while transpiling, to turn CEL function names into module paths.
     return Activation(functions=functions.FUNCTIONS)
+
+
+def _compile_failure(expression: str, issues: list[checking.Issue]) -> str:
+    if len(issues) == 1 and not issues[0].positional:
+        return issues[0].message  # upstream's output type check words it so
+    return "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues)
 
 
 def _format_issue(expression: str, issue: checking.Issue) -> str:
