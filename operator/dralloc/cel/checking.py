@@ -168,7 +168,10 @@ class _Checker:
             return
         if name in macros.CEL_MACROS:
             self.visit(member, bound)
-            self._bind_like(node, name, args, 2, bound, scoped=(1,))
+            if name == "map" and len(args) == 3:  # map(x, keep, value)
+                self._bind_like(node, name, args, 3, bound, scoped=(1, 2))
+            else:
+                self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
         if name not in functions.MEMBER_FUNCTIONS:
             self.report(token, f"undeclared reference to '{name}' (in container '')")
@@ -246,7 +249,10 @@ def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
     checker.visit(tree, frozenset())
     if checker.issues:
         return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))
-    kind, problems = typecheck.infer(tree, text)
+    try:
+        kind, problems = typecheck.infer(tree, text)
+    except Exception:  # a construct the inference does not expect: never reject for that
+        kind, problems = typecheck.UNKNOWN, []
     if problems:
         issues = [Issue(p.message, *_line_column(text, p.offset)) for p in problems]
         return sorted(issues, key=lambda issue: (issue.line, issue.column))

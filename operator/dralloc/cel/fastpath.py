@@ -318,7 +318,7 @@ def _expr(tree: lark.Tree[Any]) -> _Node:
             return _captured(right, env)
         if isinstance(value, CELEvalError):
             return value
-        raise TypeError(f"no such overload: {type(to_cel(value)).__name__} ? _ : _")
+        raise TypeError("no such overload")  # as macros.conditional
 
     return _Node(conditional)
 
@@ -335,7 +335,7 @@ def _unary(tree: lark.Tree[Any]) -> _Node:
             return False
         if value is False:
             return True
-        return from_cel(celtypes.logical_not(to_cel(value)))
+        return from_cel(operators.logical_not(to_cel(value)))
 
     return _Node(logical_not)
 

@@ -107,6 +107,13 @@ _OWN: dict[str, Callable[..., Any]] = {
     "_>_": operators.greater,
     "_>=_": operators.greater_equal,
     "_in_": operators.contained_in,
+    "!_": operators.logical_not,
+    "-_": operators.negate,
+    "_+_": operators.add,
+    "_-_": operators.subtract,
+    "_*_": operators.multiply,
+    "_/_": operators.divide,
+    "_%_": operators.modulo,
     "_[_]": operators.index,
     # Kubernetes quantity library.
     "quantity": library_quantity.quantity,

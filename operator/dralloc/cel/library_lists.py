@@ -67,7 +67,7 @@ def max(items: Any) -> Any:
 
 def index_of(items: Any, item: Any) -> celtypes.IntType:
     for position, value in enumerate(_list(items, "indexOf")):
-        if operators.cel_equal(value, item):
+        if operators.equals_true(value, item):
             return celtypes.IntType(position)
     return celtypes.IntType(-1)
 
@@ -75,15 +75,15 @@ def index_of(items: Any, item: Any) -> celtypes.IntType:
 def last_index_of(items: Any, item: Any) -> celtypes.IntType:
     values = _list(items, "lastIndexOf")
     for position in range(len(values) - 1, -1, -1):
-        if operators.cel_equal(values[position], item):
+        if operators.equals_true(values[position], item):
             return celtypes.IntType(position)
     return celtypes.IntType(-1)
 
 
 def includes(receiver: Any, item: Any) -> celtypes.BoolType:
     if isinstance(receiver, list):
-        return celtypes.BoolType(any(operators.cel_equal(value, item) for value in receiver))
-    return celtypes.BoolType(operators.cel_equal(receiver, item))
+        return celtypes.BoolType(any(operators.equals_true(value, item) for value in receiver))
+    return celtypes.BoolType(operators.equals_true(receiver, item))
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

@@ -22,7 +22,7 @@ def _lists(function: str, first: Any, second: Any) -> tuple[list[Any], list[Any]
 
 
 def _has(items: list[Any], item: Any) -> bool:
-    return any(operators.cel_equal(value, item) for value in items)
+    return any(operators.equals_true(value, item) for value in items)
 
 
 @operators.propagates_errors

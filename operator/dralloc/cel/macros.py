@@ -112,28 +112,47 @@ def _bool_step(accumulated: Any, value: Any, conjunction: bool) -> Any:
             return operand
     for operand in (accumulated, value):
         if not isinstance(operand, celtypes.BoolType):
-            raise TypeError(f"no such overload: {operators.type_name(operand)} {'&&' if conjunction else '||'} bool")
+            raise TypeError("no such overload")  # as cel-go's && / || on a non-bool
     return value
 
 
-def _entries(target: Any, kind: str) -> list[tuple[Any, Any]]:
+# cel-go's Go type names, which its "not iterable" errors print (%T of the value).
+_GO_TYPES = {"int": "types.Int", "uint": "types.Uint", "double": "types.Double", "string": "types.String",
+             "bool": "types.Bool", "bytes": "types.Bytes", "null_type": "types.Null",
+             "kubernetes.Semver": "cel.Semver", "kubernetes.Quantity": "cel.Quantity", "net.IP": "cel.IP",
+             "net.CIDR": "cel.CIDR", "optional_type": "*types.Optional"}
+
+
+def _entries(target: Any, two_variables: bool) -> list[tuple[Any, Any]]:
+    """(first, second) per iteration: (index, element) / (key, value); one variable: (element or key, None)."""
     if isinstance(target, list):
-        return [(operators.cel_int(i), v) for i, v in enumerate(target)]
-    if isinstance(target, DomainMap | dict):
-        return list(target.items())
-    raise TypeError(f"no such overload: {operators.type_name(target)}.{kind}()")
+        return [(operators.cel_int(i), v) if two_variables else (v, None) for i, v in enumerate(target)]
+    if isinstance(target, dict):
+        return list(target.items()) if two_variables else [(k, None) for k in target]
+    go_type = _GO_TYPES.get(operators.type_name(target), type(target).__name__)
+    if two_variables:
+        raise ValueError(f"unsupported comprehension range type: {go_type}")
+    raise ValueError(f"got '{go_type}', expected iterable type")
 
 
-def comprehension(activation: Any, kind: str, first: str, second: str,
+def _require_bool(value: Any) -> Any:
+    if not isinstance(value, celtypes.BoolType | CELEvalError):
+        raise TypeError("no such overload")
+    return value
+
+
+def comprehension(activation: Any, kind: str, first: str, second: str | None,
                   target: Any, condition: Any, body: Any) -> Any:
-    """A two-variable comprehension over a list (index, value) or a map (key, value)."""
+    """A comprehension as cel-go expands it: over a list (index, element) or a map (key, value)
+    with two variables; over elements or keys with one (`second` None)."""
     collection = result(activation, target)
     if isinstance(collection, CELEvalError):
         return collection
-    entries = _entries(collection, kind)
+    entries = _entries(collection, second is not None)
 
     def run(function: Any, a: Any, b: Any) -> Any:
-        return result(activation.nested_activation(vars={first: a, second: b}), function)
+        variables = {first: a} if second is None else {first: a, second: b}
+        return result(activation.nested_activation(vars=variables), function)
 
     if kind in ("all", "exists"):
         conjunction = kind == "all"
@@ -143,6 +162,15 @@ def comprehension(activation: Any, kind: str, first: str, second: str,
                 break  # decided: cel-go's loop condition stops here
             accumulated = _bool_step(accumulated, run(body, a, b), conjunction)
         return accumulated
+    if kind == "filter":
+        kept = []
+        for a, b in entries:
+            keep = _require_bool(run(body, a, b))
+            if isinstance(keep, CELEvalError):
+                return keep
+            if keep:
+                kept.append(a)
+        return celtypes.ListType(kept)
     if kind in ("existsOne", "exists_one"):
         count = 0
         for a, b in entries:
@@ -150,7 +178,7 @@ def comprehension(activation: Any, kind: str, first: str, second: str,
             if isinstance(value, CELEvalError):
                 return value
             if not isinstance(value, celtypes.BoolType):
-                raise TypeError(f"no such overload: {operators.type_name(value)} ? _ : _")
+                raise TypeError("no such overload")  # cel-go's ?: on a non-bool
             count += bool(value)
         return celtypes.BoolType(count == 1)
     items: list[Any] = []
@@ -161,13 +189,13 @@ def comprehension(activation: Any, kind: str, first: str, second: str,
             if isinstance(keep, CELEvalError):
                 return keep
             if not isinstance(keep, celtypes.BoolType):
-                raise TypeError(f"no such overload: {operators.type_name(keep)} ? _ : _")
+                raise TypeError("no such overload")
             if not keep:
                 continue
         value = run(body, a, b)
         if isinstance(value, CELEvalError):
             return value
-        if kind == "transformList":
+        if kind in ("transformList", "map"):
             items.append(value)
         elif kind == "transformMap":
             mapping[a] = value
@@ -178,7 +206,7 @@ def comprehension(activation: Any, kind: str, first: str, second: str,
                 if key in mapping:
                     raise ValueError(f"insert failed: key {key} already exists")
                 mapping[key] = entry
-    return celtypes.ListType(items) if kind == "transformList" else celtypes.MapType(mapping)
+    return celtypes.ListType(items) if kind in ("transformList", "map") else celtypes.MapType(mapping)
 
 
 def optional_macro(activation: Any, kind: str, name: str, target: Any, body: Any) -> Any:
@@ -272,8 +300,7 @@ def _non_bool(value: Any, other: Any, operator: str) -> Any:
     for operand in (value, other):
         if isinstance(operand, CELEvalError):
             return operand
-    bad = value if not isinstance(value, celtypes.BoolType) else other
-    raise TypeError(f"no such overload: {type(bad).__name__} {operator} bool")
+    raise TypeError("no such overload")  # cel-go's && / || on a non-bool operand
 
 
 def conditional(activation: Any, condition: Any, left: Any, right: Any) -> Any:
@@ -281,7 +308,7 @@ def conditional(activation: Any, condition: Any, left: Any, right: Any) -> Any:
     if isinstance(value, CELEvalError):
         return value
     if not isinstance(value, celtypes.BoolType):
-        raise TypeError(f"no such overload: {type(value).__name__} ? _ : _")
+        raise TypeError("no such overload")  # cel-go's ?: on a non-bool condition
     return result(activation, left if value else right)
 
 
@@ -420,7 +447,11 @@ class DraPhase1Transpiler(Phase1Transpiler):
             self._defer(tree, _OPTIONAL_OR, left=_code(member), right=_code(arguments_given[0]),
                         function=repr(name))
         elif name in CEL_MACROS:
-            super().member_dot_arg(tree)
+            # One variable; `map` may have a filter: map(x, keep, value).
+            var, *rest = arguments_given
+            condition = f"lambda activation: {_code(rest[0])}" if len(rest) == 2 else "None"
+            self._defer(tree, _COMPREHENSION, target=_code(member), condition=condition, body=_code(rest[-1]),
+                        kind=repr(name), first=repr(simple_ident(var)), second="None")
         else:
             function = self.func_name(name)
             arguments = _code(member) + (", " + args.transpiled if args is not None else "")

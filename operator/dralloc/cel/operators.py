@@ -118,18 +118,36 @@ def cel_equal(left: Any, right: Any) -> bool:
     if type(left).__name__ in _OPAQUE_EQUALITY and type(left) is not type(right):
         raise TypeError("no such overload")
     if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(cel_equal(a, b) for a, b in zip(left, right, strict=True))
+        return len(left) == len(right) and not any(_is_false(a, b) for a, b in zip(left, right, strict=True))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         if len(left) != len(right):
             return False
         for key, value in left.items():
             found, other = _map_lookup(right, key)
-            if not found or not cel_equal(value, other):
+            if not found or _is_false(value, other):
                 return False
         return True
     if type(left) is type(right):
         return bool(left == right)
     return False
+
+
+def _is_false(left: Any, right: Any) -> bool:
+    """An element comparison inside list or map equality: cel-go stops only at a false one, so an
+    element pair whose Equal is an error counts as equal (`[semver("1.0.0")] == [dyn("a")]`)."""
+    try:
+        return not cel_equal(left, right)
+    except TypeError:
+        return False
+
+
+def equals_true(left: Any, right: Any) -> bool:
+    """Membership (`in`, `includes`, `indexOf`, sets): cel-go asks whether Equal is true, so an
+    error there is simply "not this one"."""
+    try:
+        return cel_equal(left, right)
+    except TypeError:
+        return False
 
 
 def _plain(value: Any) -> int | float:
@@ -139,7 +157,7 @@ def _plain(value: Any) -> int | float:
 
 def _map_lookup(container: Mapping[Any, Any], key: Any) -> tuple[bool, Any]:
     for candidate, value in container.items():
-        if cel_equal(candidate, key):
+        if equals_true(candidate, key):
             return True, value
     return False, None
 
@@ -210,11 +228,68 @@ _greater = _ordering(">", lambda c: c > 0)
 _greater_equal = _ordering(">=", lambda c: c >= 0)
 
 
+def _worded(function: Callable[..., Any], *args: Any) -> Any:
+    """celpy's arithmetic and `!`, with cel-go's wording of a type mismatch ("no such overload"
+    rather than Python's TypeError text)."""
+    try:
+        value = function(*args)
+    except TypeError:
+        raise TypeError("no such overload") from None
+    if value is NotImplemented:
+        raise TypeError("no such overload")
+    return value
+
+
+# Transpiled code names functions by module and qualname, so each operator is spelled out.
+@propagates_errors
+def logical_not(value: Any) -> Any:
+    if not isinstance(value, celtypes.BoolType):
+        raise TypeError("no such overload")
+    return cel_bool(not value)
+
+
+@propagates_errors
+def negate(value: Any) -> Any:
+    return _worded(_celpy_functions()["-_"], value)
+
+
+@propagates_errors
+def add(left: Any, right: Any) -> Any:
+    return _worded(_celpy_functions()["_+_"], left, right)
+
+
+@propagates_errors
+def subtract(left: Any, right: Any) -> Any:
+    return _worded(_celpy_functions()["_-_"], left, right)
+
+
+@propagates_errors
+def multiply(left: Any, right: Any) -> Any:
+    return _worded(_celpy_functions()["_*_"], left, right)
+
+
+@propagates_errors
+def divide(left: Any, right: Any) -> Any:
+    return _worded(_celpy_functions()["_/_"], left, right)
+
+
+@propagates_errors
+def modulo(left: Any, right: Any) -> Any:
+    return _worded(_celpy_functions()["_%_"], left, right)
+
+
+@functools.cache
+def _celpy_functions() -> Mapping[str, Callable[..., Any]]:
+    from celpy.evaluation import base_functions
+
+    return base_functions
+
+
 @propagates_errors
 def contained_in(item: Any, container: Any) -> celtypes.BoolType:
     """`item in container` for lists (element equality) and maps (key presence)."""
     if isinstance(container, list):
-        return cel_bool(any(cel_equal(item, element) for element in container))
+        return cel_bool(any(equals_true(item, element) for element in container))
     if isinstance(container, Mapping):
         if isinstance(item, str) and not isinstance(container, celtypes.MessageType):
             # Fast path for the common string-keyed map; dict.__contains__ never

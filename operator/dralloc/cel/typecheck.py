@@ -467,10 +467,17 @@ class _Inference:
         inits = cast(list[Any], node.children[0].children) if node.children else []
         keys: list[str] = []
         values: list[str] = []
+        optional_entry = False
         for position, child in enumerate(inits):
-            inner = macros.optional_element(child) if position % 2 == 0 else None
-            kind = self.infer(inner if inner is not None else child, scope)
-            (keys if position % 2 == 0 else values).append(kind)
+            if position % 2 == 0:
+                inner = macros.optional_element(child)
+                optional_entry = inner is not None
+                keys.append(self.infer(inner if inner is not None else child, scope))
+                continue
+            kind = self.infer(child, scope)
+            if optional_entry:  # `{?k: o}` holds o's value
+                kind = parameters(kind)[0] if _base(kind) == "optional_type" else UNKNOWN
+            values.append(kind)
         return self._aggregate("map", [keys, values], inits)
 
     def _aggregate(self, kind: str, columns: list[list[str]], nodes: list[Any]) -> str:
@@ -553,8 +560,9 @@ class _Inference:
             result, ok = call_result(qualified, None, kinds)
             return result if ok else self.no_overload(qualified, _applied(None, kinds), self.find("(", token))
         target = self.infer(member, scope)
-        if (name in macros.CEL_MACROS and len(args) == 2) or len(args) in macros.TWO_VARIABLE_MACROS.get(name, ()):
-            return self._comprehension(name, target, args, scope)
+        if (name in macros.CEL_MACROS and (len(args) == 2 or (name == "map" and len(args) == 3))) \
+                or len(args) in macros.TWO_VARIABLE_MACROS.get(name, ()):
+            return self._comprehension(name, member, target, args, scope, self.find("(", token))
         if name in macros.OPTIONAL_MACROS and len(args) == 2:
             var = macros.simple_ident(args[0]) or ""
             self.infer(args[1], {**scope, var: UNKNOWN})
@@ -633,10 +641,15 @@ class _Inference:
                     return problem
         return None
 
-    def _comprehension(self, name: str, target: str, args: list[lark.Tree[Any]],
-                       scope: Mapping[str, str]) -> str:
+    def _comprehension(self, name: str, member: Any, target: str, args: list[lark.Tree[Any]],
+                       scope: Mapping[str, str], call: int) -> str:
         base = _base(target)
-        if len(args) == 2:  # the one-variable macros
+        if base not in ("list", "map") and target not in _LOOSE:
+            self.report(f"expression of type '{target}' cannot be range of a comprehension "
+                        "(must be list, map, or dynamic)", self.position(member))
+            return UNKNOWN
+        one_variable = name in macros.CEL_MACROS and (len(args) == 2 or name == "map")
+        if one_variable:  # the element of a list, the key of a map
             element = parameters(target)[0] if base in ("list", "map") else _loose(target)
             variables = {macros.simple_ident(args[0]) or "": element}
         else:
@@ -646,11 +659,16 @@ class _Inference:
         inner = {**scope, **variables}
         kinds = [self.infer(a, inner) for a in args[len(variables):]]
         body = kinds[-1]
-        if name in ("all", "exists", "exists_one", "existsOne", "filter"):
-            if name != "filter" and body not in (BOOL, *_LOOSE) and UNKNOWN not in body:
-                # cel-go types the loop step `accu && pred` (or `||`, `?:`).
+        known = body not in (BOOL, *_LOOSE) and UNKNOWN not in body
+        if name == "filter":
+            result = f"list({next(iter(variables.values()))})"
+            if known:  # cel-go expands filter to `pred ? accu + [x] : accu`, placed at the call
+                self.no_overload("_?_:_", f"({body}, {result}, {result})", call)
+            return result
+        if name in ("all", "exists", "exists_one", "existsOne"):
+            if known:  # cel-go types the loop step `accu && pred` (or `||`, `?:`)
                 self.report(f"expected type 'bool' but found '{body}'", self.position(args[-1]))
-            return target if name == "filter" else BOOL
+            return BOOL
         if name in ("map", "transformList"):
             return f"list({body})"
         if name == "transformMap":
