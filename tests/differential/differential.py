@@ -58,6 +58,12 @@ class Oracles:
             return None
         return self._session("", self.previous_version).ask(case)
 
+    def newer(self, case: dict[str, Any]) -> dict[str, Any] | None:
+        """v0.37's answer when judging against v0.36 (and its oracle is built), else None."""
+        if self.release != "1.36" or not oracle.binary("v0.37").exists():
+            return None
+        return self._session("", "v0.37").ask(case)
+
     def upstream(self, case: dict[str, Any]) -> dict[str, Any]:
         return self._session("").ask(case)
 

@@ -63,6 +63,9 @@ class Oracles(Protocol):
     def previous(self, case: dict[str, Any]) -> dict[str, Any] | None:
         """The previous release's answer (1.36.6 when judging against 1.37), None without one."""
 
+    def newer(self, case: dict[str, Any]) -> dict[str, Any] | None:
+        """The next release's answer (1.37.2 when judging against 1.36), None without one."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -208,6 +211,12 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
         if before["status"] == "allocated" and (broken := distinct_violation(earlier, before)):
             return dataclasses.replace(verdict, deliberate="distinctAttribute across all devices",
                                        detail=f"{verdict.detail}; to reach that claim upstream breaks {broken}")
+    if _has_distinct(case) and oracles is not None and (later := oracles.newer(case)) is not None \
+            and judge(case, ours, later, None, previous=False) is None:
+        # 1.37 compares a device with every device already picked, as dralloc does in both releases.
+        return dataclasses.replace(verdict, deliberate="distinctAttribute across all devices",
+                                   detail=f"{verdict.detail}; upstream 1.37, which checks distinctAttribute "
+                                          "across all devices, answers as dralloc does")
     if d == "allocated" and u == "unschedulable" and "DRAPartitionableDevices" in features \
             and _uses_counters(case, ours) and oracles is not None:
         if not _has_all_request(case) and oracles.upstream(pinned(case, ours))["status"] == "allocated":
