@@ -29,3 +29,24 @@ def test_extended_resource_request_is_served_by_a_claim(apiserver: Cluster, oper
     assert status["resourceClaimName"] == claim["metadata"]["name"]
     assert status["requestMappings"] == [{"containerName": "main", "resourceName": resource,
                                           "requestName": results[0]["request"]}]
+
+
+def test_pod_seen_before_its_device_class_is_served_once_the_class_arrives(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """A pod asking for an extended resource no class names yet waits; the class's arrival (not a resync)
+    gets it its claim and a node."""
+    node_a = apiserver.name("node-a")
+    resource = f"{apiserver.name('late')}.example.com/gpu"
+    apiserver.seed([cluster.node(node_a), cluster.gpu_slice(node_a, 2)])
+    pod = cluster.pod("early-pod")
+    pod["spec"]["containers"][0]["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
+    apiserver.seed([pod])
+    assert wait_for(lambda: helpers.condition(helpers.pod(apiserver, "early-pod"), "PodScheduled"),
+                    what="the pod reported unschedulable") is not None
+    assert helpers.node_of(apiserver, "early-pod") is None
+    device_class = cluster.gpu_class(apiserver.name("late"))
+    device_class["spec"]["extendedResourceName"] = resource
+    (stored_class,) = apiserver.seed([device_class])
+    if not stored_class["spec"].get("extendedResourceName"):
+        pytest.skip("the cluster drops DeviceClass.spec.extendedResourceName (feature gate DRAExtendedResource off)")
+    assert wait_for(lambda: helpers.node_of(apiserver, "early-pod"), what="pod bound") == node_a

@@ -74,6 +74,11 @@ def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) ->
     elif kind == "DeviceTaintRule":
         # A rule changes what the allocator may use: the very next placement must see it.
         rt.lifecycle_wakeup.set()
+    elif kind == "DeviceClass" and (raw.get("spec") or {}).get("extendedResourceName"):
+        # A class that names an extended resource (added, changed or gone) decides which pods need
+        # an extended-resource claim: the lifecycle must look at the pods again, not wait for a resync.
+        rt.dirty_pods.update(rt.cluster.pods.entries)
+        rt.lifecycle_wakeup.set()
     rt.scheduling_wakeup.set()
     rt.eviction_wakeup.set()
     rt.health_wakeup.set()
