@@ -234,7 +234,7 @@ class DeviceEnv:
         """
         scope = self._scope
         if scope is None:
-            scope = scopes.Scope({"device": self._cel_device()})
+            scope = scopes.Scope({"device": self._cel_device()}, _type_names())
             object.__setattr__(self, "_scope", scope)
         return scope
 
@@ -245,6 +245,15 @@ class DeviceEnv:
             celtypes.StringType("attributes"): _cel_domains(self.attributes),
             celtypes.StringType("capacity"): _cel_domains(self.capacity),
         })
+
+
+@functools.cache
+def _type_names() -> scopes.Scope:
+    # The names `int`, `string`, ... as values (`type(x) == int`); below `device`, so that a
+    # macro or cel.bind variable of that name shadows them, as in cel-go.
+    from dralloc.cel import functions
+
+    return scopes.Scope(functions.TYPE_VALUES)
 
 
 def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> DomainMap:

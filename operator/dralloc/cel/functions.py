@@ -87,6 +87,26 @@ def string(value: Any) -> Any:
     return base_functions["string"](value)
 
 
+# CEL's type values: what `type(x)` returns and what the names `int`, `string`, ... denote.
+TYPE_VALUES: dict[str, Any] = {
+    "bool": celtypes.BoolType, "int": celtypes.IntType, "uint": celtypes.UintType,
+    "double": celtypes.DoubleType, "string": celtypes.StringType, "bytes": celtypes.BytesType,
+    "list": celtypes.ListType, "map": celtypes.MapType, "null_type": type(None), "type": celtypes.TypeType,
+}
+_TYPE_CLASSES = tuple(TYPE_VALUES.values())
+
+
+@operators.propagates_errors
+def type_of(value: Any) -> Any:
+    """`type(x)`: celpy's, with our map classes (FastMap, DomainMap) reported as map."""
+    if isinstance(value, type):  # a type value itself (celpy represents them by the class)
+        return celtypes.TypeType
+    for kind in type(value).__mro__:
+        if kind in _TYPE_CLASSES:
+            return kind
+    return type(value)
+
+
 # Names of celpy's base functions that selectors may call as `f(...)`.
 _BASE_GLOBALS = frozenset({
     "size", "int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
@@ -143,6 +163,7 @@ _OWN: dict[str, Callable[..., Any]] = {
     **library_sets.FUNCTIONS,
     **library_optional.FUNCTIONS,
     "string": string,
+    "type": type_of,
 }
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {**base_functions, **_OWN}

@@ -38,10 +38,11 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, Phase1Transpiler, TranspilerTree, result
 
-from dralloc.cel import functions, library_optional, operators, scopes
+from dralloc.cel import functions, library_lists, library_optional, operators, scopes
 from dralloc.cel.devices import DomainMap
 
-CEL_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# One-variable macros: CEL's own, and the lists extension's `sortBy(x, key)`.
+CEL_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "sortBy"})
 # Macro name -> the argument counts that make it a two-variable comprehension.
 TWO_VARIABLE_MACROS = {"all": (3,), "exists": (3,), "existsOne": (3,), "exists_one": (3,),
                        "transformList": (3, 4), "transformMap": (3, 4), "transformMapEntry": (3, 4)}
@@ -162,6 +163,16 @@ def comprehension(activation: Any, kind: str, first: str, second: str | None,
                 break  # decided: cel-go's loop condition stops here
             accumulated = _bool_step(accumulated, run(body, a, b), conjunction)
         return accumulated
+    if kind == "sortBy":
+        if not isinstance(collection, list):
+            raise TypeError("no such overload")
+        keys = []
+        for a, b in entries:
+            key = run(body, a, b)
+            if isinstance(key, CELEvalError):
+                return key
+            keys.append(key)
+        return library_lists.sort_by_keys(collection, celtypes.ListType(keys))
     if kind == "filter":
         kept = []
         for a, b in entries:

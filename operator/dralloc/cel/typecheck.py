@@ -32,7 +32,10 @@ DYN = "dyn"
 # What we do not model: fits anything like dyn, but is never reported (we cannot know what
 # cel-go would print) and never counts as `dyn` for the homogeneous-literal rule.
 UNKNOWN = "?"
-_LOOSE = (DYN, UNKNOWN)
+# The element type of an empty literal (`[]`, `{}`): a free type parameter in cel-go, which
+# later unifies with anything and prints as dyn.
+FREE = "free"
+_LOOSE = (DYN, UNKNOWN, FREE)
 BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL = "bool", "int", "uint", "double", "string", "bytes", "null"
 QUANTITY, SEMVER, IP, CIDR = "kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"
 DURATION, TIMESTAMP, TYPE = "google.protobuf.Duration", "google.protobuf.Timestamp", "type"
@@ -91,16 +94,36 @@ def assignable(declared: str, actual: str) -> bool:
     return all(assignable(d, a) for d, a in zip(parameters(declared), parameters(actual), strict=False))
 
 
+def _equivalent(first: str, second: str) -> bool:
+    """cel-go's IsEquivalentType for the homogeneous-literal rule: same kinds all the way down
+    (`dyn` only matches `dyn`); what we do not know, and free parameters, match anything."""
+    if UNKNOWN in (first, second) or FREE in (first, second):
+        return True
+    if _base(first) != _base(second):
+        return False
+    return all(_equivalent(a, b) for a, b in zip(parameters(first), parameters(second), strict=False))
+
+
+def shown(kind: str) -> str:
+    """A type as cel-go prints it."""
+    return kind.replace(FREE, DYN)
+
+
 def _join(kinds: list[str]) -> str | None:
     """The common type of list elements / branches; None when they differ (dyn absorbs)."""
     if any(UNKNOWN in k for k in kinds):
         return UNKNOWN
-    concrete = [k for k in kinds if k != DYN]
+    concrete = [k for k in kinds if k not in (DYN, FREE)]
     if not concrete:
-        return DYN
+        return DYN if DYN in kinds else FREE
     first = concrete[0]
     if all(k == first for k in concrete):
         return first if len(concrete) == len(kinds) else DYN
+    if len(concrete) == len(kinds) and len({_base(k) for k in kinds}) == 1 and parameters(first):
+        # list(int) with list(dyn): cel-go joins the parameters (list(dyn)).
+        inner = [_join([parameters(k)[i] for k in kinds]) for i in range(len(parameters(first)))]
+        if all(i is not None for i in inner):
+            return f"{_base(first)}({', '.join(cast(list[str], inner))})"
     if all(assignable(first, k) and assignable(k, first) for k in concrete):
         return DYN
     return None
@@ -132,7 +155,7 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
         "int": [(None, (_ANY,), INT)], "uint": [(None, (_ANY,), UINT)], "double": [(None, (_ANY,), DOUBLE)],
         "string": [(None, (_ANY,), STRING)], "bytes": [(None, (_ANY,), BYTES)], "bool": [(None, (_ANY,), BOOL)],
         "duration": [(None, (STRING,), DURATION)], "timestamp": [(None, (_ANY,), TIMESTAMP)],
-        "type": [(None, (_ANY,), TYPE)], "dyn": [(None, (_ANY,), DYN)],
+        "type": [(None, ("A",), "type(A)")], "dyn": [(None, (_ANY,), DYN)],
         "matches": [(None, (STRING, STRING), BOOL), (STRING, (STRING,), BOOL)],
         "contains": [(STRING, (STRING,), BOOL)], "startsWith": [(STRING, (STRING,), BOOL)],
         "endsWith": [(STRING, (STRING,), BOOL)],
@@ -174,6 +197,13 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
         "first": [((), "optional_type(A)")], "last": [((), "optional_type(A)")],
     }),
     _members("list(string)", {"join": [((), STRING), ((STRING,), STRING)]}),
+    _members("list(A)", {  # cel-go's lists extension, version 3
+        "slice": [((INT, INT), "list(A)")], "reverse": [((), "list(A)")], "distinct": [((), "list(A)")],
+    }),
+    {"flatten": [("list(list(A))", (), "list(A)"), ("list(dyn)", (INT,), "list(dyn)")],
+     "sort": [(f"list({kind})", (), f"list({kind})")
+              for kind in (INT, UINT, DOUBLE, BOOL, STRING, BYTES, DURATION, TIMESTAMP)],
+     "lists.range": [(None, (INT,), "list(int)")]},
     _members("list(optional_type(A))", {"unwrapOpt": [((), "list(A)")]}),
     {"includes": [(_ANY, (_ANY,), BOOL)]},  # DRA's includes takes any receiver
     {name: [(None, ("list(A)", "list(A)"), BOOL)] for name in ("sets.contains", "sets.equivalent", "sets.intersects")},
@@ -319,6 +349,9 @@ class _Inference:
     def __init__(self, text: str) -> None:
         self.text = text
         self.problems: list[Problem] = []
+        # Mixed list/map literals: cel-go's AST validator, which runs only after the type
+        # check succeeded, so these count only when there are no other problems.
+        self.literal_problems: list[Problem] = []
         # Inside `format`'s arguments, which cel-go exempts from the homogeneous-literal rule.
         self.exempt = False
 
@@ -368,7 +401,7 @@ class _Inference:
     def no_overload(self, function: str, applied: str, offset: int) -> str:
         if UNKNOWN in applied:
             return UNKNOWN  # we could not word it as cel-go does; leave it to run time
-        self.report(f"found no matching overload for '{function}' applied to '{applied}'", offset)
+        self.report(f"found no matching overload for '{function}' applied to '{shown(applied)}'", offset)
         return DYN
 
     # walking -----------------------------------------------------------------------------
@@ -399,7 +432,8 @@ class _Inference:
             return scope[name]
         if name == "device":
             return "kubernetes.DRADevice"
-        return TYPE if name in _TYPE_NAMES else UNKNOWN
+        # `int` as a value is type(int); we do not model its parameter (never reported).
+        return "type(?)" if name in _TYPE_NAMES else UNKNOWN
 
     def _expr(self, node: lark.Tree[Any], scope: Mapping[str, str]) -> str:
         if len(node.children) != 3:  # an optional element `?e` (the checker placed it)
@@ -484,19 +518,17 @@ class _Inference:
         joined = []
         for column_index, column in enumerate(columns):
             common = _join(column)
-            if common is None or (common == DYN and any(k != DYN for k in column) and UNKNOWN not in common):
-                if not self.exempt:
-                    # cel-go's homogeneous aggregate literal rule: the first element sets the type.
-                    first = column[0]
-                    width = len(columns)
-                    for position, other in enumerate(column):
-                        if not assignable(first, other) or (first == DYN) != (other == DYN):
-                            node = nodes[position * width + column_index]
-                            self.report(f"expected type '{first}' but found '{other}'", self.position(node))
-                            break
+            first = column[0] if column else FREE
+            mixed = next((i for i, other in enumerate(column) if not _equivalent(first, other)), None)
+            if mixed is not None and not self.exempt:
+                # cel-go's homogeneous aggregate literal rule: the first element sets the type.
+                node = nodes[mixed * len(columns) + column_index]
+                self.literal_problems.append(Problem(
+                    f"expected type '{shown(first)}' but found '{shown(column[mixed])}'", self.position(node)))
+            if common is None:
                 common = DYN
             joined.append(common)
-        return f"{kind}({', '.join(joined)})" if joined else f"{kind}(dyn)"
+        return f"{kind}({', '.join(joined)})"
 
     def _member_dot(self, node: lark.Tree[Any], scope: Mapping[str, str]) -> str:
         target = self.infer(node.children[0], scope)
@@ -669,6 +701,8 @@ class _Inference:
             if known:  # cel-go types the loop step `accu && pred` (or `||`, `?:`)
                 self.report(f"expected type 'bool' but found '{body}'", self.position(args[-1]))
             return BOOL
+        if name == "sortBy":
+            return target
         if name in ("map", "transformList"):
             return f"list({body})"
         if name == "transformMap":
@@ -730,4 +764,4 @@ def infer(tree: lark.Tree[Any], text: str) -> tuple[str, list[Problem]]:
     """The static type of a checked selector and the type errors in it."""
     inference = _Inference(text)
     kind = inference.infer(tree, {})
-    return kind, inference.problems
+    return kind, inference.problems or inference.literal_problems
