@@ -147,7 +147,10 @@ def sort_by_keys(items: Any, keys: Any) -> celtypes.ListType:
         raise ValueError("list elements must be comparable")
     if any(type(key) is not type(first) for key in order):
         raise ValueError("list elements must have the same type")
-    positions = sorted(range(len(values)), key=functools.cmp_to_key(lambda i, j: _cmp(order[i], order[j])))
+    def by_key(i: int, j: int) -> int:
+        return _cmp(order[i], order[j])
+
+    positions = sorted(range(len(values)), key=functools.cmp_to_key(by_key))
     return celtypes.ListType([values[i] for i in positions])
 
 
