@@ -63,6 +63,8 @@ class Case:
     subresource: str = ""  # of the update ("status")
     before: Obj | None = None  # a merge patch of the subresource that must succeed before `update`
     query: str = ""  # of the create: "fieldValidation=Strict"
+    returns: Obj | None = None  # accepted: what the answer must hold (ABSENT: a field it must not have)
+    nodes: tuple[Obj, ...] = ()  # Nodes created first and deleted after, "$NODE" standing for their name
 
 
 # ---- objects --------------------------------------------------------------------------------------
@@ -131,6 +133,47 @@ EVENT = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
          "reportingController": "dralloc.io/test", "reportingInstance": "x", "action": "Test"}
 CORE_EVENT = {"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Pod", "name": "p", "namespace": "$NAMESPACE"},
               "reason": "Started", "message": "m", "type": "Normal"}
+
+
+ABSENT = "<absent>"
+
+
+def counters(*groups: str, counter_set: str = "gpu-0") -> Obj:
+    consumption: Obj = {"counterSet": counter_set, "counters": {"memory": {"value": "1Gi"}}}
+    return {**consumption, "compatibilityGroups": list(groups)} if groups else consumption
+
+
+def partition(name: str = "d0", profile: Obj | None = None, **extra: Any) -> Obj:
+    """A device that consumes counters, typed by the `profile` attribute (absent: None)."""
+    attributes = {"attributes": {"profile": profile}} if profile is not None else {}
+    return device(name, consumesCounters=[counters()], **attributes, **extra)
+
+
+def consumable(value: str, policy: Obj, multiple: bool = True) -> Obj:
+    extra: Obj = {"allowMultipleAllocations": True} if multiple else {}
+    return resource_slice(device(capacity={"bw": {"value": value, "requestPolicy": policy}}, **extra))
+
+
+def allocatable(resources: Obj, **extra: Any) -> Obj:
+    return resource_slice(device(nodeAllocatableResources=resources, **extra), nodeName="$NODE")
+
+
+def derived(name: str = "derived/numa", expression: str = 'device.attributes["gpu.example.com"].numa') -> Obj:
+    return {"name": name, "expression": expression}
+
+
+NUMA = [{"matchAttribute": "derived/numa"}]
+DERIVED_PATH = "spec.devices.requests[0].exactly.derivedAttributes[0]"
+NODE_ALLOCATABLE = "spec.devices[0].nodeAllocatableResources[cpu]"
+REQUEST_POLICY = "spec.devices[0].capacity[bw].requestPolicy"
+FEATURE_NAME = ("must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., "
+                "MyFeature or MyFeature/mySubFeature), and contain only alphanumeric characters and slashes")
+SCALAR = "must evaluate to a primitive scalar (string, integer, boolean, semver) or a list of these scalars, not "
+
+
+def node(*features: str, name: str = "$NODE") -> Obj:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"declaredFeatures": list(features)}}
 
 
 CASES: dict[str, Case] = {
@@ -1299,9 +1342,400 @@ CASES: dict[str, Case] = {
                  "(e.g. 'example.com', regex used for validation is "
                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
     ),
+    # -- Kubernetes 1.37's DRA fields (every DRA gate on, as e2e/controlplane.py runs it) -------------
+    # ResourceSlice: compatibilityGroups (DRADeviceCompatibilityGroups)
+    "slice-compatibility-groups-kept": Case(
+        "resourceslices", resource_slice(device(consumesCounters=[counters("a", "b")])),
+        returns={"spec": {"devices": [{"consumesCounters": [counters("a", "b")]}]}},
+    ),
+    "slice-compatibility-groups-empty-not-written-back": Case(
+        "resourceslices", resource_slice(device(consumesCounters=[{**counters(), "compatibilityGroups": []}])),
+        returns={"spec": {"devices": [{"consumesCounters": [{"compatibilityGroups": ABSENT}]}]}},
+    ),
+    "slice-compatibility-groups-three": Case(  # the size is all that is said then
+        "resourceslices", resource_slice(device(consumesCounters=[counters("a", "a", "Bad")])),
+        refused=422, causes=(("spec.devices[0].consumesCounters[0].compatibilityGroups", "TooMany"),),
+        message="Too many: 3: must have at most 2 items",
+    ),
+    "slice-compatibility-groups-duplicate": Case(
+        "resourceslices", resource_slice(device(consumesCounters=[counters("a", "a")])),
+        refused=422, causes=(("spec.devices[0].consumesCounters[0].compatibilityGroups[1]", "Duplicate"),),
+        message='Duplicate value: "a"',
+    ),
+    "slice-compatibility-group-not-a-label": Case(
+        "resourceslices", resource_slice(device(consumesCounters=[counters("Bad_Name")])),
+        refused=422, causes=(("spec.devices[0].consumesCounters[0].compatibilityGroups[0]", "Invalid"),),
+        message=('Invalid value: "Bad_Name": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+                 "characters or '-', and must start and end with an alphanumeric character"),
+    ),
+    "slice-compatibility-group-too-long": Case(
+        "resourceslices", resource_slice(device(consumesCounters=[counters("a" * 64)])),
+        refused=422, causes=(("spec.devices[0].consumesCounters[0].compatibilityGroups[0]", "Invalid"),),
+        message="must be no more than 63 bytes",
+    ),
+    # ResourceSlice: partitionTypeAttribute (DRAPartitionableDevicesType)
+    "slice-partition-type-kept": Case(
+        "resourceslices", resource_slice(partition(profile={"string": "full"}),
+                                         partitionTypeAttribute="gpu.example.com/profile"),
+        returns={"spec": {"partitionTypeAttribute": "gpu.example.com/profile"}},
+    ),
+    "slice-partition-type-costs-not-compared": Case(  # "devices sharing a value must share the cost" is not checked
+        "resourceslices", resource_slice(
+            partition("d0", profile={"string": "full"}),
+            device("d1", attributes={"profile": {"string": "full"}},
+                   consumesCounters=[{"counterSet": "gpu-0", "counters": {"memory": {"value": "2Gi"}}}]),
+            partitionTypeAttribute="gpu.example.com/profile"),
+    ),
+    "slice-partition-type-not-fully-qualified": Case(
+        "resourceslices", resource_slice(partition(profile={"string": "full"}), partitionTypeAttribute="profile"),
+        refused=422, causes=(("spec.partitionTypeAttribute", "Invalid"),),
+        message='Invalid value: "profile": a fully qualified name must be a domain and a name separated by a slash',
+    ),
+    "slice-partition-type-empty": Case(
+        "resourceslices", resource_slice(partition(profile={"string": "full"}), partitionTypeAttribute=""),
+        refused=422, causes=(("spec.partitionTypeAttribute", "Invalid"), ("spec.partitionTypeAttribute", "Invalid")),
+        message='Invalid value: "": a valid C identifier must start with alphabetic character',
+    ),
+    "slice-partition-type-without-counters": Case(
+        "resourceslices", resource_slice(device(attributes={"profile": {"string": "full"}}),
+                                         partitionTypeAttribute="gpu.example.com/profile"),
+        refused=422, causes=(("spec.partitionTypeAttribute", "Invalid"),),
+        message=('Invalid value: "gpu.example.com/profile": may only be set on a slice which declares devices that '
+                 "consume counters"),
+    ),
+    "slice-partition-type-attribute-missing": Case(
+        "resourceslices", resource_slice(partition(), device("d1"), partitionTypeAttribute="gpu.example.com/profile"),
+        refused=422, causes=(("spec.devices[0].attributes[gpu.example.com/profile]", "Required"),),
+        message=("Required value: device consumes counters and `partitionTypeAttribute` names this attribute, so it "
+                 "must be set"),
+    ),
+    "slice-partition-type-attribute-not-a-string": Case(
+        "resourceslices", resource_slice(partition(profile={"int": 3}), partitionTypeAttribute="gpu.example.com/profile"),
+        refused=422, causes=(("spec.devices[0].attributes[gpu.example.com/profile]", "Invalid"),),
+        message=('Invalid value: {"IntValue":3,"BoolValue":null,"StringValue":null,"VersionValue":null,'
+                 '"IntValues":null,"BoolValues":null,"StringValues":null,"VersionValues":null}: must be a string '
+                 "value because `partitionTypeAttribute` names this attribute"),
+    ),
+    # ResourceSlice: skipNodeOperations (DRAOptionalNodeOperations)
+    "slice-skip-node-operations-kept": Case(
+        "resourceslices", resource_slice(device(), skipNodeOperations=["NodePrepareResources", "NodeUnprepareResources"]),
+        returns={"spec": {"skipNodeOperations": ["NodePrepareResources", "NodeUnprepareResources"]}},
+    ),
+    "slice-skip-node-operations-prepare-with-all": Case(
+        "resourceslices", resource_slice(device(), skipNodeOperations=["NodePrepareResources", "*"]),
+    ),
+    "slice-skip-node-operations-empty-not-written-back": Case(
+        "resourceslices", resource_slice(device(), skipNodeOperations=[]),
+        returns={"spec": {"skipNodeOperations": ABSENT}},
+    ),
+    "slice-skip-prepare-without-unprepare": Case(
+        "resourceslices", resource_slice(device(), skipNodeOperations=["NodePrepareResources"]),
+        refused=422, causes=(("spec.skipNodeOperations", "Invalid"),),
+        message=('Invalid value: ["NodePrepareResources"]: NodePrepareResources cannot be skipped unless '
+                 "NodeUnprepareResources is also skipped"),
+    ),
+    "slice-skip-node-operation-unknown": Case(  # the hand-written rule reports before the enum
+        "resourceslices", resource_slice(device(), skipNodeOperations=["NodePrepareResources", "Foo"]),
+        refused=422, causes=(("spec.skipNodeOperations", "Invalid"), ("spec.skipNodeOperations[1]", "NotSupported")),
+        message='Unsupported value: "Foo": supported values: "*", "NodePrepareResources", "NodeUnprepareResources"',
+    ),
+    "slice-skip-node-operation-duplicate": Case(
+        "resourceslices", resource_slice(device(), skipNodeOperations=["*", "*"]),
+        refused=422, causes=(("spec.skipNodeOperations[1]", "Duplicate"),),
+        message='Duplicate value: "*"',
+    ),
+    # ResourceSlice: requestPolicy, with DRAFractionalCapacityRange's milli-unit ranges
+    "slice-fractional-range-stored-canonical": Case(
+        "resourceslices", consumable("10", {"default": "1000m", "validRange": {"min": "0.5", "max": "10000m",
+                                                                             "step": "0.5"}}),
+        returns={"spec": {"devices": [{"capacity": {"bw": {"requestPolicy": {
+            "default": "1", "validRange": {"min": "500m", "max": "10", "step": "500m"}}}}}]}},
+    ),
+    "slice-fractional-range-off-step": Case(
+        "resourceslices", consumable("10", {"default": "500m", "validRange": {"min": "500m", "max": "10",
+                                                                             "step": "300m"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.step", "Invalid"),),
+        message='Invalid value: "10": value is not a multiple of a given step (300m) from (500m)',
+    ),
+    "slice-fractional-default-on-integer-range": Case(
+        "resourceslices", consumable("10", {"default": "1500m", "validRange": {"min": "1", "max": "10", "step": "1"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.step", "Invalid"),),
+        message='Invalid value: "1500m": value is not a multiple of a given step (1) from (1)',
+    ),
+    "slice-fractional-range-below-milli": Case(
+        "resourceslices", consumable("10", {"default": "0.0005", "validRange": {"min": "0.0005", "step": "1"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.default", "Invalid"),
+                             (f"{REQUEST_POLICY}.validRange.min", "Invalid")),
+        message='Invalid value: "500u": value cannot be represented as a milli value',
+    ),
+    "slice-range-negative-bounds": Case(
+        "resourceslices", consumable("10", {"default": "-2", "validRange": {"min": "-2", "step": "1"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.default", "Invalid"),
+                             (f"{REQUEST_POLICY}.validRange.min", "Invalid")),
+        message='Invalid value: "-2": must be greater than or equal to 0',
+    ),
+    "slice-range-min-above-max": Case(
+        "resourceslices", consumable("10", {"default": "5", "validRange": {"min": "5", "max": "3"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.max", "Invalid"),
+                             (f"{REQUEST_POLICY}.validRange.default", "Invalid")),
+        message='Invalid value: "5": min is larger than max: 3',
+    ),
+    "slice-range-one-step-past-capacity": Case(
+        "resourceslices", consumable("10", {"default": "2", "validRange": {"min": "2", "step": "9"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validRange.step", "Invalid"),),
+        message='Invalid value: "9": one step 11 is larger than capacity value: 10',
+    ),
+    "slice-range-without-default": Case(
+        "resourceslices", consumable("10", {"validRange": {"min": "1"}}),
+        refused=422, causes=((f"{REQUEST_POLICY}.default", "Required"),),
+        message="Required value: required when validRange is defined",
+    ),
+    "slice-request-policy-values-and-range": Case(
+        "resourceslices", consumable("10", {"default": "2", "validValues": ["2"], "validRange": {"min": "2"}}),
+        refused=422, causes=((REQUEST_POLICY, "Forbidden"),),
+        message='Forbidden: exactly one policy can be specified, cannot specify "validValues" and "validRange"',
+    ),
+    "slice-request-policy-single-allocation": Case(
+        "resourceslices", consumable("10", {"default": "2", "validRange": {"min": "2"}}, multiple=False),
+        refused=422, causes=((REQUEST_POLICY, "Forbidden"),),
+        message="Forbidden: allowMultipleAllocations must be true",
+    ),
+    "slice-valid-values-unsorted": Case(
+        "resourceslices", consumable("10", {"default": "2", "validValues": ["3", "2"]}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validValues[1]", "Invalid"),),
+        message='Invalid value: "2": values must be sorted in ascending order',
+    ),
+    "slice-valid-values-without-the-default": Case(
+        "resourceslices", consumable("10", {"default": "4", "validValues": ["1", "2"]}),
+        refused=422, causes=((f"{REQUEST_POLICY}.validValues", "Invalid"),),
+        message='Invalid value: "4": default value is not valid according to the requestPolicy',
+    ),
+    # ResourceSlice: nodeAllocatableResources (DRANodeAllocatableResources) and the
+    # NodeDeclaredFeatureValidator admission plugin (its node must declare the feature)
+    "slice-node-allocatable-kept": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2"}},
+                                       "memory": {"overhead": {"perPod": "1Gi", "perContainer": "0.5Gi"}}},
+                                      capacity={"cores": {"value": "8"}}),
+        nodes=(node("DRANodeAllocatableResources"),),
+        returns={"spec": {"devices": [{"nodeAllocatableResources": {
+            "cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2"}},
+            "memory": {"overhead": {"perPod": "1Gi", "perContainer": "512Mi"}}}}]}},
+    ),
+    "slice-node-allocatable-node-missing": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"deviceMultiplier": "2"}}}),
+        refused=403, message='is forbidden: node "$NODE" not found for device "d0"',
+    ),
+    "slice-node-allocatable-feature-undeclared": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"deviceMultiplier": "2"}}}), nodes=(node("Other"),),
+        refused=403, message='is forbidden: node "$NODE" does not support DRANodeAllocatableResources feature',
+    ),
+    "slice-node-allocatable-not-a-node-resource": Case(
+        "resourceslices", allocatable({"nvidia.com/gpu": {"overhead": {"perPod": "1"}}}),
+        refused=422, causes=(("spec.devices[0].nodeAllocatableResources[nvidia.com/gpu]", "Invalid"),),
+        message='Invalid value: "nvidia.com/gpu": must be a node allocatable resource name',
+    ),
+    "slice-node-allocatable-neither-mapping-nor-overhead": Case(
+        "resourceslices", allocatable({"cpu": {}}),
+        refused=422, causes=((NODE_ALLOCATABLE, "Required"),),
+        message="Required value: at least one of mapping or overhead must be set",
+    ),
+    "slice-node-allocatable-negative-overhead": Case(
+        "resourceslices", allocatable({"cpu": {"overhead": {"perPod": "-1", "perContainer": "-2"}}}),
+        refused=422, causes=((f"{NODE_ALLOCATABLE}.overhead.perPod", "Invalid"),
+                             (f"{NODE_ALLOCATABLE}.overhead.perContainer", "Invalid")),
+        message='Invalid value: "-1": must be non-negative',
+    ),
+    "slice-node-allocatable-multiplier-without-key": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"capacityMultiplier": "2"}}}),
+        refused=422, causes=((f"{NODE_ALLOCATABLE}.mapping.capacityKey", "Required"),
+                             (f"{NODE_ALLOCATABLE}.mapping", "Invalid")),
+        message="Required value: capacityKey is required when capacityMultiplier is set",
+    ),
+    "slice-node-allocatable-key-and-device-multiplier": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2",
+                                                           "deviceMultiplier": "1"}}},
+                                      capacity={"cores": {"value": "8"}}),
+        refused=422, causes=((f"{NODE_ALLOCATABLE}.mapping", "Invalid"),),
+        message='Invalid value: "{capacityKey, deviceMultiplier}": must specify exactly one of: `capacityKey`, '
+                "`deviceMultiplier`",
+    ),
+    "slice-node-allocatable-unknown-capacity": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"capacityKey": "nope", "capacityMultiplier": "1"}}}),
+        refused=422, causes=((f"{NODE_ALLOCATABLE}.mapping.capacityKey", "NotFound"),),
+        message='Not found: "nope"',
+    ),
+    "slice-node-allocatable-zero-multiplier": Case(
+        "resourceslices", allocatable({"cpu": {"mapping": {"deviceMultiplier": "0"}}}),
+        refused=422, causes=((f"{NODE_ALLOCATABLE}.mapping.deviceMultiplier", "Invalid"),),
+        message='Invalid value: "0": must be positive',
+    ),
+    # ResourceClaim, ResourceClaimTemplate: derivedAttributes (DRADerivedAttributes)
+    "claim-derived-attribute-kept": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived()]), constraints=NUMA),
+        returns={"spec": {"devices": {"requests": [{"exactly": {"derivedAttributes": [derived()]}}]}}},
+    ),
+    "claim-derived-attribute-of-a-subrequest-kept": Case(
+        "resourceclaims", claim({"name": "gpu", "firstAvailable": [
+            {"name": "a", "deviceClassName": "gpu", "derivedAttributes": [derived()]}]},
+            constraints=[{"matchAttribute": "derived/numa", "requests": ["gpu"]}]),
+        returns={"spec": {"devices": {"requests": [{"firstAvailable": [{"derivedAttributes": [derived()]}]}]}}},
+    ),
+    "claim-derived-attribute-list-of-semvers": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression="[semver('1.0.0')]")]),
+                                constraints=[{"distinctAttribute": "derived/numa"}]),
+    ),
+    "claim-derived-attributes-empty-not-written-back": Case(
+        "resourceclaims", claim(request(derivedAttributes=[])),
+        returns={"spec": {"devices": {"requests": [{"exactly": {"derivedAttributes": ABSENT}}]}}},
+    ),
+    "template-derived-attribute-kept": Case(
+        "resourceclaimtemplates", template(request(derivedAttributes=[derived()]), constraints=NUMA),
+        returns={"spec": {"spec": {"devices": {"requests": [{"exactly": {"derivedAttributes": [derived()]}}]}}}},
+    ),
+    "claim-derived-attribute-unused": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived()]), request("nic"),
+                                constraints=[{"matchAttribute": "derived/numa", "requests": ["nic"]}]),
+        refused=422, causes=((f"{DERIVED_PATH}.name", "Invalid"),),
+        message=('Invalid value: "derived/numa": must be referenced by at least one matchAttribute or '
+                 "distinctAttribute constraint targeting this request"),
+    ),
+    "claim-derived-attribute-unused-by-its-subrequest": Case(
+        "resourceclaims", claim({"name": "gpu", "firstAvailable": [
+            {"name": "a", "deviceClassName": "gpu", "derivedAttributes": [derived()]},
+            {"name": "b", "deviceClassName": "gpu"}]},
+            constraints=[{"matchAttribute": "derived/numa", "requests": ["gpu/b"]}]),
+        refused=422, causes=(("spec.devices.requests[0].firstAvailable[0].derivedAttributes[0].name", "Invalid"),),
+        message="must be referenced by at least one matchAttribute or distinctAttribute constraint",
+    ),
+    "claim-derived-attribute-without-name-and-expression": Case(
+        "resourceclaims", claim(request(derivedAttributes=[{"name": "", "expression": ""}]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.name", "Required"), (f"{DERIVED_PATH}.expression", "Required")),
+        message="Required value",
+    ),
+    "claim-derived-attribute-name-bad-domain": Case(  # hand-written rules first, then the declared format
+        "resourceclaims", claim(request(derivedAttributes=[derived("Bad_/numa", "1")]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.name", "Invalid"), (f"{DERIVED_PATH}.name", "Invalid")),
+        message="must be referenced by at least one matchAttribute or distinctAttribute constraint",
+    ),
+    "claim-derived-attribute-name-bare": Case(  # both are declarative: in the order of the fields
+        "resourceclaims", claim(request(derivedAttributes=[derived("numa", "1")]), constraints=[{"matchAttribute": "numa"}]),
+        refused=422, causes=((f"{DERIVED_PATH}.name", "Invalid"), ("spec.devices.constraints[0].matchAttribute", "Invalid")),
+        message='Invalid value: "numa": a fully qualified name must be a domain and a name separated by a slash',
+    ),
+    "claim-derived-attribute-duplicate": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(), derived()]), constraints=NUMA),
+        refused=422, causes=(("spec.devices.requests[0].exactly.derivedAttributes[1]", "Duplicate"),),
+        message='Duplicate value: "derived/numa"',
+    ),
+    "claim-derived-attributes-33": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(f"derived/a{i}", "1") for i in range(33)]),
+                                constraints=[{"matchAttribute": f"derived/a{i}"} for i in range(32)]),
+        refused=422, causes=(("spec.devices.requests[0].exactly.derivedAttributes[32].name", "Invalid"),
+                             ("spec.devices.requests[0].exactly.derivedAttributes", "TooMany")),
+        message="Too many: 33: must have at most 32 items",
+    ),
+    "claim-derived-attribute-cel-syntax-error": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression="device.driver ==")]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.expression", "Invalid"),),
+        message=('Invalid value: "device.driver ==": compilation failed: ERROR: <input>:1:17: Syntax error: '
+                 "mismatched input '<EOF>' expecting"),
+    ),
+    "claim-derived-attribute-not-a-scalar": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression='device.attributes["gpu.example.com"]')]),
+                                constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.expression", "Invalid"),),
+        message=f"{SCALAR}map(string, dyn)",
+    ),
+    "claim-derived-attribute-double": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression="1.5")]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.expression", "Invalid"),),
+        message=f"{SCALAR}double",
+    ),
+    "claim-derived-attribute-list-of-quantities": Case(
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression='[quantity("1")]')]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.expression", "Invalid"),),
+        message=f"{SCALAR}list(kubernetes.Quantity)",
+    ),
+    "claim-derived-attribute-mixed-list": Case(  # cel-go's homogeneous aggregate literals
+        "resourceclaims", claim(request(derivedAttributes=[derived(expression='[1, "a"]')]), constraints=NUMA),
+        refused=422, causes=((f"{DERIVED_PATH}.expression", "Invalid"),),
+        message="compilation failed: ERROR: <input>:1:5: expected type 'int' but found 'string'",
+    ),
+    "class-cel-mixed-list-after-dyn": Case(
+        "deviceclasses", device_class('[device.attributes["a"].b, 1].size() > 0'),
+        refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
+        message="compilation failed: ERROR: <input>:1:28: expected type 'dyn' but found 'int'",
+    ),
+    # ResourceClaim status: skipNodeOperations of an allocated device (DRAOptionalNodeOperations)
+    "claim-result-skip-node-operations-kept": Case(
+        "resourceclaims", claim(), subresource="status",
+        update={"status": {"allocation": {"devices": {"results": [
+            {**ALLOCATION["devices"]["results"][0], "skipNodeOperations": ["*"]}]}}}},
+        returns={"status": {"allocation": {"devices": {"results": [{"skipNodeOperations": ["*"]}]}}}},
+    ),
+    "claim-result-skip-prepare-only": Case(
+        "resourceclaims", claim(), subresource="status",
+        update={"status": {"allocation": {"devices": {"results": [
+            {**ALLOCATION["devices"]["results"][0], "skipNodeOperations": ["NodePrepareResources"]}]}}}},
+        refused=422, causes=(("status.allocation.devices.results[0].skipNodeOperations", "Invalid"),),
+        message="NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped",
+    ),
+    "claim-result-skip-node-operations-duplicate-unknown": Case(
+        "resourceclaims", claim(), subresource="status",
+        update={"status": {"allocation": {"devices": {"results": [
+            {**ALLOCATION["devices"]["results"][0], "skipNodeOperations": ["Foo", "Foo"]}]}}}},
+        refused=422, causes=(("status.allocation.devices.results[0].skipNodeOperations[1]", "Duplicate"),
+                             ("status.allocation.devices.results[0].skipNodeOperations[0]", "NotSupported"),
+                             ("status.allocation.devices.results[0].skipNodeOperations[1]", "NotSupported")),
+        message='Duplicate value: "Foo"',
+    ),
+    # Node: status.declaredFeatures (NodeDeclaredFeatures, GA in 1.37)
+    "node-declared-features-kept": Case(
+        "nodes", node("A", "B/c", name="x"), returns={"status": {"declaredFeatures": ["A", "B/c"]}},
+    ),
+    "node-declared-features-empty-not-written-back": Case(
+        "nodes", node(name="x"), returns={"status": {"declaredFeatures": ABSENT}},
+    ),
+    "node-declared-features-unsorted": Case(
+        "nodes", node("B", "A", name="x"),
+        refused=422, causes=(("status.declaredFeatures[1]", "Invalid"),),
+        message='Invalid value: "A": list must be sorted alphabetically',
+    ),
+    "node-declared-features-duplicate": Case(
+        "nodes", node("A", "A", name="x"),
+        refused=422, causes=(("status.declaredFeatures[1]", "Duplicate"),),
+        message='Duplicate value: "A"',
+    ),
+    "node-declared-feature-names": Case(
+        "nodes", node("a", "A/", name="x"),
+        refused=422, causes=(("status.declaredFeatures[0]", "Invalid"), ("status.declaredFeatures[1]", "Invalid"),
+                             ("status.declaredFeatures[1]", "Invalid")),
+        message=f'Invalid value: "a": invalid feature name "a": {FEATURE_NAME}',
+    ),
+    "node-declared-feature-too-long": Case(
+        "nodes", node("A" * 254, name="x"),
+        refused=422, causes=(("status.declaredFeatures[0]", "Invalid"),),
+        message="must be no more than 253 characters",
+    ),
 }
 
-REASONS = {400: "BadRequest", 422: "Invalid"}
+REASONS = {400: "BadRequest", 403: "Forbidden", 422: "Invalid"}
+
+
+def holds(answer: Any, expected: Any, where: str = "") -> list[str]:
+    """Where `answer` differs from `expected`: dicts hold at least its keys (ABSENT: not that key),
+    lists item by item, anything else equal."""
+    if isinstance(expected, dict):
+        if not isinstance(answer, dict):
+            return [f"{where or '.'}: {answer!r} is not an object"]
+        return [problem for key, want in expected.items() for problem in (
+            ([f"{where}.{key}: {answer[key]!r} should not be there"] if key in answer else []) if want == ABSENT
+            else [f"{where}.{key}: missing"] if key not in answer else holds(answer[key], want, f"{where}.{key}"))]
+    if isinstance(expected, list):
+        if not isinstance(answer, list) or len(answer) != len(expected):
+            return [f"{where}: {answer!r} is not {len(expected)} items"]
+        return [p for i, (a, e) in enumerate(zip(answer, expected, strict=True)) for p in holds(a, e, f"{where}[{i}]")]
+    return [] if answer == expected else [f"{where}: {answer!r} != {expected!r}"]
 
 
 def send(server: Cluster, method: str, path: str, body: Obj, content_type: str) -> tuple[int, Obj]:
@@ -1322,7 +1756,13 @@ def test_admission_answers_as_kube_apiserver(apiserver: Cluster, case: Case) -> 
     plural = case.resource.partition(".")[0]
     collection = f"{prefix}/namespaces/{apiserver.namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
     name = case.name if namespaced or not case.name else apiserver.name(case.name)
-    body = json.loads(json.dumps(case.body).replace("$NAMESPACE", apiserver.namespace))
+    node_name = apiserver.name("node")
+
+    def scoped(obj: Any) -> Any:
+        return json.loads(json.dumps(obj).replace("$NAMESPACE", apiserver.namespace).replace("$NODE", node_name))
+
+    apiserver.seed(scoped(list(case.nodes)))  # a real cluster deletes them with the test
+    body = scoped(case.body)
     body["metadata"] = {**(body.get("metadata") or {}), "name": name}
     query = f"?{case.query}" if case.query else ""
     code, answer = send(apiserver, "POST", collection + query, body, "application/json")
@@ -1340,7 +1780,11 @@ def test_admission_answers_as_kube_apiserver(apiserver: Cluster, case: Case) -> 
             assert answer["reason"] == REASONS[case.refused]
             causes = (answer.get("details") or {}).get("causes") or []
             assert [(c.get("field"), c["reason"].removeprefix("FieldValue")) for c in causes] == list(case.causes)
-            assert case.message in answer["message"]
+            assert scoped(case.message) in answer["message"]
+        if case.returns is not None:
+            assert holds(answer, case.returns) == [], answer
     finally:
         if created:  # cluster-scoped objects outlive the test's namespace
             send(apiserver, "DELETE", f"{collection}/{name}", {}, "application/json")
+        for seeded in case.nodes:
+            send(apiserver, "DELETE", f"/api/v1/nodes/{scoped(seeded)['metadata']['name']}", {}, "application/json")

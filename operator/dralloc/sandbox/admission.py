@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dralloc.sandbox import customresources, dra, errors, names, resources, structural
+from dralloc.sandbox import customresources, dra, errors, names, resources, scheduler, slices, structural
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -100,9 +100,13 @@ class Admission:
         *,
         validate_schemas: bool = True,
         namespace_labels: Callable[[str], dict[str, str]] | None = None,  # None: no namespace rules
+        node: Callable[[str], Obj | None] | None = None,  # None: no NodeDeclaredFeatureValidator
+        nodes: Callable[[], list[Obj]] | None = None,
     ) -> None:
         self.validate_schemas = validate_schemas
         self.namespace_labels = namespace_labels
+        self.node = node
+        self.nodes = nodes
 
     def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
         checked = self.validate_schemas and not rt.crd
@@ -120,6 +124,8 @@ class Admission:
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
+        elif rt.plural == "nodes" and rt.group == "":
+            causes += declared_features_causes(((new.get("status") or {}).get("declaredFeatures")) or [])
         elif rt.storage == "/events" and old is None:
             causes += event_causes(new, modern=rt.group == "events.k8s.io")
         elif rt.plural == "pods" and old is None and not causes:  # shapes are right from here on
@@ -137,6 +143,12 @@ class Admission:
             # Events of both APIs are validated as the core type: refusals name the core kind.
             group = "" if rt.storage == "/events" else rt.group
             raise errors.invalid(rt.kind, group, (new.get("metadata") or {}).get("name", ""), causes)
+        if rt.plural == "resourceslices" and self.node is not None and self.nodes is not None:
+            refusal = node_allocatable_refusal(new, self.node, self.nodes)
+            if refusal:
+                name = (new.get("metadata") or {}).get("name", "")
+                raise errors.ApiError(403, f'resourceslices.resource.k8s.io "{name}" is forbidden: {refusal}',
+                                      details={"name": name, "group": "resource.k8s.io", "kind": "resourceslices"})
 
     def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None) -> None:
         if rt.storage == "/namespaces":
@@ -177,6 +189,67 @@ class Admission:
             }
         elif rt.group == "resource.k8s.io":
             dra.default(obj)
+        elif rt.plural == "nodes" and rt.group == "":
+            status = obj.get("status")
+            if isinstance(status, dict) and status.get("declaredFeatures") == []:
+                del status["declaredFeatures"]  # omitempty: an empty list is not written back
+
+
+_DECLARED_FEATURE = re.compile(r"^[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*$")
+MAX_DECLARED_FEATURE = 253
+
+
+def declared_features_causes(features: list[Any]) -> Causes:
+    """Node.status.declaredFeatures (NodeDeclaredFeatures, GA in 1.37): sorted, unique names,
+    each an UpperCamelCase segment and then '/'-separated segments."""
+    causes: Causes = []
+    for i, feature in enumerate(features):
+        where = f"status.declaredFeatures[{i}]"
+        if len(feature) > MAX_DECLARED_FEATURE:
+            detail = f"must be no more than {MAX_DECLARED_FEATURE} characters"
+        elif not _DECLARED_FEATURE.match(feature):
+            detail = ("must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., "
+                      "MyFeature or MyFeature/mySubFeature), and contain only alphanumeric characters and slashes")
+        else:
+            detail = ""
+        if detail:
+            causes.append((where, f"Invalid value: {errors.go_value(feature)}: invalid feature name "
+                                  f"{errors.go_value(feature)}: {detail}"))
+        if i + 1 < len(features):
+            after = features[i + 1]
+            if after == feature:
+                causes.append((f"status.declaredFeatures[{i + 1}]", f"Duplicate value: {errors.go_value(after)}"))
+            elif feature > after:
+                causes.append((f"status.declaredFeatures[{i + 1}]", f"Invalid value: {errors.go_value(after)}: list "
+                                                                    "must be sorted alphabetically"))
+    return causes
+
+
+def node_allocatable_refusal(slice_: Obj, node: Callable[[str], Obj | None], nodes: Callable[[], list[Obj]]) -> str:
+    """Upstream's NodeDeclaredFeatureValidator admission (DRANodeAllocatableResources): a device
+    with nodeAllocatableResources must map to nodes, and each of them must exist and declare the
+    feature. '' when the slice may be written."""
+    spec = slice_.get("spec") or {}
+    for dev in spec.get("devices") or []:
+        if not dev.get("nodeAllocatableResources"):
+            continue
+        source = dev if spec.get("perDeviceNodeSelection") else spec
+        name = dev.get("name", "")
+        if source.get("nodeName"):
+            found = node(source["nodeName"])
+            if found is None:
+                return f'node "{source["nodeName"]}" not found for device "{name}"'
+            matching = [found]
+        elif source.get("nodeSelector") is not None or source.get("allNodes"):
+            selector = source.get("nodeSelector") if not source.get("allNodes") else None
+            matching = [n for n in nodes() if scheduler.selector_matches(selector, n)]
+        else:
+            return f'device "{name}" in ResourceSlice has NodeAllocatableResources but does not map to any nodes'
+        for found in matching:
+            if slices.NODE_ALLOCATABLE_FEATURE not in ((found.get("status") or {}).get("declaredFeatures") or []):
+                return (f'node "{found["metadata"]["name"]}" does not support {slices.NODE_ALLOCATABLE_FEATURE} '
+                        "feature")
+    return ""
 
 
 def event_causes(event: Obj, *, modern: bool) -> Causes:

@@ -81,7 +81,8 @@ class ApiServer:
         self.registry = resources.Registry()
         self.hub = watches.Hub(history)
         self.admission = admission.Admission(validate_schemas=validate_schemas,
-                                             namespace_labels=self._namespace_labels)
+                                             namespace_labels=self._namespace_labels, node=self._node,
+                                             nodes=self._nodes)
         self.store = store_.Store(self.registry, self.hub, self.admission)
         self.collector = collecting.Collector(self.store)
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
@@ -102,6 +103,13 @@ class ApiServer:
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
         entry = self.store.objects["/namespaces"].get(("", namespace))
         return dict((entry.obj["metadata"].get("labels") or {}) if entry else {})
+
+    def _node(self, name: str) -> Obj | None:
+        entry = self.store.objects["/nodes"].get(("", name))
+        return entry.obj if entry else None
+
+    def _nodes(self) -> list[Obj]:
+        return [entry.obj for entry in self.store.objects["/nodes"].values()]
 
     # ---- lifecycle --------------------------------------------------------------------------
 

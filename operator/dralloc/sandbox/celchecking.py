@@ -168,15 +168,26 @@ class Checker:
     def _literal(self, node: Node, env: Env) -> str:
         return _LITERALS.get(cast(lark.Token, node.children[0]).type, celenv.DYN)
 
+    def _homogeneous(self, nodes: list[Any], kinds: list[str]) -> str:
+        """Kubernetes compiles with cel-go's homogeneous aggregate literals: every element has the
+        first one's type exactly (dyn included); the first that does not is reported."""
+        for child, kind in zip(nodes, kinds, strict=True):
+            if kind != kinds[0]:
+                found = "null" if kind == "null_type" else shown(kind)
+                self.report(self.position(child), f"expected type '{shown(kinds[0])}' but found '{found}'")
+                return celenv.DYN
+        return kinds[0]
+
     def _list_lit(self, node: Node, env: Env) -> str:
-        kinds = [self.infer(c, env) for c in node.children[0].children] if node.children else []
-        return f"list({kinds[0]})" if kinds and all(k == kinds[0] for k in kinds) else "list(dyn)"
+        children = list(node.children[0].children) if node.children else []
+        kinds = [self.infer(c, env) for c in children]
+        return f"list({self._homogeneous(children, kinds)})" if kinds else "list(dyn)"
 
     def _map_lit(self, node: Node, env: Env) -> str:
-        items = [self.infer(c, env) for c in node.children[0].children] if node.children else []
-        keys, values = items[0::2], items[1::2]
-        key = keys[0] if keys and all(k == keys[0] for k in keys) else celenv.DYN
-        value = values[0] if values and all(v == values[0] for v in values) else celenv.DYN
+        children = list(node.children[0].children) if node.children else []
+        items = [self.infer(c, env) for c in children]
+        key = self._homogeneous(children[0::2], items[0::2]) if items else celenv.DYN
+        value = self._homogeneous(children[1::2], items[1::2]) if items else celenv.DYN
         return f"map({key}, {value})"
 
     def _ident(self, node: Node, env: Env) -> str:

@@ -18,7 +18,8 @@ a missing `)` or `]`, an unexpected token (`mismatched input '==' expecting ...`
 character no token starts with (`token recognition error at: '#'`). ANTLR's follow-up
 recovery errors are not reproduced. An expression that parses is type-checked
 (`celchecking.py`): its issues are worded and placed the same way, and one that checks
-but is not a bool gets upstream's `must evaluate to bool or the unknown type, not T`.
+but is not a bool gets upstream's `must evaluate to bool or the unknown type, not T`
+(a derived attribute's: `must evaluate to a primitive scalar ... or a list of these scalars, not T`).
 """
 
 from __future__ import annotations
@@ -137,10 +138,20 @@ def _issues(expression: str, exc: CELParseError) -> list[str]:
     return [issue(expression, line, column, "Syntax error: " + (str(exc).strip().splitlines() or ["invalid"])[0])]
 
 
+# What a derived attribute (DRADerivedAttributes) may yield: these scalars, or a list of one of them.
+DERIVED_SCALARS = frozenset({"bool", "int", "string", celenv.DYN, "any", celenv.SEMVER})
+
+
+def _derivable(result: str) -> bool:
+    element = result[5:-1] if result.startswith("list(") and result.endswith(")") else result
+    return element in DERIVED_SCALARS
+
+
 @functools.lru_cache(maxsize=4096)
-def compile_error(expression: str) -> str | None:
+def compile_error(expression: str, derived: bool = False) -> str | None:
     """None when the expression compiles, else upstream's detail: `compilation failed: ERROR: ...`,
-    or `must evaluate to bool ...` for one that compiles to something else than a bool."""
+    or `must evaluate to bool ...` for one that compiles to something else than a bool; a
+    derived attribute's expression (`derived`) must yield a scalar or a list of scalars instead."""
     if not expression:
         # cel-go places the error of an empty source at column 0, and has no line to show.
         return ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' "
@@ -162,6 +173,11 @@ def compile_error(expression: str) -> str | None:
     if found:
         return "compilation failed: " + "\n".join(issue(expression, *_at(expression, i.index), i.message)
                                                    for i in found)
+    if derived:
+        if _derivable(result):
+            return None
+        return ("must evaluate to a primitive scalar (string, integer, boolean, semver) or a list of these scalars, "
+                f"not {result}")
     if result not in (celenv.BOOL, celenv.DYN):
         return f"must evaluate to bool or the unknown type, not {result}"
     return None

@@ -34,6 +34,7 @@ MAX_CONFIGS = 32
 MAX_CEL_LENGTH = 10 * 1024
 MAX_RESULTS = 32
 MAX_RESERVED_FOR = 256
+MAX_DERIVED_ATTRIBUTES = 32
 
 _REQUEST_REF = "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
 # Go's field order of the structs upstream prints whole as a duplicate value.
@@ -56,17 +57,6 @@ def _ordered(value: Obj, order: str) -> Obj:
     if order == "request" and isinstance(out.get("firstAvailable"), list):
         out["firstAvailable"] = [_ordered(s, "subrequest") if isinstance(s, dict) else s for s in out["firstAvailable"]]
     return out
-
-
-def _fully_qualified_name(value: str, path: str, causes: Causes) -> None:
-    """A constraint's attribute: `domain/identifier`, the domain required."""
-    domain, slash, ident = value.rpartition("/")
-    drafields.identifier(ident, path, causes)
-    if not slash:
-        causes.append((path, f"Invalid value: {errors.go_value(value)}: a fully qualified name must be a domain and a "
-                             "name separated by a slash"))
-    else:
-        drafields.invalid(path, domain, ["prefix: " + d for d in names.dns1123_subdomain(domain)], causes)
 
 
 def _selectors(selectors: Any, path: str, causes: Causes) -> None:
@@ -103,6 +93,54 @@ def _tolerations(tolerations: Any, path: str, causes: Causes) -> None:
         if effect and effect not in drafields.TAINT_EFFECTS:
             causes.append((f"{where}.effect", f"Unsupported value: {errors.go_value(effect)}: supported values: "
                                               + ", ".join(f'"{e}"' for e in drafields.TAINT_EFFECTS)))
+
+
+def _constraint_attributes(constraints: list[Obj]) -> dict[str, set[str]]:
+    """Request (or "request/subrequest"; "" for all) -> the attributes constraints on it name."""
+    used: dict[str, set[str]] = {}
+    for con in constraints:
+        name = con.get("matchAttribute") if con.get("matchAttribute") is not None else con.get("distinctAttribute")
+        if name is not None:
+            for target in con.get("requests") or [""]:
+                used.setdefault(target, set()).add(name)
+    return used
+
+
+def _derived_attributes(attributes: Any, path: str, request: str, used: dict[str, set[str]], causes: Causes,
+                        declared: Causes) -> None:
+    """DRADerivedAttributes: at most 32, unique names, each a fully qualified name that a
+    matchAttribute or distinctAttribute constraint on this request (its parent request,
+    or every request) names, and a CEL expression yielding a string, int, bool, semver
+    or a list of them. The size, required fields and name format are declarative."""
+    attributes = attributes or []
+    parent = request.split("/")[0]
+    targets = {"", request, parent}
+    too_many = len(attributes) > MAX_DERIVED_ATTRIBUTES
+    seen: set[str] = set()
+    for i, attribute in enumerate(attributes):
+        where = f"{path}[{i}]"
+        name, expression = attribute.get("name", ""), attribute.get("expression", "")
+        if name and not any(name in used.get(t, ()) for t in targets):
+            causes.append((f"{where}.name", f"Invalid value: {errors.go_value(name)}: must be referenced by at least one "
+                                            "matchAttribute or distinctAttribute constraint targeting this request"))
+        if expression:
+            if len(expression) > MAX_CEL_LENGTH:
+                causes.append((f"{where}.expression", f"Too long: may not be more than {MAX_CEL_LENGTH} bytes"))
+            elif (err := celerrors.compile_error(expression, derived=True)) is not None:
+                causes.append((f"{where}.expression", f"Invalid value: {errors.go_value(expression)}: {err}"))
+        if name in seen:
+            causes.append((where, f"Duplicate value: {errors.go_value(name)}"))
+        seen.add(name)
+        if too_many:
+            continue
+        if not name:
+            declared.append((f"{where}.name", "Required value"))
+        else:
+            drafields.fully_qualified_name(name, f"{where}.name", declared)
+        if not expression:
+            declared.append((f"{where}.expression", "Required value"))
+    if too_many:
+        declared.append((path, f"Too many: {len(attributes)}: must have at most {MAX_DERIVED_ATTRIBUTES} items"))
 
 
 def _request_body(req: Obj, path: str, causes: Causes) -> None:
@@ -155,6 +193,9 @@ def claim_spec(spec: Obj, path: str) -> Causes:
     drafields.too_many(requests, MAX_REQUESTS, f"{path}.devices.requests", causes)
     names_seen: set[str] = set()
     known: set[str] = set()
+    declared: Causes = []  # upstream's declarative rules of these fields report after the hand-written ones
+    constraints = devices.get("constraints") or []
+    used = _constraint_attributes(constraints)
     for i, req in enumerate(requests):
         where = f"{path}.devices.requests[{i}]"
         name = req.get("name", "")
@@ -171,6 +212,8 @@ def claim_spec(spec: Obj, path: str) -> Causes:
                                   "but multiple fields are set"))
         if exactly is not None:
             _request_body(exactly, f"{where}.exactly", causes)
+            _derived_attributes(exactly.get("derivedAttributes"), f"{where}.exactly.derivedAttributes", name, used,
+                                causes, declared)
         drafields.too_many(first, MAX_SUBREQUESTS, f"{where}.firstAvailable", causes)
         subnames: set[str] = set()
         for j, sub in enumerate(first):
@@ -182,7 +225,8 @@ def claim_spec(spec: Obj, path: str) -> Causes:
             subnames.add(subname)
             known.add(f"{name}/{subname}")
             _request_body(sub, f"{where}.firstAvailable[{j}]", causes)
-    constraints = devices.get("constraints") or []
+            _derived_attributes(sub.get("derivedAttributes"), f"{where}.firstAvailable[{j}].derivedAttributes",
+                                f"{name}/{subname}", used, causes, declared)
     drafields.too_many(constraints, MAX_CONSTRAINTS, f"{path}.devices.constraints", causes)
     for i, con in enumerate(constraints):
         where = f"{path}.devices.constraints[{i}]"
@@ -192,9 +236,9 @@ def claim_spec(spec: Obj, path: str) -> Causes:
             causes.append((where, 'Required value: exactly one of "matchAttribute" or "distinctAttribute" is '
                                   "required, but multiple fields are set"))
         for field in attributes:
-            _fully_qualified_name(con[field], f"{where}.{field}", causes)
+            drafields.fully_qualified_name(con[field], f"{where}.{field}", declared)
     _configs(devices.get("config"), f"{path}.devices.config", known, causes)
-    return causes
+    return causes + declared
 
 
 def _allocated_key(dev: Obj) -> str:
@@ -240,6 +284,9 @@ def _claim_status(obj: Obj, old: Obj | None) -> Causes:
         for n, segment in enumerate(pool.split("/") if pool else []):
             details = [f"segment {n}: {d}" for d in names.dns1123_subdomain(segment)]
             drafields.invalid(f"{where}.pool", pool, details, causes)
+        declared: Causes = []
+        slices.skip_node_operations(res.get("skipNodeOperations"), f"{where}.skipNodeOperations", causes, declared)
+        causes += declared
         allocated.add((res.get("driver"), res.get("pool"), res.get("device")))
     for i, dev in enumerate(status.get("devices") or []):
         if (dev.get("driver"), dev.get("pool"), dev.get("device")) not in allocated:
@@ -280,7 +327,7 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
             return [("spec", f"Invalid value: {errors.go_json(spec)}: field is immutable")]
         return claim_spec(spec.get("spec") or {}, "spec.spec")
     if kind == "ResourceSlice":
-        return slices.validate(obj)
+        return slices.validate(obj, old)
     if kind == "DeviceTaintRule":
         causes: Causes = []
         driver = (spec.get("deviceSelector") or {}).get("driver")
@@ -322,6 +369,7 @@ def default(obj: Obj) -> None:
     Objects are decoded by now, unless the server skips the schemas: shapes are checked."""
     kind = obj.get("kind")
     spec = obj.get("spec")
+    _omit_empty(obj)
     if kind == "ResourceClaimTemplate":
         spec = spec.get("spec") if isinstance(spec, dict) else None
     elif kind != "ResourceClaim":
@@ -341,3 +389,39 @@ def default(obj: Obj) -> None:
             for tol in tolerations if isinstance(tolerations, list) else []:
                 if isinstance(tol, dict) and not tol.get("operator"):
                     tol["operator"] = "Equal"
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _drop(obj: Any, *fields: str) -> None:
+    """Go's omitempty: an empty list or map is not written back (nor stored)."""
+    if isinstance(obj, dict):
+        for field in fields:
+            if obj.get(field) in ([], {}):
+                del obj[field]
+
+
+def _omit_empty(obj: Obj) -> None:
+    """The 1.37 fields as upstream writes them back: empty lists and maps are left out."""
+    spec: Obj = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    kind = obj.get("kind")
+    if kind == "ResourceSlice":
+        _drop(spec, "skipNodeOperations")
+        for dev in _dicts(spec.get("devices")):
+            _drop(dev, "nodeAllocatableResources")
+            for consumption in _dicts(dev.get("consumesCounters")):
+                _drop(consumption, "compatibilityGroups")
+    elif kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        claim = spec.get("spec") if kind == "ResourceClaimTemplate" else spec
+        devices = claim.get("devices") if isinstance(claim, dict) else None
+        for req in _dicts((devices or {}).get("requests") if isinstance(devices, dict) else None):
+            for body in [req.get("exactly"), *_dicts(req.get("firstAvailable"))]:
+                _drop(body, "derivedAttributes")
+        status = obj.get("status")
+        allocation = status.get("allocation") if isinstance(status, dict) else None
+        results = ((allocation or {}).get("devices") or {}).get("results") if isinstance(allocation, dict) else None
+        for result in _dicts(results):
+            _drop(result, "skipNodeOperations")
+

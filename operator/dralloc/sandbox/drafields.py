@@ -70,6 +70,17 @@ def qualified_name(key: str, path: str, causes: Causes) -> None:
     identifier(ident, path, causes)
 
 
+def fully_qualified_name(value: str, path: str, causes: Causes) -> None:
+    """A constraint's attribute, a derived attribute, a partition type: `domain/identifier`, the domain required."""
+    domain, slash, ident = value.rpartition("/")
+    identifier(ident, path, causes)
+    if not slash:
+        causes.append((path, f"Invalid value: {errors.go_value(value)}: a fully qualified name must be a domain and a "
+                             "name separated by a slash"))
+    else:
+        invalid(path, domain, ["prefix: " + d for d in names.dns1123_subdomain(domain)], causes)
+
+
 def taint_key(key: str, path: str, causes: Causes) -> None:
     invalid(path, key, names.qualified_name(key), causes)
 

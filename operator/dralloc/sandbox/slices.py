@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dralloc.sandbox import drafields, errors, names
+from dralloc.sandbox import drafields, errors, names, quantities
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -26,6 +26,10 @@ MAX_COUNTERS = 32
 MAX_COUNTER_CONSUMPTIONS = 2
 MAX_STRING_ATTRIBUTE = 64
 MAX_POOL_NAME = 253
+MAX_COMPATIBILITY_GROUPS = 2
+MAX_VALID_VALUES = 10
+SKIP_NODE_OPERATIONS = ("*", "NodePrepareResources", "NodeUnprepareResources")
+NODE_ALLOCATABLE_FEATURE = "DRANodeAllocatableResources"  # what a Node declares to take such devices
 
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 _ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
@@ -51,10 +55,15 @@ def _pool(pool: Obj, causes: Causes) -> None:
                                                        "greater than zero"))
 
 
-def validate(obj: Obj) -> Causes:
-    """Causes for one decoded ResourceSlice (empty when it is fine)."""
+def validate(obj: Obj, old: Obj | None = None) -> Causes:
+    """Causes for one decoded ResourceSlice (empty when it is fine).
+
+    Upstream's hand-written rules come first, then those its declarative validation adds
+    (the 1.37 fields' formats, sizes, enums and uniqueness): `declared` collects those."""
     spec = obj.get("spec") or {}
+    old_devices = {d.get("name"): d for d in ((old or {}).get("spec") or {}).get("devices") or []}
     causes: Causes = []
+    declared: Causes = []
     drafields.driver_name(spec.get("driver", ""), "spec.driver", causes)
     _pool(spec.get("pool") or {}, causes)
     selected = [f for f in _NODE_SELECTION if spec.get(f)]
@@ -84,11 +93,72 @@ def validate(obj: Obj) -> Causes:
         drafields.too_many(cs.get("counters"), MAX_COUNTERS, f"{where}.counters", causes)
     seen: set[str] = set()
     for i, dev in enumerate(devices):
-        _device(dev, f"spec.devices[{i}]", seen, causes)
-    return causes
+        _device(dev, f"spec.devices[{i}]", seen, causes, declared, old_devices.get(dev.get("name")))
+    if "partitionTypeAttribute" in spec:
+        _partition_type(spec, causes, declared)
+    skip_node_operations(spec.get("skipNodeOperations"), "spec.skipNodeOperations", causes, declared)
+    return causes + declared
 
 
-def _device(dev: Obj, where: str, seen: set[str], causes: Causes) -> None:
+def skip_node_operations(operations: Any, path: str, causes: Causes, declared: Causes) -> None:
+    """A set of "*", "NodePrepareResources", "NodeUnprepareResources"; preparing is only
+    skipped together with unpreparing (or "*"). Slices and allocation results alike."""
+    operations = operations or []
+    if "NodePrepareResources" in operations and not {"NodeUnprepareResources", "*"} & set(operations):
+        causes.append((path, f"Invalid value: {errors.go_json(operations)}: NodePrepareResources cannot be skipped "
+                             "unless NodeUnprepareResources is also skipped"))
+    _unique(operations, path, declared)
+    supported = ", ".join(f'"{v}"' for v in SKIP_NODE_OPERATIONS)
+    for i, operation in enumerate(operations):
+        if operation not in SKIP_NODE_OPERATIONS:
+            declared.append((f"{path}[{i}]", f"Unsupported value: {errors.go_value(operation)}: supported values: "
+                                             f"{supported}"))
+
+
+def _unique(items: list[Any], path: str, declared: Causes) -> None:
+    for i, item in enumerate(items):
+        if item in items[:i]:
+            declared.append((f"{path}[{i}]", f"Duplicate value: {errors.go_value(item)}"))
+
+
+def _partition_type(spec: Obj, causes: Causes, declared: Causes) -> None:
+    """The attribute naming each partitionable device's type: a fully qualified name, only in
+    a slice whose devices consume counters, carried (as a string) by each device that does.
+    Upstream does not compare the counters that devices of one type consume."""
+    name = spec.get("partitionTypeAttribute", "")
+    devices = spec.get("devices") or []
+    if not any(d.get("consumesCounters") for d in devices):
+        causes.append(("spec.partitionTypeAttribute", f"Invalid value: {errors.go_value(name)}: may only be set on "
+                                                      "a slice which declares devices that consume counters"))
+        return
+    format_errors: Causes = []
+    drafields.fully_qualified_name(name, "spec.partitionTypeAttribute", format_errors)
+    declared.extend(format_errors)
+    if format_errors:
+        return  # no device can carry a malformed name
+    bare = name.removeprefix(f"{spec.get('driver', '')}/")
+    for i, dev in enumerate(devices):
+        if not dev.get("consumesCounters"):
+            continue
+        attributes = dev.get("attributes") or {}
+        where = f"spec.devices[{i}].attributes[{name}]"
+        attribute = attributes.get(name, attributes.get(bare) if bare != name else None)
+        if attribute is None:
+            causes.append((where, "Required value: device consumes counters and `partitionTypeAttribute` names this "
+                                  "attribute, so it must be set"))
+        elif "string" not in attribute:
+            causes.append((where, f"Invalid value: {_attribute_struct(attribute)}: must be a string value because "
+                                  "`partitionTypeAttribute` names this attribute"))
+
+
+def _attribute_struct(attribute: Obj) -> str:
+    """A DeviceAttribute as upstream prints it: its internal Go struct, fields without JSON tags."""
+    fields = {"IntValue": "int", "BoolValue": "bool", "StringValue": "string", "VersionValue": "version",
+              "IntValues": "ints", "BoolValues": "bools", "StringValues": "strings", "VersionValues": "versions"}
+    return errors.go_json({go: attribute.get(key) for go, key in fields.items()})
+
+
+def _device(dev: Obj, where: str, seen: set[str], causes: Causes, declared: Causes, old: Obj | None) -> None:
     name = dev.get("name", "")
     drafields.invalid(f"{where}.name", name, names.dns1123_label(name), causes)
     if name in seen:
@@ -103,6 +173,10 @@ def _device(dev: Obj, where: str, seen: set[str], causes: Causes) -> None:
         _attribute(value, f"{where}.attributes[{key}]", causes)
     for key in caps:
         drafields.qualified_name(key, f"{where}.capacity", causes)
+    if old is None or old.get("capacity") != dev.get("capacity"):  # only new or changed capacity is checked
+        for key, capacity in caps.items():
+            _request_policy(capacity, dev.get("allowMultipleAllocations") is True, f"{where}.capacity[{key}]",
+                            causes)
     drafields.taints(dev.get("taints"), f"{where}.taints", causes)
     consumptions = dev.get("consumesCounters") or []
     drafields.too_many(consumptions, MAX_COUNTER_CONSUMPTIONS, f"{where}.consumesCounters", causes)
@@ -110,6 +184,190 @@ def _device(dev: Obj, where: str, seen: set[str], causes: Causes) -> None:
         for field in ("counterSet", "counters"):
             if not consumption.get(field):
                 causes.append((f"{where}.consumesCounters[{j}].{field}", "Required value"))
+        _compatibility_groups(consumption.get("compatibilityGroups") or [],
+                              f"{where}.consumesCounters[{j}].compatibilityGroups", declared)
+    node_allocatable(dev.get("nodeAllocatableResources") or {}, caps, f"{where}.nodeAllocatableResources", causes)
+
+
+def _compatibility_groups(groups: list[Any], path: str, declared: Causes) -> None:
+    """At most 2 (and then nothing else is said), unique, each a DNS label."""
+    if len(groups) > MAX_COMPATIBILITY_GROUPS:
+        declared.append((path, f"Too many: {len(groups)}: must have at most {MAX_COMPATIBILITY_GROUPS} items"))
+        return
+    _unique(groups, path, declared)
+    for i, group in enumerate(groups):
+        details = [d.replace("characters", "bytes") if d.startswith("must be no more") else d
+                   for d in names.dns1123_label(group)]
+        drafields.invalid(f"{path}[{i}]", group, details, declared)
+
+
+def node_allocatable(resources: Obj, capacities: Obj, path: str, causes: Causes) -> None:
+    """What allocating the device costs the node: cpu, memory or hugepages-*, each with a
+    mapping (exactly one of capacityKey + capacityMultiplier or deviceMultiplier, positive)
+    and/or an overhead (perPod, perContainer, not negative)."""
+    for name, resource in resources.items():
+        where = f"{path}[{name}]"
+        if name not in ("cpu", "memory") and not name.startswith("hugepages-"):
+            causes.append((where, f"Invalid value: {errors.go_value(name)}: must be a node allocatable resource name"))
+        mapping, overhead = resource.get("mapping"), resource.get("overhead")
+        if mapping is None and overhead is None:
+            causes.append((where, "Required value: at least one of mapping or overhead must be set"))
+        if mapping is not None:
+            _mapping(mapping, capacities, f"{where}.mapping", causes)
+        if overhead is not None:
+            _overhead(overhead, f"{where}.overhead", causes)
+
+
+def _mapping(mapping: Obj, capacities: Obj, path: str, causes: Causes) -> None:
+    key, multiplier, per_device = (mapping.get(f) for f in ("capacityKey", "capacityMultiplier", "deviceMultiplier"))
+    if key is not None:
+        if key == "":
+            causes.append((f"{path}.capacityKey", 'Invalid value: "": capacityKey must not be an empty string'))
+        elif key not in capacities:
+            causes.append((f"{path}.capacityKey", f"Not found: {errors.go_value(key)}"))
+        if multiplier is None:
+            causes.append((f"{path}.capacityMultiplier", "Required value: capacityMultiplier is required when "
+                                                         "capacityKey is set"))
+        else:
+            _positive(multiplier, f"{path}.capacityMultiplier", causes)
+    if per_device is not None:
+        _positive(per_device, f"{path}.deviceMultiplier", causes)
+    if multiplier is not None and key is None:
+        causes.append((f"{path}.capacityKey", "Required value: capacityKey is required when capacityMultiplier is set"))
+    members = [f for f in ("capacityKey", "deviceMultiplier") if mapping.get(f) is not None]
+    if len(members) != 1:  # a union, declaratively: reported after the rules above
+        shown = '""' if not members else '"{' + ", ".join(members) + '}"'
+        exactly = "exactly " if members else ""
+        causes.append((path, f"Invalid value: {shown}: must specify {exactly}one of: `capacityKey`, `deviceMultiplier`"))
+
+
+def _positive(text: str, path: str, causes: Causes) -> None:
+    quantity = quantities.parse(text)
+    if quantity is not None and quantity.value <= 0:
+        causes.append((path, f'Invalid value: "{quantity}": must be positive'))
+
+
+def _overhead(overhead: Obj, path: str, causes: Causes) -> None:
+    if overhead.get("perPod") is None and overhead.get("perContainer") is None:
+        causes.append((path, 'Invalid value: "": at least one of perPod or perContainer must be set'))
+        return
+    for field in ("perPod", "perContainer"):
+        quantity = quantities.parse(overhead.get(field, "0"))
+        if quantity is not None and quantity.value < 0:
+            causes.append((f"{path}.{field}", f'Invalid value: "{quantity}": must be non-negative'))
+
+
+def _request_policy(capacity: Obj, multiple: bool, path: str, causes: Causes) -> None:
+    """A consumable capacity's requestPolicy (devices with allowMultipleAllocations only):
+    validValues (sorted, at most 10, within the capacity, holding the default) or a
+    validRange (min, optional max and step, the default on a step from min). With
+    DRAFractionalCapacityRange (on in 1.37 with our gates) a range or default with a
+    fraction is checked in milli-units: each value must have at most 3 decimal places."""
+    policy = capacity.get("requestPolicy")
+    if policy is None:
+        return
+    where = f"{path}.requestPolicy"
+    if not multiple:
+        causes.append((where, "Forbidden: allowMultipleAllocations must be true"))
+        return
+    maximum = quantities.parse(capacity.get("value", "0"))
+    values, valid_range = policy.get("validValues") or [], policy.get("validRange")
+    if values and valid_range is not None:
+        causes.append((where, 'Forbidden: exactly one policy can be specified, cannot specify "validValues" and '
+                              '"validRange" at the same time'))
+        return
+    if (not values and valid_range is None) or maximum is None:
+        return
+    default = quantities.parse(policy["default"]) if policy.get("default") is not None else None
+    if default is None:
+        kind = "validValues" if values else "validRange"
+        causes.append((f"{where}.default", f"Required value: required when {kind} is defined"))
+    elif values:
+        _valid_values([quantities.parse(v) for v in values], default, maximum, f"{where}.validValues", causes)
+    else:
+        _valid_range(valid_range, default, maximum, f"{where}.validRange", causes)
+
+
+def _valid_values(values: list[quantities.Quantity | None], default: quantities.Quantity,
+                  maximum: quantities.Quantity, path: str, causes: Causes) -> None:
+    options = [v for v in values if v is not None]
+    for i in range(len(options) - 1):
+        if options[i].value > options[i + 1].value:
+            causes.append((f"{path}[{i + 1}]", f'Invalid value: "{options[i + 1]}": values must be sorted in '
+                                               "ascending order"))
+    if len(options) > MAX_VALID_VALUES:
+        causes.append((path, f"Too many: {len(options)}: must have at most {MAX_VALID_VALUES} items"))
+    else:
+        for i, option in enumerate(options):
+            if option.value > maximum.value:
+                causes.append((f"{path}[{i}]", f'Invalid value: "{option}": option is larger than capacity value: '
+                                               f"{maximum}"))
+    if len(options) > MAX_VALID_VALUES or all(option.value != default.value for option in options):
+        causes.append((path, f'Invalid value: "{default}": default value is not valid according to the requestPolicy'))
+
+
+def _valid_range(bounds: Obj, default: quantities.Quantity, maximum: quantities.Quantity, path: str,
+                 causes: Causes) -> None:
+    low, high, step = (quantities.parse(bounds[f]) if bounds.get(f) is not None else None
+                       for f in ("min", "max", "step"))
+    if low is None:
+        causes.append((f"{path}.min", "Required value: required when validRange is defined"))
+        return
+    if low.value > maximum.value:
+        causes.append((f"{path}.min", f'Invalid value: "{low}": min is larger than capacity value: {maximum}'))
+    if default.value < low.value:
+        causes.append((f"{path}.default", f'Invalid value: "{default}": default is less than min: {low}'))
+    if high is not None:
+        if low.value > high.value:
+            causes.append((f"{path}.max", f'Invalid value: "{low}": min is larger than max: {high}'))
+        if high.value > maximum.value:
+            causes.append((f"{path}.max", f'Invalid value: "{high}": max is larger than capacity value: {maximum}'))
+        if default.value > high.value:
+            causes.append((f"{path}.default", f'Invalid value: "{default}": default is more than max: {high}'))
+    named = [("default", default), ("min", low), ("max", high), ("step", step)]
+    milli = any(q is not None and q.fractional() for q in (low, high, step, default))
+    if milli:
+        inexact = [(name, q) for name, q in named if q is not None and not q.milli_exact()]
+        for name, q in inexact:
+            causes.append((f"{path}.{name}", f'Invalid value: "{q}": value cannot be represented as a milli value'))
+        if inexact:
+            return
+    if step is None:
+        return
+    if step.value <= 0:
+        causes.append((f"{path}.step", f'Invalid value: "{step}": must be greater than zero'))
+        return
+    one_step = quantities.Quantity(low.value + step.value, low.format)
+    if one_step.value > maximum.value:
+        causes.append((f"{path}.step", f'Invalid value: "{step}": one step {one_step} is larger than capacity '
+                                       f"value: {maximum}"))
+    if not milli:
+        unsafe = False
+        for name, bound in named:
+            if bound is None:
+                continue
+            if bound.value < 0:
+                causes.append((f"{path}.{name}", f'Invalid value: "{bound}": must be greater than or equal to 0'))
+                unsafe = True
+            elif bound.value > 2**63 - 1:
+                causes.append((f"{path}.{name}", f'Invalid value: "{bound}": must not be larger than '
+                                                 "9223372036854775807"))
+                unsafe = True
+        if unsafe:
+            return
+    for value in (default, high):
+        if value is not None and _steps(value, low, step, milli) % _steps(step, None, step, milli) != 0:
+            causes.append((f"{path}.step", f'Invalid value: "{value}": value is not a multiple of a given step '
+                                           f"({step}) from ({low})"))
+
+
+def _steps(value: quantities.Quantity, low: quantities.Quantity | None, step: quantities.Quantity,
+           milli: bool) -> int:
+    """value - low in the unit upstream computes in: milli-units, or whole units rounded up (Value())."""
+    def unit(q: quantities.Quantity) -> int:
+        scaled = q.value * 1000 if milli else q.value
+        return -((-scaled.numerator) // scaled.denominator)  # ceil, as Quantity.Value()/MilliValue() round up
+    return unit(value) - (unit(low) if low is not None else 0)
 
 
 def _attribute(value: Obj, path: str, causes: Causes) -> None:

@@ -10,7 +10,8 @@ value. The two fail differently, and clients see the difference:
   requests.exactly.count of type int64`. Go keeps the first type error and reads on
   (a bad quantity stops it at once). What decodes is what Go keeps: unknown fields
   and null fields are dropped, null list items become empty items, which validation
-  then judges.
+  then judges; quantities are kept as the server writes them (`0.5` as `500m`,
+  `quantities.py`).
 - validation: what is left for the schema to say about the decoded value, as 422
   causes, found on the same walk: enums and unique list-map keys (not required
   fields: upstream checks the decoded zero values, not JSON presence; see `dra.py`).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dralloc.sandbox import errors, schemas
+from dralloc.sandbox import errors, quantities, schemas
 
 Causes = list[tuple[str, str]]
 _PY_TYPES: dict[str, tuple[type, ...]] = {
@@ -158,7 +159,7 @@ class _Decoder:
                 if isinstance(value, bool) or not isinstance(value, str | int | float) or (
                         isinstance(value, str) and (not _QUANTITY.match(value) or value in ("", "."))):
                     raise DecodeError(QUANTITY_ERROR)  # Quantity's own decoder fails: decoding stops
-                return value
+                return quantities.canonical_text(value)  # stored (and returned) as the server writes it
             if name == RAW_EXTENSION:
                 return value
             schema = self.defs.get(name)
