@@ -1,0 +1,268 @@
+"""Gangs: place a group of pods all or nothing, searching across members (issue 14).
+
+kube-scheduler places the members of a PodGroup one after another, each on the best node
+for it alone, with no way back (kubernetes/kubernetes#138765): the first member can take
+the devices a later one needed, and a gang that fits is reported as not fitting. This
+module decides the whole gang against one snapshot instead:
+
+- *Domains*: with a topology key (a node label), every member must land on nodes that share
+  one value of it; domains are tried with the fewest free devices first (BinPack: the
+  tightest domain that fits, so larger free domains stay whole for the next gang), then by
+  name. Without a key the whole cluster is one domain.
+- *Joint search*: depth first over members; a member goes to a node together with the
+  members already there, all their claims allocated in one `allocation.allocate` call (so
+  device choices on a node are searched jointly), against the snapshot holding the other
+  nodes' members. When a member fits nowhere, the search goes back and moves an earlier
+  member. Nodes are tried with the fewest free devices first, then by name.
+- *Symmetry*: members with the same shape (the same claims, up to names) are
+  interchangeable, so the k-th of them never goes to a node before the (k-1)-th's: the
+  search does not revisit the same placement in another member order.
+- *Failures remembered*: that a shape does not fit on a node, given the shapes already
+  placed on that node, holds whatever the other nodes hold, as long as the members' devices
+  come from that node's own slices; such failures are not tried again.
+- *Bounds*: a member that fits on no node of a domain even alone rules the domain out at once.
+- A step budget (allocator calls) bounds the search; running out is its own outcome.
+
+Pure and deterministic: no I/O, no clock; the same input gives the same placement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+
+from dralloc import allocation
+from dralloc.allocation import errors, outcomes
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims as model_claims
+
+DEFAULT_GANG_BUDGET = 20_000  # allocator calls per gang decision
+NodeAllows = Callable[[int, NodeView], bool]  # (member index, node): may the member run there at all
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """One pod of the gang: the claims it needs on its node (allocated together)."""
+
+    name: str
+    claims: tuple[model_claims.ResourceClaim, ...]
+    shape: Hashable  # equal shapes: interchangeable members (same claims up to names)
+
+
+@dataclasses.dataclass(frozen=True)
+class Assignment:
+    member: str
+    node: str
+    results: tuple[model_claims.AllocationResult, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class GangPlaced:
+    assignments: tuple[Assignment, ...]  # in member order
+    domain: str | None  # the topology value all members share (None: no topology key)
+    steps: int  # allocator calls
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainAttempt:
+    """How far the search got in one domain: for explanations."""
+
+    domain: str | None
+    placed: int  # the most members placed together
+    blocked: str | None  # the member that then fit nowhere (None: ruled out before searching)
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class GangUnfit:
+    attempts: tuple[DomainAttempt, ...]  # closest first
+    steps: int
+
+    def message(self, members: int) -> str:
+        if not self.attempts:
+            return f"gang of {members}: no domain to place it in"
+        best = self.attempts[0]
+        where = f" in domain {best.domain}" if best.domain is not None else ""
+        return f"gang of {members} does not fit{where}: {best.reason}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GangBudgetExhausted:
+    steps: int
+
+
+GangOutcome = GangPlaced | GangUnfit | GangBudgetExhausted
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+def domains_of(nodes: Sequence[NodeView], topology_key: str | None) -> dict[str | None, list[NodeView]]:
+    """Nodes grouped by their value of the topology label; nodes without it are in no domain."""
+    if topology_key is None:
+        return {None: list(nodes)}
+    found: dict[str | None, list[NodeView]] = {}
+    for node in nodes:
+        value = node.labels.get(topology_key)
+        if value is not None:
+            found.setdefault(value, []).append(node)
+    return found
+
+
+def usage(snapshot: Snapshot, node: NodeView, features: Features) -> tuple[int, int]:
+    """(devices in use, devices) among those the node can use: how much is free, for BinPack."""
+    allocated = snapshot.allocated
+    order = snapshot.slices.scope_for(node, features).order
+    used = sum(1 for _, info in order if info.id in allocated.exclusive or info.id in allocated.shared)
+    return used, len(order)
+
+
+def place_gang(
+    snapshot: Snapshot,
+    members: Sequence[Member],
+    nodes: Sequence[NodeView],
+    *,
+    features: Features,
+    topology_key: str | None = None,
+    budget: int = DEFAULT_GANG_BUDGET,
+    node_allows: NodeAllows | None = None,
+    greedy: bool = False,
+    allocate_budget: int | None = allocation.DEFAULT_BUDGET,
+) -> GangOutcome:
+    """Place every member or none. `greedy` is kube-scheduler's member-by-member way (no going
+    back), for comparison: it may miss gangs that fit."""
+    search = _Search(snapshot, list(members), features=features, budget=budget, node_allows=node_allows,
+                     greedy=greedy, allocate_budget=allocate_budget)
+    groups = domains_of(nodes, topology_key)
+
+    def free(node: NodeView) -> int:
+        used, total = usage(snapshot, node, features)
+        return total - used
+
+    attempts: list[DomainAttempt] = []
+    try:
+        for domain, domain_nodes in sorted(groups.items(), key=lambda g: (sum(map(free, g[1])), g[0] or "")):
+            ordered = sorted(domain_nodes, key=lambda n: (free(n), n.name))
+            placed = search.run(ordered)
+            if placed is not None:
+                return GangPlaced(tuple(placed), domain, search.steps)
+            attempts.append(dataclasses.replace(search.attempt, domain=domain))
+    except _OutOfSteps:
+        return GangBudgetExhausted(search.steps)
+    attempts.sort(key=lambda a: (-a.placed, a.domain or ""))
+    return GangUnfit(tuple(attempts), search.steps)
+
+
+class _Search:
+    def __init__(self, snapshot: Snapshot, members: list[Member], *, features: Features, budget: int,
+                 node_allows: NodeAllows | None, greedy: bool, allocate_budget: int | None) -> None:
+        self.base = snapshot
+        self.members = members
+        self.features = features
+        self.budget = budget
+        self.node_allows = node_allows
+        self.greedy = greedy
+        self.allocate_budget = allocate_budget
+        self.steps = 0
+        self.attempt = DomainAttempt(None, 0, None, "")
+
+    def _allocate(self, snapshot: Snapshot, member: Member, node: NodeView) -> outcomes.Outcome | None:
+        if self.steps >= self.budget:
+            raise _OutOfSteps
+        self.steps += 1
+        try:
+            return allocation.allocate(snapshot, member.claims, node, features=self.features,
+                                       budget=self.allocate_budget, explain=False)
+        except errors.InvalidPoolOnNodeError:
+            return None  # upstream's ErrFailedAllocationOnNode: not this node
+
+    def run(self, nodes: list[NodeView]) -> list[Assignment] | None:
+        members = self.members
+        # The bound: a member that fits on no node even alone rules the domain out.
+        alone: list[list[int]] = []
+        by_shape: dict[Hashable, list[int]] = {}  # members of one shape fit alone on the same nodes
+        for index, member in enumerate(members):
+            if member.shape not in by_shape:
+                by_shape[member.shape] = [j for j, node in enumerate(nodes)
+                                          if isinstance(self._allocate(self.base, member, node), outcomes.Allocated)]
+            fits = [j for j in by_shape[member.shape]
+                    if self.node_allows is None or self.node_allows(index, nodes[j])]
+            if not fits:
+                self.attempt = DomainAttempt(None, 0, None, f"member {member.name} fits on no node of it, even alone")
+                return None
+            alone.append(fits)
+        # The members on one node are allocated together, in one call with all their claims: the
+        # single-node allocator then searches their device choices jointly (a member's first-fit
+        # devices never block a later member on the same node when another choice would do).
+        on_node: list[list[int]] = [[] for _ in nodes]  # member indices, in placement order
+        results: list[tuple[model_claims.AllocationResult, ...]] = [() for _ in nodes]
+        # Only a node whose pools are all its own (every slice names it) sees nothing of what
+        # other nodes hold: there a failure depends only on the shapes placed on that node.
+        own = [all(all(s.spec.node_name == node.name for s in pool.slices)
+                   for pool in self.base.slices.pools_for(node, self.features)) for node in nodes]
+        known_failures: set[tuple[int, tuple[str, ...]]] = set()
+        deepest: list[int] = [0]
+
+        def try_on(index: int, j: int) -> tuple[model_claims.AllocationResult, ...] | None:
+            if self.greedy:
+                # kube-scheduler's way: earlier members' devices stay as they were chosen.
+                fixed = self.base.with_allocations((r for node_results in results for r in node_results),
+                                                   self.features)
+                outcome = self._allocate(fixed, members[index], nodes[j])
+                return (*results[j], *outcome.results) if isinstance(outcome, outcomes.Allocated) else None
+            group = [*on_node[j], index]
+            key = (j, tuple(sorted(repr(members[i].shape) for i in group)))
+            if own[j] and key in known_failures:
+                return None
+            snapshot = self.base.with_allocations(
+                (r for k, node_results in enumerate(results) if k != j for r in node_results), self.features)
+            claims = tuple(c for i in group for c in members[i].claims)
+            outcome = self._allocate(snapshot, Member("", claims, None), nodes[j])
+            if isinstance(outcome, outcomes.Allocated):
+                return outcome.results
+            if own[j] and isinstance(outcome, outcomes.Unsatisfiable):
+                known_failures.add(key)
+            return None
+
+        def place(index: int, start: int) -> bool:
+            if index == len(members):
+                return True
+            member = members[index]
+            first = start if index > 0 and members[index - 1].shape == member.shape else 0
+            for j in alone[index]:
+                if j < first:
+                    continue
+                found = try_on(index, j)
+                if found is None:
+                    continue
+                before = results[j]
+                on_node[j].append(index)
+                results[j] = found
+                deepest[0] = max(deepest[0], index + 1)
+                if place(index + 1, j):
+                    return True
+                on_node[j].pop()
+                results[j] = before
+                if self.greedy:
+                    return False  # kube-scheduler's way: the first choice stands
+            return False
+
+        if place(0, 0):
+            assignments: list[Assignment] = []
+            for j, group in enumerate(on_node):
+                offset = 0
+                for i in group:
+                    count = len(members[i].claims)
+                    assignments.append(Assignment(members[i].name, nodes[j].name, results[j][offset:offset + count]))
+                    offset += count
+            order = {m.name: k for k, m in enumerate(members)}
+            return sorted(assignments, key=lambda a: order[a.member])
+        most = deepest[0]
+        blocked = members[most].name if most < len(members) else None
+        self.attempt = DomainAttempt(None, most, blocked,
+                                     f"at most {most} of {len(members)} members fit together; "
+                                     f"then member {blocked} fits on no node left")
+        return None

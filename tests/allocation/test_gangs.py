@@ -1,0 +1,145 @@
+"""Gangs (allocation.gangs): all or nothing, joint search across members, topology, explanations."""
+
+from __future__ import annotations
+
+from tests.builders import DRIVER, SliceBuilder, built, claim, class_, device, node, slice_, snapshot
+
+from dralloc.allocation import gangs
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+
+GPU = class_("gpu", f'device.driver == "{DRIVER}"')
+NUMA = f"{DRIVER}/numa"
+FEATURES = Features()
+
+
+def gpus(node_name: str, *numas: int) -> SliceBuilder:
+    """One slice on the node with one GPU per numa value given."""
+    return slice_(f"{node_name}-gpus", node=node_name, pool=node_name,
+                  devices=[device(f"gpu-{i}").attr("numa", numa) for i, numa in enumerate(numas)])
+
+
+def single(name: str) -> gangs.Member:
+    """A member with one claim for one GPU."""
+    return gangs.Member(name, (built(claim(f"{name}-c").request("r", "gpu")),), "single")
+
+
+def pair(name: str) -> gangs.Member:
+    """A member with one claim for two GPUs on the same numa node."""
+    return gangs.Member(name, (built(claim(f"{name}-c").request("r", "gpu", count=2).constraint_match(NUMA)),),
+                        "pair")
+
+
+def cluster(*slices: SliceBuilder) -> Snapshot:
+    return snapshot(classes=[GPU], slices=slices)
+
+
+def devices_of(placed: gangs.GangPlaced) -> dict[str, tuple[str, list[str]]]:
+    return {a.member: (a.node, sorted(r.device for res in a.results for r in res.devices.results))
+            for a in placed.assignments}
+
+
+class TestJointSearch:
+    def test_members_on_one_node_choose_devices_together(self) -> None:
+        """The single GPU must not take a numa-1 GPU the pair needs: greedy takes gpu-0 and fails."""
+        snap = cluster(gpus("n1", 1, 1, 0))
+        members = [single("a"), pair("b")]
+        greedy = gangs.place_gang(snap, members, [node("n1")], features=FEATURES, greedy=True)
+        assert isinstance(greedy, gangs.GangUnfit)
+        placed = gangs.place_gang(snap, members, [node("n1")], features=FEATURES)
+        assert isinstance(placed, gangs.GangPlaced)
+        assert devices_of(placed) == {"a": ("n1", ["gpu-2"]), "b": ("n1", ["gpu-0", "gpu-1"])}
+
+    def test_an_earlier_member_moves_to_another_node(self) -> None:
+        """Greedy puts the pair on the tightest node n2, where the triple (three GPUs on one numa
+        node) needed to go; the search moves the pair to n1."""
+        snap = cluster(gpus("n1", 0, 0, 1, 1), gpus("n2", 0, 0, 0))
+        triple = gangs.Member("b", (built(claim("b-c").request("r", "gpu", count=3).constraint_match(NUMA)),),
+                              "triple")
+        members = [pair("a"), triple]
+        assert isinstance(gangs.place_gang(snap, members, [node("n1"), node("n2")], features=FEATURES,
+                                           greedy=True), gangs.GangUnfit)
+        placed = gangs.place_gang(snap, members, [node("n1"), node("n2")], features=FEATURES)
+        assert isinstance(placed, gangs.GangPlaced)
+        assert {m: where for m, (where, _) in devices_of(placed).items()} == {"a": "n1", "b": "n2"}
+
+    def test_interchangeable_members_are_not_permuted(self) -> None:
+        """Eight alike members on eight one-GPU nodes, one node too few: the search ends after
+        trying each node once per member rank, not every permutation (8! orders)."""
+        nodes = [node(f"n{i}") for i in range(7)]
+        snap = cluster(*(gpus(n.name, 0) for n in nodes))
+        outcome = gangs.place_gang(snap, [single(f"m{i}") for i in range(8)], nodes, features=FEATURES)
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert outcome.steps < 200
+
+    def test_deterministic(self) -> None:
+        """The same input gives the same placement."""
+        snap = cluster(gpus("n1", 0, 1), gpus("n2", 0, 1, 1))
+        members = [single("a"), pair("b"), single("c")]
+        nodes = [node("n1"), node("n2")]
+        assert gangs.place_gang(snap, members, nodes, features=FEATURES) == \
+            gangs.place_gang(snap, members, nodes, features=FEATURES)
+
+
+class TestAllOrNothing:
+    def test_a_gang_that_does_not_fit_places_nobody_and_says_how_close_it_came(self) -> None:
+        """Three pairs, room for two: nothing is placed; the explanation names the member left over."""
+        snap = cluster(gpus("n1", 0, 0), gpus("n2", 1, 1))
+        outcome = gangs.place_gang(snap, [pair("a"), pair("b"), pair("c")], [node("n1"), node("n2")],
+                                   features=FEATURES)
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert (outcome.attempts[0].placed, outcome.attempts[0].blocked) == (2, "c")
+        assert "at most 2 of 3 members fit together; then member c fits on no node left" in outcome.message(3)
+
+    def test_a_member_that_fits_nowhere_alone_ends_the_search_at_once(self) -> None:
+        """The bound: a member no node can take even alone rules the domain out before any search."""
+        snap = cluster(gpus("n1", 0, 1), gpus("n2", 0, 1))
+        outcome = gangs.place_gang(snap, [single("a"), pair("b")], [node("n1"), node("n2")], features=FEATURES)
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert outcome.attempts[0].reason == "member b fits on no node of it, even alone"
+        assert outcome.steps == 4  # each shape tried alone on each node
+
+    def test_running_out_of_steps_is_its_own_outcome(self) -> None:
+        snap = cluster(*(gpus(f"n{i}", 0) for i in range(7)))
+        outcome = gangs.place_gang(snap, [single(f"m{i}") for i in range(8)], [node(f"n{i}") for i in range(7)],
+                                   features=FEATURES, budget=10)
+        assert outcome == gangs.GangBudgetExhausted(steps=10)
+
+
+class TestTopology:
+    def racks(self) -> tuple[Snapshot, list[NodeView]]:
+        nodes = [NodeView("a1", {"rack": "a"}), NodeView("a2", {"rack": "a"}),
+                 NodeView("b1", {"rack": "b"}), NodeView("b2", {"rack": "b"}), NodeView("loose", {})]
+        return cluster(gpus("a1", 0, 0), gpus("a2", 0, 0), gpus("b1", 0, 0), gpus("b2", 0), gpus("loose", 0, 0)), nodes
+
+    def test_all_members_share_one_value_of_the_topology_label(self) -> None:
+        """Three pairs: rack b has room for one, rack a for two; no rack holds three, so it does not fit,
+        though the cluster has room for four."""
+        snap, nodes = self.racks()
+        outcome = gangs.place_gang(snap, [pair("x"), pair("y"), pair("z")], nodes, features=FEATURES,
+                                   topology_key="rack")
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert [a.domain for a in outcome.attempts] == ["a", "b"]  # closest first
+        assert "in domain a" in outcome.message(3)
+
+    def test_tightest_domain_that_fits_is_chosen(self) -> None:
+        """Rack b has fewer free GPUs: a one-pair gang goes there and rack a stays whole."""
+        snap, nodes = self.racks()
+        placed = gangs.place_gang(snap, [pair("x")], nodes, features=FEATURES, topology_key="rack")
+        assert isinstance(placed, gangs.GangPlaced)
+        assert (placed.domain, placed.assignments[0].node) == ("b", "b1")
+
+    def test_nodes_without_the_label_are_in_no_domain(self) -> None:
+        _, nodes = self.racks()
+        assert "loose" not in {n.name for group in gangs.domains_of(nodes, "rack").values() for n in group}
+
+
+class TestNodeAllows:
+    def test_a_member_only_goes_where_the_caller_allows(self) -> None:
+        """node_allows (e.g. the pod's CPU/memory fit) keeps a member off a node."""
+        snap = cluster(gpus("n1", 0), gpus("n2", 0))
+        placed = gangs.place_gang(snap, [single("a")], [node("n1"), node("n2")], features=FEATURES,
+                                  node_allows=lambda index, n: n.name != "n1")
+        assert isinstance(placed, gangs.GangPlaced)
+        assert placed.assignments[0].node == "n2"
