@@ -21,7 +21,7 @@ from dralloc.model.quantities import Quantity
 
 DRIVER = "gpu.example.com"
 DOMAINS = (DRIVER, "nic.example.com", "unknown.example.com")
-IDS = ("model", "numa", "ecc", "ver", "tags", "x")
+IDS = ("model", "numa", "ecc", "ver", "tags", "addr", "x")
 CAPACITY_IDS = ("memory", "cores")
 
 # --- devices ----------------------------------------------------------------------------------
@@ -29,6 +29,9 @@ CAPACITY_IDS = ("memory", "cores")
 _STRINGS = st.sampled_from(["a100", "A100", "", "gpu-a100", "fast", "x"])
 _INTS = st.sampled_from([0, 1, -1, 2, 42, 2**63 - 1])
 _VERSIONS = st.sampled_from(["1.2.3", "1.0.0-rc.1", "2.0.0", "1.2.3+build"])
+# Addresses and prefixes as drivers publish them (strings), some malformed.
+_ADDRESSES = st.sampled_from(["10.0.0.7", "192.168.130.7", "::1", "2001:db8::1", "fe80::1%eth0", "1.2.3.04",
+                              "10.0.0.0/8", "2001:db8::/32", "nope"])
 _ATTRIBUTE = st.one_of(
     st.builds(lambda v: {"string": v}, _STRINGS),
     st.builds(lambda v: {"int": v}, _INTS),
@@ -46,6 +49,7 @@ _TYPICAL = {
     "ecc": st.builds(lambda v: {"bool": v}, st.booleans()),
     "ver": st.builds(lambda v: {"version": v}, _VERSIONS),
     "tags": st.builds(lambda v: {"strings": v}, st.lists(_STRINGS, max_size=3)),
+    "addr": st.builds(lambda v: {"string": v}, _ADDRESSES),
     "x": _ATTRIBUTE,
 }
 _AMOUNT = st.sampled_from(["0", "1", "1500m", "40Gi", "80Gi", "10000P", "-3"])
@@ -91,8 +95,11 @@ _LITERALS = st.sampled_from([
     '"a100"', '"A100"', '""', "'fast'", '"x"', "0", "1", "-1", "42", "0x10", "1.5", "0.0", "-2.5e1",
     "true", "false", 'quantity("40Gi")', 'quantity("1.5")', 'quantity("0")', 'quantity("bad")',
     'semver("1.2.3")', 'semver("1.0.0-rc.1")', 'semver("v1", true)', 'semver("nope")',
-    '["a100", "fast"]', "[1, 2]", "[1, 2.0]", "[]", '["x", 1]', '"""tri"""', r'"esc\x41"',
+    '["a100", "fast"]', "[1, 2]", "[dyn(1), dyn(2.0)]", "[]", '[dyn("x"), dyn(1)]', '"""tri"""', r'"esc\x41"',
 ])
+# Mixed-type operands are compile errors upstream (and here); dyn() defers them to run time,
+# where the heterogeneous semantics the fast path must reproduce apply.
+_OPERANDS = st.one_of(_LITERALS, _LITERALS.map(lambda v: f"dyn({v})"))
 
 def _attr(ident: str) -> st.SearchStrategy[str]:
     return st.builds(lambda d: f'device.attributes["{d}"].{ident}', _DOMAIN)
@@ -119,7 +126,7 @@ _TYPED = st.one_of(
 )
 
 _ATOMS = st.one_of(
-    _LITERALS, _attribute(), _TYPED, _TYPED,
+    _OPERANDS, _attribute(), _TYPED, _TYPED,
     st.just("device.driver"), st.just("device.allowMultipleAllocations"),
 )
 
@@ -136,6 +143,7 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.builds(lambda x, m, y: f"({x}).{m}({y})", inner, st.sampled_from(_BINARY_METHODS), inner),
         st.builds(lambda x: f"size({x})", inner),
         st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, _OPS),
+        st.builds(lambda x, y, op: f"dyn({x}) {op} ({y})", inner, inner, _OPS),
         st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(("&&", "||"))),
         st.builds(lambda x, y: f"{x} && {y} || !{x}", inner, inner),
         st.builds(lambda x: f"!({x})", inner),
@@ -221,3 +229,42 @@ def test_lazy_scope_holds_the_plain_values(env: devices.DeviceEnv) -> None:
             assert {str(k): devices.from_cel(v) for k, v in cel[domain].items()} == dict(ids)
     assert str(device.get("driver")) == env.driver
     assert bool(device.get("allowMultipleAllocations")) is env.allow_multiple_allocations
+
+
+# --- the rest of the 1.37 environment ---------------------------------------------------------
+
+_ADDR = _attr("addr")
+_NEW_CONSTRUCTS = st.one_of(
+    st.builds(lambda c, a: f'cidr("{c}").containsIP({a})', st.sampled_from(["10.0.0.0/8", "2001:db8::/32"]), _ADDR),
+    st.builds(lambda a: f"isIP({a}) && ip({a}).isLoopback()", _ADDR),
+    st.builds(lambda a: f"isCIDR({a}) && cidr({a}).containsCIDR(\"10.1.0.0/16\")", _ADDR),
+    st.builds(lambda a: f"ip.isCanonical({a})", _ADDR),
+    st.builds(lambda a, v: f'sets.contains({a}, ["{v}"])', _attr("tags"), _STRINGS),
+    st.builds(lambda a, v: f'sets.intersects({a}, ["{v}", "fast"])', _attr("tags"), _STRINGS),
+    st.builds(lambda d, i, v: f'device.attributes["{d}"].?{i}.orValue("{v}") == "{v}"',
+              _DOMAIN, st.sampled_from(IDS), _STRINGS),
+    st.builds(lambda d, i: f'device.attributes["{d}"][?"{i}"].hasValue()', _DOMAIN, st.sampled_from(IDS)),
+    st.builds(lambda a: f'{a}.all(i, t, t.size() > i)', _attr("tags")),
+    st.builds(lambda a: f'{a}.transformList(i, t, t + "!").exists(t, t == "a100!")', _attr("tags")),
+    st.builds(lambda a: f'"%s/%d".format([{a}, 1]).startsWith("a")', _attr("model")),
+    st.builds(lambda a: f"strings.quote({a}).size() > 2", _attr("model")),
+    st.builds(lambda a: f"{a}.sort().distinct().size() <= {a}.size()", _attr("tags")),
+)
+# New constructs next to fast-path ones: the whole selector must fall back to celpy.
+NEW_SELECTORS = st.recursive(st.one_of(_NEW_CONSTRUCTS, _TYPED), _logic, max_leaves=4)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression=NEW_SELECTORS, envs=st.lists(device_envs(), min_size=1, max_size=3))
+def test_new_constructs_fall_back_to_the_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
+    """A selector using what the fast path does not compile has no fast path, and whatever
+    `evaluate` runs answers as the celpy program does."""
+    selector = _compiled(expression)
+    if selector is None:
+        return
+    if any(marker in expression for marker in ("cidr(", "ip(", "ip.", "sets.", ".?", "[?", "format(",
+                                                 "strings.", ".all(i,", "transformList", ".sort(")):
+        assert not selector.has_fast_path, expression
+    reference = selectors.compile_reference(expression)
+    for env in envs:
+        assert _outcome(selector, env) == _outcome(reference, env), expression

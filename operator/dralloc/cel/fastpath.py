@@ -25,14 +25,15 @@ Supported: `device.driver`, `device.allowMultipleAllocations`,
 `device.attributes["d"].id` and `["d"]["id"]` (likewise `capacity`), string,
 int, double and bool literals, lists of literals, `==`, `!=`, `<`, `<=`, `>`,
 `>=`, `in` (with a domain map, `device.attributes`, a list), `&&`, `||`, `!`,
-`?:`, parentheses, `has(device.attributes["d"].id)`, `quantity("...")`,
+`?:`, parentheses, `has(device.attributes["d"].id)`, `dyn(x)`, `quantity("...")`,
 `semver("...")` (also with a bool literal), `isQuantity`, `isSemver`, `size`,
 `matches`, and the members `compareTo`, `isGreaterThan`, `isLessThan`, `sign`,
 `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`, `major`, `minor`,
 `patch`, `includes`, `startsWith`, `endsWith`, `contains`, `matches`,
 `lowerAscii`, `upperAscii`, `size`. Anything else (macros, `cel.bind`,
-arithmetic, uint/bytes/null literals, maps, other functions) is not compiled
-and the selector runs on celpy.
+arithmetic, uint/bytes/null literals, maps, optionals, the IP/CIDR, sets, format
+and lists-extension functions, other functions) is not compiled and the selector
+runs on celpy.
 """
 
 from __future__ import annotations
@@ -467,6 +468,11 @@ def _ident_arg(tree: lark.Tree[Any]) -> _Node:
         if rest is None or len(rest.children) != 1:
             raise Unsupported("has() arity")
         return _has(cast(lark.Tree[Any], rest.children[0]))
+    if name == "dyn":
+        # dyn(x) only changes what the checker knows; the transpiled program evaluates x.
+        if rest is None or len(rest.children) != 1:
+            raise Unsupported("dyn() arity")
+        return _value(_compile(cast(lark.Tree[Any], rest.children[0])))
     if name not in _GLOBALS:
         raise Unsupported(name)
     args = _arguments(rest)
