@@ -55,6 +55,8 @@ FEATURE_GATES = [
     "DRAOptionalNodeOperations", "DRAPartitionableDevices", "DRAPartitionableDevicesType", "DRAPrioritizedList",
     "DRAResourceClaimDeviceStatus", "DRAResourceClaimGranularStatusAuthorization", "DRAResourcePoolStatus",
     "DRASchedulerFilterTimeout", "DRAWorkloadResourceClaims", "GenericWorkload",
+    # PodGroup topology constraints (a gang on one value of a node label), alpha in 1.36 and 1.37.
+    "TopologyAwareWorkloadScheduling",
 ]
 # resource.k8s.io/v1 (incl. DeviceTaintRule) is on by default; the older versions are
 # what clients of older releases use; v1alpha3 serves ResourcePoolStatusRequest.

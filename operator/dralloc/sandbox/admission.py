@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dralloc.sandbox import customresources, dra, errors, names, resources, scheduler, slices, structural
+from dralloc.sandbox import workloads as workloads
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -124,6 +125,8 @@ class Admission:
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
+        elif rt.group == workloads.GROUP and (checked or not causes):
+            causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
         elif rt.plural == "nodes" and rt.group == "":
             causes += declared_features_causes(((new.get("status") or {}).get("declaredFeatures")) or [])
         elif rt.storage == "/events" and old is None:
@@ -189,6 +192,8 @@ class Admission:
             }
         elif rt.group == "resource.k8s.io":
             dra.default(obj)
+        elif rt.group == workloads.GROUP:
+            workloads.default(obj, old)
         elif rt.plural == "nodes" and rt.group == "":
             status = obj.get("status")
             if isinstance(status, dict) and status.get("declaredFeatures") == []:
@@ -308,7 +313,7 @@ def pod_create_causes(pod: Obj) -> Causes:
                 if claim.get("name") not in claim_names:
                     causes.append((f"{where}.resources.claims[{j}]", f"Not found: {errors.go_value(claim.get('name'))}: "
                                                                      f"must be one of the names in pod.spec.resourceClaims{known}"))
-    return causes
+    return causes + workloads.pod_causes(pod)
 
 
 _POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeSelector", "affinity",

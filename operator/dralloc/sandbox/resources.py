@@ -159,6 +159,9 @@ def builtin_types() -> list[ResourceType]:
            storage_api=f"{_RES}/v1"),
         rt(_RES, "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, status=True,
            storage_api=f"{_RES}/v1"),
+        # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).
+        rt("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True),
+        rt("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, status=True),
         rt("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
            ("crd", "crds"), ("api-extensions",), status=True),
     ]
