@@ -65,11 +65,12 @@ class TestJointSearch:
         assert {m: where for m, (where, _) in devices_of(placed).items()} == {"a": "n1", "b": "n2"}
 
     def test_interchangeable_members_are_not_permuted(self) -> None:
-        """Eight alike members on eight one-GPU nodes, one node too few: the search ends after
-        trying each node once per member rank, not every permutation (8! orders)."""
+        """Eight alike pairs on seven nodes of one same-numa pair each (and a spare GPU, so the
+        counting bound cannot tell): the search ends after trying each node once per member
+        rank, not every permutation (8! orders)."""
         nodes = [node(f"n{i}") for i in range(7)]
-        snap = cluster(*(gpus(n.name, 0) for n in nodes))
-        outcome = gangs.place_gang(snap, [single(f"m{i}") for i in range(8)], nodes, features=FEATURES)
+        snap = cluster(*(gpus(n.name, 0, 0, 1) for n in nodes))
+        outcome = gangs.place_gang(snap, [pair(f"m{i}") for i in range(8)], nodes, features=FEATURES)
         assert isinstance(outcome, gangs.GangUnfit)
         assert outcome.steps < 200
 
@@ -84,13 +85,22 @@ class TestJointSearch:
 
 class TestAllOrNothing:
     def test_a_gang_that_does_not_fit_places_nobody_and_says_how_close_it_came(self) -> None:
-        """Three pairs, room for two: nothing is placed; the explanation names the member left over."""
-        snap = cluster(gpus("n1", 0, 0), gpus("n2", 1, 1))
+        """Three pairs on six GPUs, but only two same-numa pairs: nothing is placed; the explanation
+        names the member left over."""
+        snap = cluster(gpus("n1", 0, 0, 1), gpus("n2", 0, 1, 1))
         outcome = gangs.place_gang(snap, [pair("a"), pair("b"), pair("c")], [node("n1"), node("n2")],
                                    features=FEATURES)
         assert isinstance(outcome, gangs.GangUnfit)
         assert (outcome.attempts[0].placed, outcome.attempts[0].blocked) == (2, "c")
         assert "at most 2 of 3 members fit together; then member c fits on no node left" in outcome.message(3)
+
+    def test_more_devices_than_the_domain_has_free_ends_the_search_at_once(self) -> None:
+        """The counting bound: three pairs need six GPUs, four are free; no allocator call is made."""
+        snap = cluster(gpus("n1", 0, 0), gpus("n2", 1, 1))
+        outcome = gangs.place_gang(snap, [pair("a"), pair("b"), pair("c")], [node("n1"), node("n2")],
+                                   features=FEATURES)
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert (outcome.attempts[0].reason, outcome.steps) == ("the gang needs 6 devices, 4 are free", 0)
 
     def test_a_member_that_fits_nowhere_alone_ends_the_search_at_once(self) -> None:
         """The bound: a member no node can take even alone rules the domain out before any search."""
@@ -101,10 +111,11 @@ class TestAllOrNothing:
         assert outcome.steps == 4  # each shape tried alone on each node
 
     def test_running_out_of_steps_is_its_own_outcome(self) -> None:
-        snap = cluster(*(gpus(f"n{i}", 0) for i in range(7)))
-        outcome = gangs.place_gang(snap, [single(f"m{i}") for i in range(8)], [node(f"n{i}") for i in range(7)],
-                                   features=FEATURES, budget=10)
-        assert outcome == gangs.GangBudgetExhausted(steps=10)
+        """Not a proven failure: the budget (allocator calls) ran out first."""
+        snap = cluster(*(gpus(f"n{i}", 0) for i in range(4)))
+        outcome = gangs.place_gang(snap, [single("m")], [node(f"n{i}") for i in range(4)], features=FEATURES,
+                                   budget=3)
+        assert outcome == gangs.GangBudgetExhausted(steps=3)
 
 
 class TestTopology:

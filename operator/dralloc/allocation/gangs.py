@@ -20,7 +20,11 @@ module decides the whole gang against one snapshot instead:
 - *Failures remembered*: that a shape does not fit on a node, given the shapes already
   placed on that node, holds whatever the other nodes hold, as long as the members' devices
   come from that node's own slices; such failures are not tried again.
-- *Bounds*: a member that fits on no node of a domain even alone rules the domain out at once.
+- *Bounds*: a domain with fewer free devices than the gang takes, or where some member fits
+  on no node even alone, is ruled out at once.
+- *Cheap first*: every domain is tried member by member first (kube-scheduler's way, no going
+  back), then with the joint search, so a domain where the gang cannot fit does not use up the
+  budget before one where it fits at once.
 - A step budget (allocator calls) bounds the search; running out is its own outcome.
 
 Pure and deterministic: no I/O, no clock; the same input gives the same placement.
@@ -135,39 +139,77 @@ def place_gang(
     """Place every member or none. `greedy` is kube-scheduler's member-by-member way (no going
     back), for comparison: it may miss gangs that fit."""
     search = _Search(snapshot, list(members), features=features, budget=budget, node_allows=node_allows,
-                     greedy=greedy, allocate_budget=allocate_budget)
+                     allocate_budget=allocate_budget)
     groups = domains_of(nodes, topology_key)
 
     def free(node: NodeView) -> int:
         used, total = usage(snapshot, node, features)
         return total - used
 
+    demand = _demand(members, snapshot, features)
+    candidates: list[tuple[str | None, list[NodeView]]] = []
     attempts: list[DomainAttempt] = []
+    for domain, domain_nodes in sorted(groups.items(), key=lambda g: (sum(map(free, g[1])), g[0] or "")):
+        supply = sum(map(free, domain_nodes))
+        if demand is not None and demand > supply:
+            # The counting bound: exclusive devices the gang needs, against the domain's free ones.
+            attempts.append(DomainAttempt(domain, 0, None, f"the gang needs {demand} devices, {supply} are free"))
+            continue
+        candidates.append((domain, sorted(domain_nodes, key=lambda n: (free(n), n.name))))
     try:
-        for domain, domain_nodes in sorted(groups.items(), key=lambda g: (sum(map(free, g[1])), g[0] or "")):
-            ordered = sorted(domain_nodes, key=lambda n: (free(n), n.name))
-            placed = search.run(ordered)
-            if placed is not None:
-                return GangPlaced(tuple(placed), domain, search.steps)
-            attempts.append(dataclasses.replace(search.attempt, domain=domain))
+        # First the cheap way in every domain (what kube-scheduler would find), then the joint
+        # search: a domain where the gang does not fit cannot use up the budget before another
+        # domain where it fits at once has been tried.
+        for thorough in ((False,) if greedy else (False, True)):
+            for domain, ordered in candidates:
+                placed = search.run(ordered, greedy=not thorough)
+                if placed is not None:
+                    return GangPlaced(tuple(placed), domain, search.steps)
+                if thorough or greedy:
+                    attempts.append(dataclasses.replace(search.attempt, domain=domain))
     except _OutOfSteps:
         return GangBudgetExhausted(search.steps)
     attempts.sort(key=lambda a: (-a.placed, a.domain or ""))
     return GangUnfit(tuple(attempts), search.steps)
 
 
+def _demand(members: Sequence[Member], snapshot: Snapshot, features: Features) -> int | None:
+    """How many devices the gang takes for itself, when that is certain (None: it is not).
+
+    Only ExactCount requests without admin access count (a firstAvailable request by its
+    smallest alternative); `All` requests, admin access and devices that allow several
+    allocations make the number uncertain, and the bound is then not used.
+    """
+    if features.consumable_capacity and any(
+            info.allow_multiple for s in snapshot.slices.slices for info in snapshot.slices.device_infos(s)):
+        return None
+    total = 0
+    for member in members:
+        for claim in member.claims:
+            for request in claim.spec.devices.requests:
+                options = [request.exactly] if request.exactly is not None else list(request.first_available)
+                counts = []
+                for option in options:
+                    if option is None or (option.allocation_mode or "ExactCount") != "ExactCount" \
+                            or getattr(option, "admin_access", None):
+                        return None
+                    counts.append(1 if option.count is None else option.count)
+                total += min(counts) if counts else 0
+    return total
+
+
 class _Search:
     def __init__(self, snapshot: Snapshot, members: list[Member], *, features: Features, budget: int,
-                 node_allows: NodeAllows | None, greedy: bool, allocate_budget: int | None) -> None:
+                 node_allows: NodeAllows | None, allocate_budget: int | None) -> None:
         self.base = snapshot
         self.members = members
         self.features = features
         self.budget = budget
         self.node_allows = node_allows
-        self.greedy = greedy
         self.allocate_budget = allocate_budget
         self.steps = 0
         self.attempt = DomainAttempt(None, 0, None, "")
+        self._alone: dict[tuple[str, ...], list[list[int]] | DomainAttempt] = {}
 
     def _allocate(self, snapshot: Snapshot, member: Member, node: NodeView) -> outcomes.Outcome | None:
         if self.steps >= self.budget:
@@ -179,21 +221,38 @@ class _Search:
         except errors.InvalidPoolOnNodeError:
             return None  # upstream's ErrFailedAllocationOnNode: not this node
 
-    def run(self, nodes: list[NodeView]) -> list[Assignment] | None:
-        members = self.members
-        # The bound: a member that fits on no node even alone rules the domain out.
+    def _fits_alone(self, nodes: list[NodeView]) -> list[list[int]] | DomainAttempt:
+        """Per member, the nodes it fits on alone; or why the domain is ruled out (the bound: a
+        member that fits on no node even alone)."""
+        key = tuple(n.name for n in nodes)
+        known = self._alone.get(key)
+        if known is not None:
+            return known
         alone: list[list[int]] = []
         by_shape: dict[Hashable, list[int]] = {}  # members of one shape fit alone on the same nodes
-        for index, member in enumerate(members):
+        found: list[list[int]] | DomainAttempt = alone
+        for index, member in enumerate(self.members):
             if member.shape not in by_shape:
                 by_shape[member.shape] = [j for j, node in enumerate(nodes)
                                           if isinstance(self._allocate(self.base, member, node), outcomes.Allocated)]
             fits = [j for j in by_shape[member.shape]
                     if self.node_allows is None or self.node_allows(index, nodes[j])]
             if not fits:
-                self.attempt = DomainAttempt(None, 0, None, f"member {member.name} fits on no node of it, even alone")
-                return None
+                found = DomainAttempt(None, 0, None, f"member {member.name} fits on no node of it, even alone")
+                break
             alone.append(fits)
+        self._alone[key] = found
+        return found
+
+    def run(self, nodes: list[NodeView], *, greedy: bool) -> list[Assignment] | None:
+        """The gang in this domain: kube-scheduler's way (`greedy`: each member's first choice
+        stands) or the joint search."""
+        members = self.members
+        alone_or_why = self._fits_alone(nodes)
+        if isinstance(alone_or_why, DomainAttempt):
+            self.attempt = alone_or_why
+            return None
+        alone = alone_or_why
         # The members on one node are allocated together, in one call with all their claims: the
         # single-node allocator then searches their device choices jointly (a member's first-fit
         # devices never block a later member on the same node when another choice would do).
@@ -207,7 +266,7 @@ class _Search:
         deepest: list[int] = [0]
 
         def try_on(index: int, j: int) -> tuple[model_claims.AllocationResult, ...] | None:
-            if self.greedy:
+            if greedy:
                 # kube-scheduler's way: earlier members' devices stay as they were chosen.
                 fixed = self.base.with_allocations((r for node_results in results for r in node_results),
                                                    self.features)
@@ -246,7 +305,7 @@ class _Search:
                     return True
                 on_node[j].pop()
                 results[j] = before
-                if self.greedy:
+                if greedy:
                     return False  # kube-scheduler's way: the first choice stands
             return False
 
