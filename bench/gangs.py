@@ -34,11 +34,11 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "operator"))
 
-from dralloc.allocation import gangs  # noqa: E402
-from dralloc.allocation.features import Features  # noqa: E402
-from dralloc.allocation.pools import NodeView  # noqa: E402
-from dralloc.allocation.snapshots import Snapshot  # noqa: E402
-from dralloc.model import claims, classes, conversion, devices  # noqa: E402
+from dralloc.allocation import gangs
+from dralloc.allocation.features import Features
+from dralloc.allocation.pools import NodeView
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims, classes, conversion, devices
 
 DRIVER = "gpu.example.com"
 FEATURES = Features()
