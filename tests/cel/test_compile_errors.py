@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -44,6 +46,30 @@ def test_result_type_error(expression: str, kind: str) -> None:
     with pytest.raises(selectors.CELCompileError) as excinfo:
         selectors.compile_selector(expression)
     assert str(excinfo.value) == f"must evaluate to bool or the unknown type, not {kind}"
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    # cel-go's literal validators (oracle: same messages and positions).
+    pytest.param('"a".matches("(")', "ERROR: <input>:1:13: invalid matches argument", id="matches-literal"),
+    pytest.param('duration("1d") > duration("1s")', "ERROR: <input>:1:10: invalid duration argument", id="duration"),
+    pytest.param('timestamp("2020-13-01T00:00:00Z") > timestamp("2020-01-01T00:00:00Z")',
+                 "ERROR: <input>:1:11: invalid timestamp argument", id="timestamp"),
+])
+def test_literal_validators(expression: str, message: str) -> None:
+    with pytest.raises(selectors.CELCompileError, match=re.escape(message)):
+        selectors.compile_selector(expression)
+
+
+@pytest.mark.parametrize("expression", [
+    pytest.param('"a".find("(") == ""', id="find"),
+    pytest.param('matches("a", "(")', id="global-matches"),
+    pytest.param('"a".matches(dyn("("))', id="through-dyn"),
+])
+def test_constant_regex_fails_when_the_program_is_built(expression: str) -> None:
+    """Upstream compiles constant patterns when it builds the program: a bare message."""
+    with pytest.raises(selectors.CELCompileError) as excinfo:
+        selectors.compile_selector(expression)
+    assert str(excinfo.value) == "program instantiation failed: error parsing regexp: missing closing ): `(`"
 
 
 def test_message_points_at_the_problem() -> None:

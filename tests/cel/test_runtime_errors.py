@@ -21,7 +21,8 @@ Evaluate = Callable[..., bool]
     pytest.param("[1, 2][5] == 1", "index out of bounds: 5", id="index-out-of-range"),
     pytest.param("[1, 2][-1] == 1", "index out of bounds: -1", id="negative-index"),
     pytest.param("9223372036854775807 + 1 > 0", "overflow", id="int-overflow"),
-    pytest.param('"abc".matches("(")', "error parsing regexp: missing \\)", id="bad-regex"),
+    pytest.param('"abc".matches(device.attributes["gpu.example.com"].model + "(")',
+                 "error parsing regexp: missing closing \\)", id="bad-regex"),
 ])
 def test_runtime_error(evaluate: Evaluate, expression: str, message: str) -> None:
     """The error is a CELRuntimeError naming the problem."""

@@ -44,7 +44,8 @@ def test_library_function(evaluate: Evaluate, expression: str) -> None:
     pytest.param('"abc".charAt(9) == ""', "index out of range: 9", id="char-at-out-of-range"),
     pytest.param('"abc".substring(2, 1) == ""', "invalid substring range", id="substring-reversed"),
     pytest.param("[].min() == 0", "min called on empty list", id="min-of-empty"),
-    pytest.param('"abc".find("(") == ""', "error parsing regexp", id="bad-regex"),
+    pytest.param('"abc".find(device.attributes["gpu.example.com"].model + "(") == ""', "error parsing regexp",
+                 id="bad-regex"),
 ])
 def test_library_errors(evaluate: Evaluate, expression: str, message: str) -> None:
     """Misuse is a runtime error naming the problem."""

@@ -254,7 +254,9 @@ def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
     except Exception:  # a construct the inference does not expect: never reject for that
         kind, problems = typecheck.UNKNOWN, []
     if problems:
-        issues = [Issue(p.message, *_line_column(text, p.offset)) for p in problems]
+        # A negative offset: a failure of the whole program, which upstream words without a position.
+        issues = [Issue(p.message, *_line_column(text, p.offset)) if p.offset >= 0
+                  else Issue(p.message, 1, 1, positional=False) for p in problems]
         return sorted(issues, key=lambda issue: (issue.line, issue.column))
     if kind not in (typecheck.BOOL, typecheck.DYN, typecheck.UNKNOWN):
         # What we did not model prints as dyn (cel-go would name it); the outcome is the same.

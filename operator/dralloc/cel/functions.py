@@ -87,6 +87,14 @@ def string(value: Any) -> Any:
     return base_functions["string"](value)
 
 
+@operators.propagates_errors
+def duration(value: Any) -> Any:
+    """CEL's `duration()`; Go's ParseDuration also takes a bare "0", which celpy's does not."""
+    if isinstance(value, str) and str(value) in ("0", "+0", "-0"):
+        return celtypes.DurationType(0)
+    return base_functions["duration"](value)
+
+
 # CEL's type values: what `type(x)` returns and what the names `int`, `string`, ... denote.
 TYPE_VALUES: dict[str, Any] = {
     "bool": celtypes.BoolType, "int": celtypes.IntType, "uint": celtypes.UintType,
@@ -164,6 +172,7 @@ _OWN: dict[str, Callable[..., Any]] = {
     **library_optional.FUNCTIONS,
     "string": string,
     "type": type_of,
+    "duration": duration,
 }
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {**base_functions, **_OWN}

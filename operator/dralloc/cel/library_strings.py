@@ -136,16 +136,38 @@ _OPTIONS = _re2_options()
 
 
 def _regex(pattern: Any, function: str) -> Any:
-    return _compiled(_str(pattern, function))
+    return compiled_regex(_str(pattern, function))
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> Any:
+def compiled_regex(pattern: str) -> Any:
+    """The RE2 program for a pattern; ValueError "error parsing regexp: ..." as Go words it."""
     try:
         return re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"error parsing regexp: {reason}") from None
+        raise ValueError(f"error parsing regexp: {_go_regexp_reason(reason)}") from None
+
+
+# RE2's wording of a bad pattern -> Go regexp/syntax's (cel-go compiles patterns with Go's regexp).
+_GO_REGEXP_CODES = {
+    "missing )": "missing closing )", "missing ]": "missing closing ]", "unexpected )": "unexpected )",
+    "invalid escape sequence": "invalid escape sequence",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid character class range": "invalid character class range",
+    "invalid character class": "invalid character class", "bad repetition count": "invalid repeat count",
+    "invalid named capture group": "invalid named capture", "invalid UTF-8": "invalid UTF-8",
+}
+
+
+def _go_regexp_reason(reason: str) -> str:
+    if reason == "trailing \\":
+        return "trailing backslash at end of expression: ``"
+    code, sep, fragment = reason.partition(": ")
+    if sep and code in _GO_REGEXP_CODES:
+        return f"{_GO_REGEXP_CODES[code]}: `{fragment}`"
+    return reason
 
 
 @operators.propagates_errors

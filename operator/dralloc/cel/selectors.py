@@ -268,8 +268,8 @@ def _function_activation() -> Activation:
 
 
 def _compile_failure(expression: str, issues: list[checking.Issue]) -> str:
-    if len(issues) == 1 and not issues[0].positional:
-        return issues[0].message  # upstream's output type check words it so
+    if not issues[0].positional:
+        return issues[0].message  # the output type check, program instantiation: bare, as upstream
     return "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues)
 
 

@@ -19,6 +19,8 @@ message types, and the type of `type(x)` beyond `type`.
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -352,6 +354,9 @@ class _Inference:
         # Mixed list/map literals: cel-go's AST validator, which runs only after the type
         # check succeeded, so these count only when there are no other problems.
         self.literal_problems: list[Problem] = []
+        # Constant regexes of find/findAll/matches(s, re) that do not compile: upstream fails
+        # when it builds the program, after everything else passed.
+        self.program_problems: list[Problem] = []
         # Inside `format`'s arguments, which cel-go exempts from the homogeneous-literal rule.
         self.exempt = False
 
@@ -577,6 +582,7 @@ class _Inference:
         result, ok = call_result(name, None, kinds)
         if not ok:
             return self.no_overload(name, _applied(None, kinds), self.find("(", token))
+        self._validate_literals(name, None, args)
         return result
 
     def _member_dot_arg(self, node: lark.Tree[Any], scope: Mapping[str, str]) -> str:
@@ -614,7 +620,32 @@ class _Inference:
         result, ok = call_result(name, target, kinds)
         if not ok:
             return self.no_overload(name, _applied(target, kinds), self.find("(", token))
+        self._validate_literals(name, target, args)
         return result
+
+    def _validate_literals(self, name: str, receiver: str | None, args: list[lark.Tree[Any]]) -> None:
+        """cel-go's literal validators (duration, timestamp, matches) and the regex library's
+        compile of constant patterns."""
+        if receiver is None and name in ("duration", "timestamp") and len(args) == 1:
+            text = _string_literal(args[0])
+            if text is not None and not (_valid_duration(text) if name == "duration" else _valid_timestamp(text)):
+                self.literal_problems.append(Problem(f"invalid {name} argument", self.position(args[0])))
+            return
+        pattern_at = {"matches": 1 if receiver is None else 0, "find": 0, "findAll": 0}.get(name)
+        if pattern_at is None or len(args) <= pattern_at:
+            return
+        # The validator sees literals only; the program builder also sees through dyn().
+        literal = _string_literal(args[pattern_at])
+        pattern = literal if literal is not None else _constant_string(args[pattern_at])
+        if pattern is None:
+            return
+        try:
+            library_strings.compiled_regex(pattern)
+        except ValueError as exc:
+            if name == "matches" and receiver is not None and literal is not None:
+                self.literal_problems.append(Problem("invalid matches argument", self.position(args[pattern_at])))
+            else:
+                self.program_problems.append(Problem(f"program instantiation failed: {exc}", -1))
 
     def _scratch(self) -> _Inference:
         """An inference whose problems are dropped (the main pass reports them)."""
@@ -714,6 +745,29 @@ _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "a
                        "multiplication", "unary", "member", "primary"})
 
 
+# Go's time.ParseDuration syntax (cel-go's duration() literal check), and RFC 3339 as Go's
+# time.Parse(time.RFC3339, ...) reads it (cel-go's timestamp() literal check).
+_DURATION = re.compile(r"[-+]?(?:0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+                        r"(Z|[+-]([0-9]{2}):([0-9]{2}))")
+
+
+def _valid_duration(text: str) -> bool:
+    return _DURATION.fullmatch(text) is not None
+
+
+def _valid_timestamp(text: str) -> bool:
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        datetime.datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        return False
+    return match.group(9) is None or (int(match.group(9)) < 24 and int(match.group(10)) < 60)
+
+
 def _loose(target: str) -> str:
     """The element type of a collection we know nothing about: dyn's elements are dyn."""
     return DYN if target == DYN else UNKNOWN
@@ -737,6 +791,18 @@ def _string_literal(node: Any) -> str | None:
         if token.type in ("STRING_LIT", "MLSTRING_LIT"):
             return str(celstr(token))
     return None
+
+
+def _constant_string(node: Any) -> str | None:
+    """A string literal, possibly inside dyn(): what cel-go's planner treats as a constant."""
+    inner = _unwrapped(node)
+    if isinstance(inner, lark.Tree) and inner.data == "ident_arg" and len(inner.children) == 2 \
+            and str(cast(lark.Token, inner.children[0]).value) == "dyn":
+        arguments = cast(lark.Tree[Any], inner.children[1]).children
+        return _constant_string(arguments[0]) if len(arguments) == 1 else None
+    if isinstance(inner, lark.Tree) and inner.data == "paren_expr":
+        return _constant_string(inner.children[0])
+    return _string_literal(inner)
 
 
 # What each format clause accepts at compile time (cel-go's stringFormatChecker), by type kind.
@@ -764,4 +830,4 @@ def infer(tree: lark.Tree[Any], text: str) -> tuple[str, list[Problem]]:
     """The static type of a checked selector and the type errors in it."""
     inference = _Inference(text)
     kind = inference.infer(tree, {})
-    return kind, inference.problems or inference.literal_problems
+    return kind, inference.problems or inference.literal_problems or inference.program_problems
