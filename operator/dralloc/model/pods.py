@@ -50,6 +50,12 @@ class SchedulingGate(ApiModel):
     name: str
 
 
+class PodSchedulingGroup(ApiModel):
+    """core/v1 PodSpec.schedulingGroup (1.36+, GenericWorkload): the PodGroup the pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(ApiModel):
     node_name: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
@@ -62,6 +68,7 @@ class PodSpec(ApiModel):
     init_containers: tuple[Container, ...] = ()
     overhead: dict[str, Quantity] = Field(default_factory=dict)
     priority: int | None = None
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodResourceClaimStatus(ApiModel):
