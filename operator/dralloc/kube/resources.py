@@ -73,6 +73,12 @@ RESOURCE_SLICES = Resource(RESOURCE, "v1", "resourceslices", "ResourceSlice", Fa
 DEVICE_CLASSES = Resource(RESOURCE, "v1", "deviceclasses", "DeviceClass", False)
 # Served as v1alpha3/v1beta2 before Kubernetes 1.37: use .at_version(served_version(...)).
 DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRule", False)
+# Gang scheduling: scheduling.k8s.io/v1beta1 in 1.37 (v1alpha2 in 1.36, another shape), served only
+# with GenericWorkload on: use .at_version(served_version(SCHEDULING, "podgroups")), None = not served.
+# Not in ALL: no handler reads them yet, so RBAC grants nothing for them (manifests/rbac.yaml).
+SCHEDULING = "scheduling.k8s.io"
+WORKLOADS = Resource(SCHEDULING, "v1beta1", "workloads", "Workload", True)
+POD_GROUPS = Resource(SCHEDULING, "v1beta1", "podgroups", "PodGroup", True)
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
