@@ -88,8 +88,10 @@ def _go_template(template: Obj) -> Obj:
 
 def _unique(path: str, items: list[Obj], key: str, render: Any, causes: Causes) -> None:
     seen: set[Any] = set()
-    duplicates = [i for i, item in enumerate(items) if (item.get(key, "") in seen) or seen.add(item.get(key, ""))]
-    causes.extend((f"{path}[{i}]", f"Duplicate value: {errors.go_json(render(items[i]))}") for i in duplicates)
+    for i, item in enumerate(items):
+        if item.get(key, "") in seen:
+            causes.append((f"{path}[{i}]", f"Duplicate value: {errors.go_json(render(item))}"))
+        seen.add(item.get(key, ""))
 
 
 # ---- shared pieces of PodGroup and PodGroupTemplate -----------------------------------------
