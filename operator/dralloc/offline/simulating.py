@@ -337,12 +337,12 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
     """Run the simulation; raises InputError / AllocationInputError on bad input."""
     err = err if err is not None else sys.stderr
     with heap.LongLived() as long_lived:
-        placer, workload, templates, claims_by_ref = _prepare(request, err)
+        placer, workload, templates, claims_by_ref = prepare(request, err)
         long_lived.built()
         return _place_all(placer, workload, templates, claims_by_ref, request, err)
 
 
-def _prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[object],
+def prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[object],
                                                      dict[str, model_claims.ResourceClaimTemplate],
                                                      dict[str, model_claims.ResourceClaim]]:
     """Everything the placement loop needs: the inputs read, the snapshot and node indexes built."""
@@ -366,11 +366,20 @@ def _place_all(placer: placement.Placer, workload: list[object],
                claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
                ) -> dict[str, Any]:
     """Place the workload items in order, then the report (placement-only seconds included)."""
-    features = request.features
+    start = time.perf_counter()
+    results = place_workload(placer, workload, templates, claims_by_ref, request, err)
+    elapsed = time.perf_counter() - start
+    return _report(placer, results, elapsed, request.features)
+
+
+def place_workload(placer: placement.Placer, workload: list[object],
+                   templates: dict[str, model_claims.ResourceClaimTemplate],
+                   claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
+                   ) -> list[ItemResult]:
+    """The placement loop: each item in order, committed before the next (bench/scale.py times it)."""
     results: list[ItemResult] = []
     classes = list(placer.snapshot.classes.values())
     progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
-    start = time.perf_counter()
     for done, obj in enumerate(workload):
         if isinstance(obj, model_pods.Pod):
             item = _pod_item(_defaulted(obj), templates, claims_by_ref, classes)
@@ -397,8 +406,12 @@ def _place_all(placer: placement.Placer, workload: list[object],
         else:
             results.append(ItemResult(item, None, allocating.offline_wording(decision.message(), request.budget)))
         progress.update(done + 1)
-    elapsed = time.perf_counter() - start
     progress.close()
+    return results
+
+
+def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float, features: Features
+            ) -> dict[str, Any]:
     placed = [r for r in results if r.placement is not None]
     return {
         "items": len(results),
