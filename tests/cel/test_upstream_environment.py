@@ -27,6 +27,7 @@ _DATA = json.loads(Path(__file__).with_name("upstream_1_37.json").read_text())
 KNOWN_DIFFERENCES = {
     "1.all(x, true)": "celpy's lexer reads '1.' as a double; cel-go's reads 1 then .all",
     '{"a": 1}.filter(k, v, true)': "upstream reports a 3-argument filter as undeclared references",
+    "lists.range(999999).size() > 0": "our cost count is lower than cel-go's (elements, not every operation)",
 }
 
 

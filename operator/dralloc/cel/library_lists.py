@@ -26,7 +26,7 @@ from typing import Any
 
 from celpy import celtypes
 
-from dralloc.cel import operators
+from dralloc.cel import cost, operators
 
 
 def _list(value: Any, method: str) -> list[Any]:
@@ -178,6 +178,9 @@ def lists_range(count: Any) -> celtypes.ListType:
     n = _int_argument(count)
     if n < 0:
         raise ValueError(f"lists.range: size must be non-negative, got {n}")
+    if n > cost.LIMIT:  # cel-go's default maxRangeSize
+        raise ValueError(f"lists.range: size {n} exceeds maximum allowed ({cost.LIMIT})")
+    cost.charge(n)
     return celtypes.ListType([operators.cel_int(i) for i in range(n)])
 
 

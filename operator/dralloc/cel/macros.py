@@ -38,7 +38,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, Phase1Transpiler, TranspilerTree, result
 
-from dralloc.cel import functions, library_lists, library_optional, operators, scopes
+from dralloc.cel import cost, functions, library_lists, library_optional, operators, scopes
 from dralloc.cel.devices import DomainMap
 
 # One-variable macros: CEL's own, and the lists extension's `sortBy(x, key)`.
@@ -152,6 +152,7 @@ def comprehension(activation: Any, kind: str, first: str, second: str | None,
     entries = _entries(collection, second is not None)
 
     def run(function: Any, a: Any, b: Any) -> Any:
+        cost.charge(1)
         variables = {first: a} if second is None else {first: a, second: b}
         return result(activation.nested_activation(vars=variables), function)
 

@@ -20,9 +20,9 @@ Errors read like upstream's. A compile error is `CELCompileError` with
 that goes wrong while evaluating (missing key, type mismatch, a non-bool
 result, an unusable device attribute) is `CELRuntimeError`.
 
-Not implemented: upstream's runtime cost limit (1,000,000 units). celpy cannot
-count cost; selectors have no user-controlled loops beyond macros over a
-device's own bounded attribute lists, so evaluation stays bounded anyway.
+Upstream's runtime cost limit (1,000,000) is approximated by `cost`: comprehension
+iterations and `lists.range` elements are counted, and an evaluation past the limit
+fails with upstream's "operation cancelled: actual cost limit exceeded".
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
 
 import dralloc
-from dralloc.cel import checking, fastpath, functions, grammar, macros, quickparse
+from dralloc.cel import checking, cost, fastpath, functions, grammar, macros, quickparse
 from dralloc.cel.devices import DeviceEnv, to_cel
 
 # Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
@@ -113,8 +113,9 @@ class CompiledSelector:
             value = to_cel(value)
         else:
             try:
-                value = result(cast(Activation, device.scope), self._entry)
-            except Exception as exc:  # generated code is not supposed to raise past result()
+                with cost.evaluation():
+                    value = result(cast(Activation, device.scope), self._entry)
+            except Exception as exc:  # only the cost limit is supposed to get past result()
                 raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
             if isinstance(value, celtypes.BoolType):
                 return bool(value)
@@ -301,6 +302,8 @@ def _describe_error(error: CELEvalError) -> str:
 def _describe_exception(exc: Exception) -> str:
     if isinstance(exc, CELEvalError):
         return _describe_error(exc)
+    if isinstance(exc, cost.CostLimitExceeded):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
