@@ -105,3 +105,24 @@ def test_release_of_network_device_reopens_other_nodes() -> None:
     )
     _compare(s)
 
+
+
+def test_a_count_that_failed_on_a_node_rules_out_larger_counts_there() -> None:
+    """A claim for N GPUs that failed on a node is proof for N+1 and more of the same request there.
+
+    Answers are the naive loop's. Allocator calls: c0 on a (fits); c1 on a (full: fails) and b;
+    c2 (2 GPUs) skips a, fails on b, fits c; c3 skips a and b, fails on c; c9 skips all three
+    (then explained, which calls the allocator apart). Without the rule: 1 + 2 + 3 + 3 + 3 = 12.
+    """
+    s = workloads.Scenario(
+        node_list=(node_("a"), node_("b"), node_("c")),
+        slices=(slice_("a", pool="a", node="a", devices=[device("gpu-0")]),
+                slice_("b", pool="b", node="b", devices=[device("gpu-0")]),
+                slice_("c", pool="c", node="c", devices=[device(f"gpu-{i}") for i in range(3)])),
+        steps=tuple(workloads.Place(placement.Item(name, claims=(claim(name).request("r", "gpu", count=count).build(),)))
+                    for name, count in (("c0", 1), ("c1", 1), ("c2", 2), ("c3", 3), ("c9", 9))),
+    )
+    _compare(s)
+    answers, placer = workloads.run_placer(s)
+    assert [a[0] if a else None for a in answers] == ["a", "b", "c", None, None]
+    assert placer.allocator_calls == 1 + 2 + 2 + 1 + 0

@@ -25,12 +25,24 @@ class DeviceAttribute(ApiModel):
 
     def kind_and_value(self) -> tuple[str, Any] | None:
         """(`int`|`bool`|`string`|`version`|`ints`|..., value), or None for an unknown type."""
-        for kind, value in (
-            ("int", self.int_), ("bool", self.bool_), ("string", self.string), ("version", self.version),
-            ("ints", self.ints), ("bools", self.bools), ("strings", self.strings), ("versions", self.versions),
-        ):
-            if value is not None:
-                return kind, value
+        # Read once per attribute when a device's CEL value is built (every device of a large
+        # snapshot): plain tests in field order, without building the pairs for every call.
+        if self.int_ is not None:
+            return "int", self.int_
+        if self.bool_ is not None:
+            return "bool", self.bool_
+        if self.string is not None:
+            return "string", self.string
+        if self.version is not None:
+            return "version", self.version
+        if self.ints is not None:
+            return "ints", self.ints
+        if self.bools is not None:
+            return "bools", self.bools
+        if self.strings is not None:
+            return "strings", self.strings
+        if self.versions is not None:
+            return "versions", self.versions
         return None
 
     def raw(self) -> dict[str, Any]:

@@ -94,6 +94,62 @@ def _shape(item: Item) -> str:
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 
 
+class _Shapes:
+    """Shapes of claim-only items, memoized by their claims' device specs.
+
+    `_shape` dumps every claim spec to JSON (tens of microseconds an item); most items of a
+    workload share a few specs. The specs are frozen models, so equal specs (pydantic's
+    equality: fields and unknown fields alike) dump to the same shape, and a dict lookup
+    finds it. Specs holding a dict (capacity requests, derived attributes) are unhashable
+    and pods' specs hold dicts too: those items are dumped every time, as before.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[object, str] = {}
+        self.family: dict[str, tuple[str, int]] = {}  # shape -> (family, count): see `_family`
+
+    def of(self, item: Item) -> str:
+        if item.pod is not None:
+            return _shape(item)
+        key = (tuple(c.spec.devices for c in item.claims), tuple(c.metadata.uid or c.ref() for c in item.allocated))
+        try:
+            shape = self._known.get(key)
+        except TypeError:  # unhashable: a dict inside a spec
+            return _shape(item)
+        if shape is None:
+            shape = self._known[key] = _shape(item)
+            family = _family(item)
+            if family is not None:
+                self.family[shape] = family
+        return shape
+
+
+def _family(item: Item) -> tuple[str, int] | None:
+    """(the shape without its device count, the count) for one claim asking for N devices of one kind.
+
+    Such a claim that cannot get N devices on a node cannot get more than N there either: any
+    allocation of more devices holds one of N (drop the extra devices; what they consumed of
+    counters and capacity is freed, selectors and taints are per device). So a proven failure
+    at N rules out every larger count of the same family on that node until it changes.
+    Only the plainest case: one claim, one `exactly` request, ExactCount, no constraints
+    (matchAttribute and distinctAttribute would hold as well, but need no shortcut here).
+    """
+    if item.pod is not None or item.allocated or len(item.claims) != 1:
+        return None
+    devices = item.claims[0].spec.devices
+    if len(devices.requests) != 1 or devices.constraints:
+        return None
+    exactly = devices.requests[0].exactly
+    if exactly is None or exactly.allocation_mode not in (None, model_claims.ALLOCATION_MODE_EXACT_COUNT):
+        return None
+    count = exactly.count if exactly.count is not None else 1  # the API's default
+    if count < 1:
+        return None
+    spec = devices.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    spec["requests"][0]["exactly"].pop("count", None)
+    return json.dumps(spec, sort_keys=True, separators=(",", ":")), count
+
+
 def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlacement:
     """An explanation computed for another item of the same shape, with this item's claim names."""
     pairs = [(f"claim {a.ref()}", f"claim {b.ref()}") for a, b in zip(explained.claims, item.claims, strict=True)
@@ -154,12 +210,15 @@ class Placer:
                         else [scoring.NodeUse(0, 0)] * len(self.views))
         self.release_epoch = [0] * len(self.nodes)
         self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
+        # family -> node index -> (epoch, smallest count proven not to fit then); see `_family`.
+        self._family_failed: dict[str, dict[int, tuple[int, int]]] = {}
         self._first_unknown: dict[str, int] = {}
         self.allocator_calls = 0
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
         # changes on commit/release, so an explanation stays true until the next one.
         self._changes = 0
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
+        self._shapes = _Shapes()
 
     # ---- deciding ---------------------------------------------------------------------
 
@@ -172,10 +231,27 @@ class Placer:
 
     def _known_failure(self, shape: str, index: int) -> bool:
         epoch = self._failed.get(shape, {}).get(index)
-        return epoch is not None and epoch == self.release_epoch[index]
+        if epoch is not None and epoch == self.release_epoch[index]:
+            return True
+        family = self._shapes.family.get(shape)
+        if family is None:
+            return False
+        smaller = self._family_failed.get(family[0], {}).get(index)
+        return smaller is not None and smaller[0] == self.release_epoch[index] and family[1] >= smaller[1]
 
-    def _record_failure(self, shape: str, index: int) -> None:
-        self._failed.setdefault(shape, {})[index] = self.release_epoch[index]
+    def _record_failure(self, shape: str, index: int, *, proven: bool = False) -> None:
+        """Remember that the shape does not fit node `index` (`proven`: the allocator said so)."""
+        epoch = self.release_epoch[index]
+        self._failed.setdefault(shape, {})[index] = epoch
+        family = self._shapes.family.get(shape)
+        if proven and family is not None:
+            known = self._family_failed.setdefault(family[0], {})
+            smaller = known.get(index)
+            if smaller is None or smaller[0] != epoch or family[1] < smaller[1]:
+                known[index] = (epoch, family[1])
+        self._advance(shape)
+
+    def _advance(self, shape: str) -> None:
         first = self._first_unknown.get(shape, 0)
         while first < len(self.nodes) and self._known_failure(shape, first):
             first += 1
@@ -214,7 +290,9 @@ class Placer:
         return None
 
     def place(self, item: Item) -> Placement | NoPlacement:
-        shape = _shape(item)
+        shape = self._shapes.of(item)
+        if self.policy == "first-fit" and shape in self._shapes.family:
+            self._advance(shape)  # a smaller count of its family may have failed on the next nodes
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         for index in self._order(shape):
@@ -238,7 +316,7 @@ class Placer:
             if isinstance(outcome, outcomes.BudgetExhausted):
                 exhausted = True  # not a proven failure: do not remember it
                 continue
-            self._record_failure(shape, index)
+            self._record_failure(shape, index, proven=True)
         cached = self._explained.get(shape)
         if cached is not None and cached[0] == self._changes and cached[2].budget_exhausted == exhausted:
             return _renamed(cached[2], cached[1], item)
