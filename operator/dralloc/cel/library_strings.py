@@ -136,7 +136,12 @@ _OPTIONS = _re2_options()
 
 
 def _regex(pattern: Any, function: str) -> Any:
-    return compiled_regex(_str(pattern, function))
+    try:
+        return compiled_regex(_str(pattern, function))
+    except ValueError as exc:
+        if function == "matches":
+            raise
+        raise ValueError(f"Illegal regex: {exc}") from None  # the Kubernetes regex library's wording
 
 
 @functools.lru_cache(maxsize=256)

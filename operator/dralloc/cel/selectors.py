@@ -121,10 +121,10 @@ class CompiledSelector:
                 return bool(value)
         if isinstance(value, CELEvalError):
             raise CELRuntimeError(_describe_error(value), expression=self.expression) from value
-        raise CELRuntimeError(
-            f"expression must evaluate to bool, got {_cel_type(value)}",
-            expression=self.expression,
-        )
+        converted = _as_bool(value)
+        if isinstance(converted, bool):
+            return converted
+        raise CELRuntimeError(converted, expression=self.expression)
 
 
 _lock = threading.Lock()
@@ -307,7 +307,48 @@ def _describe_exception(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _cel_type(value: Any) -> str:
-    from dralloc.cel import operators
+# How cel-go's ConvertToNative(bool) refuses each type, after DeviceMatches' own prefix.
+_CONVERSION_ERRORS = {
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "string": "unsupported native conversion from string to 'bool'",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "list": "type conversion error from list to 'bool'",
+    "map": "type conversion error from map to 'bool'",
+    "type": "type conversion not supported for 'type'",
+}
 
-    return operators.type_name(value)
+
+def _as_bool(value: Any) -> bool | str:
+    """The selector's result as upstream's DeviceMatches converts it: a bool, or the message of
+    the failure (dyn results reach run time; an optional converts as its value)."""
+    from dralloc.cel import library_optional, operators
+
+    shown = _result_type(value)
+    if shown == "?":
+        shown = operators.type_name(value)
+    if isinstance(value, library_optional.Optional):
+        if not value.has_value:
+            return f"CEL result of type {shown} could not be converted to bool: optional.none() dereference"
+        inner = _as_bool(value.value)
+        if isinstance(inner, bool):
+            return inner
+        return f"CEL result of type {shown} could not be converted to bool: {inner.split(': ', 1)[1]}"
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    name = shown
+    detail = _CONVERSION_ERRORS.get(name)
+    if detail is None:
+        detail = f"type conversion error from '{name.split('.')[-1]}' to 'bool'"
+    return f"CEL result of type {name} could not be converted to bool: {detail}"
+
+
+def _result_type(value: Any) -> str:
+    if isinstance(value, type | celtypes.TypeType):
+        return "type"
+    if isinstance(value, celtypes.DurationType):
+        return "google.protobuf.Duration"
+    if isinstance(value, celtypes.TimestampType):
+        return "google.protobuf.Timestamp"
+    return "?"
