@@ -104,6 +104,12 @@ oracle-conformance: $(STAMP) $(ORACLE).built
 .PHONY: bench-upstream
 bench-upstream: $(STAMP) $(ORACLE).built
 	$(BIN)/python bench/vs_upstream.py --oracle $(ORACLE) $(ARGS)
+# dralloc simulate on a generated 5,000-node x 8-GPU kubectl-style snapshot with 10,000 claims (issue 15,
+# bench/scale.py): whole process vs a bare json.load / libyaml load, max RSS, placement claims/s at 500 and
+# 5,000 nodes, CPU and tracemalloc per placement, the loop's profile. ARGS="--only json --keep DIR".
+.PHONY: bench-scale
+bench-scale: $(STAMP)
+	nice -n 19 $(BIN)/python bench/scale.py $(ARGS)
 
 # Differential testing (tests/differential/differential.py): N random cases through dralloc's
 # allocation library and through the oracle; every difference shrunk and saved under

@@ -8,7 +8,8 @@ CEL selector) as one `kind: List` file, JSON as `kubectl get -o json` writes it 
   input     per format, the whole `dralloc simulate -f SNAPSHOT -o json` process (what the
             user waits for: start-up, reading, placing every claim, the report), its CPU
             seconds and max RSS (os.wait4's rusage of that child: the same ru_maxrss that
-            getrusage(RUSAGE_CHILDREN) reports, for this child alone), against a bare
+            getrusage(RUSAGE_CHILDREN) reports, for this child alone; the snapshot is generated
+            in a child too, as Linux hands a parent's RSS on to the children it starts), against a bare
             `json.load` (JSON) or `yaml.load(Loader=yaml.CSafeLoader)` (YAML) of the same
             file, each a whole process too. Goals: JSON ≤ 8x json.load and ≤ 800 MB RSS,
             YAML ≤ 1.5x libyaml.
@@ -118,7 +119,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dralloc-scale-") as scratch:
         where = args.keep or pathlib.Path(scratch)
         start = time.perf_counter()
-        paths = scale_snapshot.write(where / str(args.nodes), args.nodes, args.claims, args.seed, formats)
+        directory = where / str(args.nodes)
+        subprocess.run([sys.executable, scale_snapshot.__file__, str(directory), str(args.nodes), str(args.claims),
+                        str(args.seed), ",".join(formats)], check=True)
+        paths = {fmt: directory / f"snapshot.{fmt}" for fmt in formats}
         print(f"snapshot: {args.nodes} nodes x {scale_snapshot.GPUS_PER_NODE} GPUs, {args.claims} claims, "
               f"seed {args.seed}, in {where} (generated in {time.perf_counter() - start:.0f} s)\n")
         for fmt in formats:

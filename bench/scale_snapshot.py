@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import pathlib
 import random
+import sys
 from typing import Any
 
 import yaml
@@ -166,3 +167,10 @@ def write(directory: pathlib.Path, nodes: int, claims: int, seed: int, formats: 
         with paths["yaml"].open("w") as out:
             yaml.dump(snapshot, out, Dumper=dumper, default_flow_style=False, sort_keys=True)
     return paths
+
+
+if __name__ == "__main__":
+    # bench/scale.py generates in a child process: a parent that held the snapshot would pass its
+    # RSS on to every child it starts (Linux keeps ru_maxrss across exec), spoiling max RSS.
+    directory, nodes, claims, seed, formats = sys.argv[1:6]
+    write(pathlib.Path(directory), int(nodes), int(claims), int(seed), tuple(formats.split(",")))

@@ -230,3 +230,22 @@ class TestMagnitudeBound:
     def test_a_tiny_value_rounds_up_to_one_nano_without_expanding(self) -> None:
         assert Quantity.parse("1e-1000000").nanos == 1
         assert Quantity.parse("-1e-1000000").nanos == -1
+
+
+class TestParsedOnce:
+    """Quantity strings from API JSON are parsed once each (model.quantities._parsed): same answers."""
+
+    @pytest.mark.parametrize("text", ["81559Mi", " 4Gi ", "1500m", "1e3", "0.5", "192", "1.5Gi", "0"])
+    def test_a_repeated_string_gives_what_a_fresh_parse_gives(self, text: str) -> None:
+        first = DeviceCapacity.model_validate({"value": text})
+        again = DeviceCapacity.model_validate({"value": text})
+        fresh = Quantity.parse(text.strip())
+        for capacity in (first, again):
+            assert capacity.value == fresh
+            assert str(capacity.value) == str(fresh)
+            assert capacity.model_dump(mode="json") == {"value": str(fresh), "request_policy": None}
+
+    def test_a_malformed_string_fails_every_time(self) -> None:
+        for _ in range(2):
+            with pytest.raises(ValueError, match="quantities must match"):
+                DeviceCapacity.model_validate({"value": "4Gx"})

@@ -16,6 +16,7 @@ parsing), which makes add, sub and compare exact.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from fractions import Fraction
@@ -217,8 +218,11 @@ def _validate(value: Any) -> Quantity:
     """A quantity from API JSON, read as the API server reads it (Quantity.UnmarshalJSON):
     strings are trimmed, and a JSON number is parsed from its decimal text."""
     if isinstance(value, str):
-        value = value.strip()
-    elif isinstance(value, float):
+        try:
+            return _parsed(value.strip())
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from exc
+    if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"quantity must be a finite number, got {value!r}")
         value = repr(value)
@@ -226,6 +230,14 @@ def _validate(value: Any) -> Quantity:
         return Quantity.parse(value)
     except QuantityError as exc:
         raise ValueError(str(exc)) from exc
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Quantity:
+    # A snapshot repeats a few quantity strings (every GPU's memory, every node's cpu and pods)
+    # tens of thousands of times; Quantity is immutable, so one parse each serves them all.
+    # Errors are not cached (lru_cache does not keep exceptions): they raise every time.
+    return Quantity.parse(text)
 
 
 def _decimal_canonical(value: Fraction) -> tuple[int, int]:
