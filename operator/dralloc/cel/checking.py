@@ -58,6 +58,16 @@ class _Checker:
         line, column = _position(node)
         self.issues.append(Issue(message, line, column))
 
+    def report_before(self, token: lark.Tree[Any] | lark.Token, message: str, back: int = 1) -> None:
+        """At the `.` before a field name (`back` 2: before `?name`), where cel-go puts a selection."""
+        line, column = _position(token)
+        self.issues.append(Issue(message, line, max(1, column - back)))
+
+    def report_call(self, token: lark.Token, message: str) -> None:
+        """At the `(` after a function name, where cel-go puts a call."""
+        line, column = _position(token)
+        self.issues.append(Issue(message, line, column + len(str(token.value))))
+
     def visit(self, node: lark.Tree[Any] | lark.Token, bound: frozenset[str]) -> None:
         if not isinstance(node, lark.Tree):
             return
@@ -88,7 +98,7 @@ class _Checker:
         member, field = node.children
         name = str(cast(lark.Token, field).value)
         if _is_device(member, bound) and name not in DEVICE_FIELDS:
-            self.report(field, f"undefined field '{name}'")
+            self.report_before(field, f"undefined field '{name}'")
         self.visit(member, bound)
 
     def _ident_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
@@ -111,7 +121,7 @@ class _Checker:
     def _call(self, node: lark.Tree[Any], name: str, rest: list[lark.Tree[Any] | lark.Token],
               bound: frozenset[str]) -> None:
         if name not in functions.GLOBAL_FUNCTIONS:
-            self.report(node, f"undeclared reference to '{name}' (in container '')")
+            self.report_call(cast(lark.Token, node.children[0]), f"undeclared reference to '{name}' (in container '')")
         for arg in _arguments(rest):
             self.visit(arg, bound)
 
@@ -144,7 +154,7 @@ class _Checker:
         member, field = node.children
         name = str(cast(lark.Token, field).value)
         if _is_device(member, bound) and name not in DEVICE_FIELDS:
-            self.report(field, f"undefined field '{name}'")
+            self.report_before(field, f"undefined field '{name}'", back=2)
         self.visit(member, bound)
 
     def _member_dot_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
@@ -174,7 +184,7 @@ class _Checker:
                 self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
         if name not in functions.MEMBER_FUNCTIONS:
-            self.report(token, f"undeclared reference to '{name}' (in container '')")
+            self.report_call(token, f"undeclared reference to '{name}' (in container '')")
         self.visit(member, bound)
         for arg in args:
             self.visit(arg, bound)
@@ -247,12 +257,14 @@ def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
     """
     checker = _Checker()
     checker.visit(tree, frozenset())
-    if checker.issues:
-        return sorted(checker.issues, key=lambda issue: (issue.line, issue.column))
     try:
-        kind, problems = typecheck.infer(tree, text)
+        kind, problems = typecheck.infer(tree, text, checked=not checker.issues)
     except Exception:  # a construct the inference does not expect: never reject for that
         kind, problems = typecheck.UNKNOWN, []
+    if checker.issues:
+        # cel-go's checker reports name and type errors in one pass, in source order.
+        typed = [Issue(p.message, *_line_column(text, p.offset)) for p in problems]
+        return sorted([*checker.issues, *typed], key=lambda issue: (issue.line, issue.column))
     if problems:
         # A negative offset: a failure of the whole program, which upstream words without a position.
         issues = [Issue(p.message, *_line_column(text, p.offset)) if p.offset >= 0

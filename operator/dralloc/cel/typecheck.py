@@ -826,8 +826,15 @@ def _arguments(rest: list[Any]) -> list[lark.Tree[Any]]:
     return [cast(lark.Tree[Any], c) for c in cast(lark.Tree[Any], rest[0]).children]
 
 
-def infer(tree: lark.Tree[Any], text: str) -> tuple[str, list[Problem]]:
-    """The static type of a checked selector and the type errors in it."""
+def infer(tree: lark.Tree[Any], text: str, *, checked: bool = True) -> tuple[str, list[Problem]]:
+    """The static type of a selector and the type errors in it.
+
+    `checked` False: the selector has name errors (undeclared references), which cel-go's
+    checker reports together with the type errors; the validators and the program builder,
+    which run only after a successful check, are then left out.
+    """
     inference = _Inference(text)
     kind = inference.infer(tree, {})
+    if not checked:
+        return kind, inference.problems
     return kind, inference.problems or inference.literal_problems or inference.program_problems
