@@ -5,13 +5,17 @@ clock, no randomness, no logging of our own, no kopf or Kubernetes clients. The
 only dralloc module imported is `dralloc.model.quantities`.
 
 It reproduces upstream's `k8s.io/dynamic-resource-allocation/cel` environment
-(Kubernetes 1.36) on top of cel-python (`celpy`): celpy parses, our checker
-rejects what upstream's type checker would reject at compile time, celpy's
-transpiler (extended with `cel.bind` and short-circuiting operators) turns the
-tree into Python, and our function table supplies CEL's heterogeneous equality
-and the Kubernetes libraries (quantity, semver, strings, lists, regex).
+(Kubernetes 1.37: the allocator's stored-expressions environment, docs/cel.md) on top of
+cel-python (`celpy`): our grammar (celpy's plus optional syntax) parses, our checker
+(`checking`, `typecheck`) rejects what upstream's type checker and validators reject at
+compile time, celpy's transpiler (extended in `macros`: `cel.bind`, comprehensions,
+optionals, short-circuiting operators) turns the tree into Python, and our function table
+supplies CEL's heterogeneous equality and the Kubernetes and cel-go libraries (quantity,
+semver, IP/CIDR, strings, format, lists, sets, optionals, regex). `cost` bounds the work
+of one evaluation.
 
 Modules are imported as modules; nothing is re-exported here:
 `selectors` (the public entry points), `devices` (the `device` variable),
-`checking`, `macros`, `operators`, `functions`, `library_*`, `scopes`.
+`grammar`, `quickparse`, `checking`, `typecheck`, `macros`, `operators`, `functions`,
+`library_*`, `scopes`, `cost`, `fastpath`.
 """
