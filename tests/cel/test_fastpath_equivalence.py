@@ -130,7 +130,7 @@ _ATOMS = st.one_of(
     st.just("device.driver"), st.just("device.allowMultipleAllocations"),
 )
 
-_UNARY_METHODS = ("sign", "isInteger", "asInteger", "asApproximateFloat", "major", "minor", "patch",
+_UNARY_METHODS = ("isInteger", "asInteger", "asApproximateFloat", "major", "minor", "patch",
                   "lowerAscii", "upperAscii", "size")
 _BINARY_METHODS = ("compareTo", "isGreaterThan", "isLessThan", "add", "sub", "includes", "startsWith",
                    "endsWith", "contains", "matches")
@@ -142,6 +142,7 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.builds(lambda x, m: f"({x}).{m}()", inner, st.sampled_from(_UNARY_METHODS)),
         st.builds(lambda x, m, y: f"({x}).{m}({y})", inner, st.sampled_from(_BINARY_METHODS), inner),
         st.builds(lambda x: f"size({x})", inner),
+        st.builds(lambda x: f"sign({x})", inner),
         st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, _OPS),
         st.builds(lambda x, y, op: f"dyn({x}) {op} ({y})", inner, inner, _OPS),
         st.builds(lambda x, y, op: f"({x}) {op} ({y})", inner, inner, st.sampled_from(("&&", "||"))),

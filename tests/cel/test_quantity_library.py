@@ -32,7 +32,8 @@ Evaluate = Callable[..., bool]
     pytest.param('quantity("3").sub(5) == quantity("-2")', id="sub-int"),
     pytest.param('quantity("1Ki").asInteger() == 1024', id="as-integer"),
     pytest.param('quantity("1.5").asApproximateFloat() == 1.5', id="as-approximate-float"),
-    pytest.param('quantity("-3").sign() == -1 && quantity("0").sign() == 0', id="sign"),
+    # Upstream declares sign as a global function: `sign(q)`; `q.sign()` does not compile.
+    pytest.param('sign(quantity("-3")) == -1 && sign(quantity("0")) == 0', id="sign"),
     pytest.param('quantity("1").isInteger() && !quantity("1500m").isInteger()', id="is-integer"),
     pytest.param('!quantity("10000P").isInteger()', id="beyond-int64-is-not-integer"),
     pytest.param('isQuantity("1Gi") && !isQuantity("1GB")', id="is-quantity"),

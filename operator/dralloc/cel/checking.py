@@ -120,7 +120,8 @@ class _Checker:
 
     def _call(self, node: lark.Tree[Any], name: str, rest: list[lark.Tree[Any] | lark.Token],
               bound: frozenset[str]) -> None:
-        if name not in functions.GLOBAL_FUNCTIONS:
+        # A method called as a function is declared, just without that overload (typecheck).
+        if name not in functions.GLOBAL_FUNCTIONS and name not in functions.MEMBER_FUNCTIONS:
             self.report_call(cast(lark.Token, node.children[0]), f"undeclared reference to '{name}' (in container '')")
         for arg in _arguments(rest):
             self.visit(arg, bound)
@@ -183,7 +184,7 @@ class _Checker:
             else:
                 self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
-        if name not in functions.MEMBER_FUNCTIONS:
+        if name not in functions.MEMBER_FUNCTIONS and name not in functions.GLOBAL_FUNCTIONS:
             self.report_call(token, f"undeclared reference to '{name}' (in container '')")
         self.visit(member, bound)
         for arg in args:

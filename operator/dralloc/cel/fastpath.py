@@ -70,9 +70,9 @@ _ORDERING_TYPES = frozenset({str, int, bool, float})
 _DEVICE_FIELDS = {"driver": "driver", "allowMultipleAllocations": "allow_multiple_allocations"}
 _DOMAIN_FIELDS = frozenset({"attributes", "capacity"})
 
-_GLOBALS = frozenset({"quantity", "semver", "isQuantity", "isSemver", "size", "matches"})
+_GLOBALS = frozenset({"quantity", "semver", "isQuantity", "isSemver", "size", "matches", "sign"})
 _MEMBERS = frozenset({
-    "compareTo", "isGreaterThan", "isLessThan", "sign", "isInteger", "asInteger", "asApproximateFloat",
+    "compareTo", "isGreaterThan", "isLessThan", "isInteger", "asInteger", "asApproximateFloat",
     "add", "sub", "major", "minor", "patch", "includes", "startsWith", "endsWith", "contains", "matches",
     "lowerAscii", "upperAscii", "size",
 })

@@ -182,7 +182,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {**base_functions, **_OWN}
 QUALIFIED_FUNCTIONS = frozenset(name for name in _OWN if "." in name)
 NAMESPACES = frozenset(name.split(".")[0] for name in QUALIFIED_FUNCTIONS)
 
-GLOBAL_FUNCTIONS = (_BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver"}
+# `sign` is a global function upstream (`sign(q)`; its overload is not a member one), unlike
+# the other quantity functions.
+GLOBAL_FUNCTIONS = (_BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver", "sign"}
                     | library_net.GLOBALS | library_optional.GLOBALS) - QUALIFIED_FUNCTIONS
 MEMBER_FUNCTIONS = _BASE_MEMBERS | {"ip"} | (frozenset(_OWN) - GLOBAL_FUNCTIONS - QUALIFIED_FUNCTIONS - {
     name for name in _OWN if name.startswith("_")

@@ -168,11 +168,12 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
     },
     {  # Kubernetes quantity and semver libraries
         "quantity": [(None, (STRING,), QUANTITY)], "isQuantity": [(None, (STRING,), BOOL)],
+        "sign": [(None, (QUANTITY,), INT)],  # global upstream: sign(q), not q.sign()
         "semver": [(None, (STRING,), SEMVER), (None, (STRING, BOOL), SEMVER)],
         "isSemver": [(None, (STRING,), BOOL), (None, (STRING, BOOL), BOOL)],
     },
     _members(QUANTITY, {
-        "sign": [((), INT)], "isInteger": [((), BOOL)], "asInteger": [((), INT)],
+        "isInteger": [((), BOOL)], "asInteger": [((), INT)],
         "asApproximateFloat": [((), DOUBLE)], "add": [((QUANTITY,), QUANTITY), ((INT,), QUANTITY)],
         "sub": [((QUANTITY,), QUANTITY), ((INT,), QUANTITY)], "isGreaterThan": [((QUANTITY,), BOOL)],
         "isLessThan": [((QUANTITY,), BOOL)], "compareTo": [((QUANTITY,), INT)],
@@ -259,7 +260,11 @@ def _substitute(kind: str, bindings: Mapping[str, str]) -> str:
 
 def call_result(name: str, receiver: str | None, args: list[str]) -> tuple[str, bool]:
     """(result type, whether some overload accepts these static types)."""
-    forms = [f for f in SIGNATURES.get(name, []) if (f[0] is None) == (receiver is None) and len(f[1]) == len(args)]
+    declared = SIGNATURES.get(name, [])
+    if declared and not any((f[0] is None) == (receiver is None) for f in declared):
+        # A global function called as a method (`q.sign()`) or the reverse: no such overload.
+        return UNKNOWN, False
+    forms = [f for f in declared if (f[0] is None) == (receiver is None) and len(f[1]) == len(args)]
     if not forms:
         # An arity we do not model (the checker has already refused unknown names): trust it.
         return UNKNOWN, True
