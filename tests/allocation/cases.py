@@ -216,6 +216,13 @@ def _claim_config_once_for_all(outcome: outcomes.Outcome, rerun: Rerun) -> None:
     assert [(c.source, c.requests) for c in config] == [("FromClaim", ())]
 
 
+def _names_the_selector_error(outcome: outcomes.Outcome) -> None:
+    assert isinstance(outcome, outcomes.Unsatisfiable)
+    (reason,) = outcome.reasons
+    assert "a selector fails on some devices: " in reason.message()
+    assert "no such key: model" in reason.message()
+
+
 def _binding_conditions_copied(outcome: outcomes.Outcome, rerun: Rerun) -> None:
     entry = _only(outcome).devices.results[0]
     assert entry.binding_conditions == ("attached",)
@@ -588,7 +595,19 @@ CASES: dict[str, Case] = {
         ])],
         allocated=[in_use("part-a")],
         claims=[c0().request("r0", "gpu")],
-        expect=does_not_fit(removed={"c0/r0": {Cause.IN_USE: 1}}, candidates={"c0/r0": 1}),
+        # part-b is counted as blocked by counters, not as usable (issue 17).
+        expect=does_not_fit(removed={"c0/r0": {Cause.IN_USE: 1, Cause.COUNTERS_USED_UP: 1}},
+                            candidates={"c0/r0": 0}),
+    ),
+    "selector-error-is-named-not-counted-as-a-mismatch": Case(
+        classes=[GPU],
+        # gpu-1 (no model attribute) is busy, so the search never evaluates the selector on it;
+        # the explanation does, and names the error the claim meets on a node where gpu-1 is free.
+        slices=[slice_("s1", devices=[device("gpu-0").attr("model", "a100"), device("gpu-1")])],
+        allocated=[in_use("gpu-0", "gpu-1")],
+        claims=[c0().request("r0", "gpu", selectors=[f'device.attributes["{DRIVER}"].model == "a100"'])],
+        expect=does_not_fit(removed={"c0/r0": {Cause.IN_USE: 1, Cause.SELECTOR_ERROR: 1}}),
+        check=lambda outcome, rerun: _names_the_selector_error(outcome),
     ),
     "counters-shared-within-one-call": Case(
         classes=[GPU],

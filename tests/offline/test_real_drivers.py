@@ -277,13 +277,13 @@ class TestPlacementsOut:
 
 def _distinct_claim(tmp_path: pathlib.Path) -> tuple[str, int]:
     """16 GPUs on 4 NUMA nodes, 5 with distinct NUMA: impossible, and a long search; the file and the
-    steps the allocator takes with a budget of 1000."""
+    steps the allocator takes with a budget of 500."""
     devices = [device(f"gpu-{i}").attr("numa", i % 4) for i in range(16)]
     gpu = class_("gpu", 'device.driver == "gpu.example.com"')
     slices = slice_("s", pool="node-a", node="node-a", devices=devices)
     wanted = claim("five").request("gpu", "gpu", count=5).constraint_distinct("gpu.example.com/numa")
     outcome = allocation.allocate(build_snapshot(classes=[gpu], slices=[slices]), [wanted.build()],
-                                  NodeView("node-a", {}), features=Features(), budget=1000, explain=False)
+                                  NodeView("node-a", {}), features=Features(), budget=500, explain=False)
     assert outcome.status == "budget-exhausted"
     return documents(tmp_path / "c.yaml", [gpu, slices, wanted]), outcome.steps  # type: ignore[union-attr]
 
@@ -291,18 +291,18 @@ def _distinct_claim(tmp_path: pathlib.Path) -> tuple[str, int]:
 class TestBudget:
     def test_allocate_states_the_budget_and_the_steps(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         path, steps = _distinct_claim(tmp_path)
-        run = dralloc("allocate", "-f", path, "--budget", "1000", "-o", "json")
+        run = dralloc("allocate", "-f", path, "--budget", "500", "-o", "json")
         assert run.code == 1
         assert run.json()["reasons"] == [{"node": "node-a", "message": (
-            f"no decision within the search budget (1,000 steps per node, --budget): the search stopped after "
+            f"no decision within the search budget (500 steps per node, --budget): the search stopped after "
             f"{steps:,} steps; the claims may fit with a larger --budget")}]
 
     def test_simulate_says_it_alike(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         path, steps = _distinct_claim(tmp_path)
-        run = dralloc("simulate", "-f", path, "--budget", "1000", "-o", "json")
+        run = dralloc("simulate", "-f", path, "--budget", "500", "-o", "json")
         assert run.code == 1
         reason = run.json()["unplaced"][0]["reason"]
-        assert reason == (f"node-a: no decision within the search budget (1,000 steps per node, --budget): the "
+        assert reason == (f"node-a: no decision within the search budget (500 steps per node, --budget): the "
                           f"search stopped after {steps:,} steps; the claims may fit with a larger --budget")
         assert "retry" not in reason
 

@@ -31,7 +31,7 @@ from collections import Counter
 
 from dralloc.allocation import bounds, errors
 from dralloc.allocation.constraints import MatchAttribute
-from dralloc.allocation.counters import RelaxedLedger
+from dralloc.allocation.counters import CounterLedger, RelaxedLedger
 from dralloc.allocation.outcomes import Cause, Culprit, RequestReason
 from dralloc.allocation.pools import DeviceInfo, Pool, PoolID
 from dralloc.allocation.requests import ClaimPlan, RequestPlan
@@ -54,28 +54,36 @@ def _of_request(search: Search, plan: RequestPlan, info: DeviceInfo) -> bool:
         return False  # a class whose CEL fails on the device selects nothing (as selectors.in_class)
 
 
-def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceInfo) -> Cause | None:
+def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceInfo,
+                   ledger: CounterLedger) -> tuple[Cause, str] | None:
+    """The first check the device fails for the request, and (for a selector error) its message."""
     if pool.incomplete:
-        return Cause.INCOMPLETE_POOL
+        return Cause.INCOMPLETE_POOL, ""
     if pool.invalid:
-        return Cause.INVALID_POOL
+        return Cause.INVALID_POOL, ""
     if info.binding_conditions and not search.features.binding_conditions:
-        return Cause.BINDING_CONDITIONS
+        return Cause.BINDING_CONDITIONS, ""
     # Selectors before "in use" (the search checks in the other order): a busy device the
     # request could never use must be reported as not matching, not as busy.
     try:
         if not search.request_matches(plan, info):
-            return Cause.REQUEST_SELECTOR
-    except errors.AllocationInputError:
-        return Cause.REQUEST_SELECTOR
+            return Cause.REQUEST_SELECTOR, ""
+    except errors.AllocationInputError as exc:
+        return Cause.SELECTOR_ERROR, str(exc)
     if not plan.admin_access and search.in_use_before(info):
-        return Cause.IN_USE
+        return Cause.IN_USE, ""
     if info.consumes and not search.features.partitionable_devices:
-        return Cause.COUNTERS
+        return Cause.COUNTERS, ""
     if not search.capacity_amounts(plan, info, in_call=False)[0]:
-        return Cause.CAPACITY
+        return Cause.CAPACITY, ""
+    if info.consumes:
+        # What already-allocated devices leave of the pool's counters (nothing of this call).
+        shared = search.shareable(info)
+        if not ledger.try_consume(pool, info, shared=shared):
+            return Cause.COUNTERS_USED_UP, ""
+        ledger.release(pool, info, shared=shared)
     if search.taint_blocks(plan, info):
-        return Cause.TAINT
+        return Cause.TAINT, ""
     return None
 
 
@@ -213,6 +221,7 @@ def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...], *,
             budget: int | None = EXPLAIN_STEPS) -> tuple[RequestReason, ...]:
     reasons: list[RequestReason] = []
     located: list[tuple[int, RequestPlan]] = []  # claim index and plan of each reason
+    ledger = CounterLedger(search.allocated, compatibility_groups=search.features.compatibility_groups)
     uses: dict[int, set[tuple[PoolID, str]]] = {}  # id(plan) -> counter sets its candidates consume
     for ci, claim in enumerate(plans):
         for alternatives in claim.requests:
@@ -220,23 +229,26 @@ def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...], *,
                 removed: Counter[Cause] = Counter()
                 total = candidates = 0
                 consumed: set[tuple[PoolID, str]] = set()
+                selector_error = ""
                 for pool in pools:
                     for info in pool.devices:
                         if not _of_request(search, plan, info):
                             continue
                         total += 1
-                        cause = _first_failure(search, plan, pool, info)
-                        if cause is None:
+                        failed = _first_failure(search, plan, pool, info, ledger)
+                        if failed is None:
                             candidates += 1
                             consumed.update((pool.id, set_name) for set_name, _ in info.consumes)
                         else:
-                            removed[cause] += 1
+                            removed[failed[0]] += 1
+                            selector_error = selector_error or failed[1]
                 uses[id(plan)] = consumed
                 note = ""
                 if plan.all_mode and not plan.all_devices:
                     note = "allocationMode All matched no device"
                 elif candidates >= plan.count and not plan.admin_access:
                     note = CANNOT_TELL
+
                 reasons.append(RequestReason(
                     claim=claim.ref,
                     request=plan.name,
@@ -246,6 +258,7 @@ def explain(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...], *,
                     removed=tuple(sorted(removed.items(), key=lambda kv: list(Cause).index(kv[0]))),
                     note=note,
                     device_class=plan.device_class.metadata.name,
+                    selector_error=selector_error,
                 ))
                 located.append((ci, plan))
     # Requests that lack candidates on their own are the culprits; the others only failed

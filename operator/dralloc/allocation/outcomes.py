@@ -30,9 +30,11 @@ class Cause(enum.Enum):
     INVALID_POOL = "invalid pool"
     BINDING_CONDITIONS = "has binding conditions (feature off)"
     REQUEST_SELECTOR = "request selector"
+    SELECTOR_ERROR = "selector error"  # the request's CEL fails on the device (the note quotes it)
     IN_USE = "in use"
     CAPACITY = "capacity"
-    COUNTERS = "counters"
+    COUNTERS = "counters"  # consumes counters, DRAPartitionableDevices off
+    COUNTERS_USED_UP = "counters used up"  # its counter sets lack what it consumes (allocated devices hold it)
     TAINT = "taint not tolerated"
 
 
@@ -67,6 +69,9 @@ class RequestReason:
     note: str = ""
     device_class: str = ""
     culprits: tuple[Culprit, ...] = ()
+    # The first CEL error of the request's selectors on one of the devices (Cause.SELECTOR_ERROR):
+    # named rather than counted as a mismatch, since the claim fails with it wherever it meets one.
+    selector_error: str = ""
 
     def message(self) -> str:
         removed = ", ".join(f"{count} {cause.value}" for cause, count in self.removed if count)
@@ -77,6 +82,8 @@ class RequestReason:
             text += f" (removed: {removed})"
         if self.note:
             text += f"; {self.note}"
+        if self.selector_error:
+            text += f"; a selector fails on some devices: {self.selector_error}"
         return text
 
 
