@@ -20,8 +20,9 @@ module decides the whole gang against one snapshot instead:
 - *Failures remembered*: that a shape does not fit on a node, given the shapes already
   placed on that node, holds whatever the other nodes hold, as long as the members' devices
   come from that node's own slices; such failures are not tried again.
-- *Bounds*: a domain with fewer free devices than the gang takes, or where some member fits
-  on no node even alone, is ruled out at once.
+- *Bounds*: a domain is ruled out at once when it has fewer free devices than the gang takes,
+  when some member fits on no node of it even alone, or when its nodes together hold fewer
+  members of one shape than the gang has (each node tried with 1, 2, ... of them).
 - *Cheap first*: every domain is tried member by member first (kube-scheduler's way, no going
   back), then with the joint search, so a domain where the gang cannot fit does not use up the
   budget before one where it fits at once.
@@ -42,7 +43,7 @@ from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 
-DEFAULT_GANG_BUDGET = 20_000  # allocator calls per gang decision
+DEFAULT_GANG_BUDGET = 5_000  # allocator calls per gang decision
 NodeAllows = Callable[[int, NodeView], bool]  # (member index, node): may the member run there at all
 
 
@@ -241,8 +242,44 @@ class _Search:
                 found = DomainAttempt(None, 0, None, f"member {member.name} fits on no node of it, even alone")
                 break
             alone.append(fits)
+        if found is alone:
+            found = self._shape_capacity(nodes, alone) or alone
         self._alone[key] = found
         return found
+
+    def _shape_capacity(self, nodes: list[NodeView], alone: list[list[int]]) -> DomainAttempt | None:
+        """The bound for alike members: how many of one shape fit together on each node (tried with
+        1, 2, ... of them, up to as many as the gang has); when the domain's total falls short, the
+        gang cannot fit, whatever the other shapes do. A node whose pools are not all its own (it
+        sees devices other nodes share) counts as holding them all: the bound stays sound."""
+        groups: dict[Hashable, list[int]] = {}
+        for index, member in enumerate(self.members):
+            groups.setdefault(member.shape, []).append(index)
+        for indices in groups.values():
+            wanted = len(indices)
+            if wanted < 2:
+                continue
+            allowed = sorted(set().union(*(set(alone[i]) for i in indices)))
+            total = 0
+            for j in allowed:
+                node = nodes[j]
+                if not all(all(s.spec.node_name == node.name for s in pool.slices)
+                           for pool in self.base.slices.pools_for(node, self.features)):
+                    total = wanted
+                    break
+                held = 1  # fits alone (it is in `alone`)
+                while held < wanted - total and isinstance(self._allocate(self.base, Member(
+                        "", tuple(c for i in indices[:held + 1] for c in self.members[i].claims), None), node),
+                        outcomes.Allocated):
+                    held += 1
+                total += held
+                if total >= wanted:
+                    break
+            if total < wanted:
+                first = self.members[indices[0]].name
+                return DomainAttempt(None, 0, first, f"at most {total} of the {wanted} members like {first} "
+                                                     "fit in it, even without the others")
+        return None
 
     def run(self, nodes: list[NodeView], *, greedy: bool) -> list[Assignment] | None:
         """The gang in this domain: kube-scheduler's way (`greedy`: each member's first choice
