@@ -49,6 +49,13 @@ def vector(device: dict[str, Any], expression: str, index: int) -> dict[str, Any
     }
 
 
+# What upstream's allocator (not its CEL package) appends to a "no such key" runtime error
+# (cel.EnhanceRuntimeError, called from structured/internal/*/allocator_*.go): left out here,
+# since dralloc.cel answers for the CEL package only.
+_ALLOCATOR_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+                   "with has() for optional fields")
+
+
 def answer(outcome: dict[str, Any]) -> str:
     if outcome["status"] == "allocated":
         return "true"
@@ -57,7 +64,7 @@ def answer(outcome: dict[str, Any]) -> str:
     message = str(outcome.get("message", ""))
     for marker, kind in (("CEL compile error: ", "compile"), ("CEL runtime error: ", "runtime")):
         if marker in message:
-            return f"{kind}: {message.split(marker, 1)[1]}"
+            return f"{kind}: {message.split(marker, 1)[1]}".replace(_ALLOCATOR_HINT, "")
     return f"other: {message}"
 
 

@@ -48,7 +48,8 @@ def test_semver_functions(evaluate: Evaluate, expression: str) -> None:
 ])
 def test_invalid_semver_is_runtime_error(evaluate: Evaluate, text: str) -> None:
     """semver() of an invalid string fails with a parse message."""
-    with pytest.raises(selectors.CELRuntimeError, match="could not parse"):
+    with pytest.raises(selectors.CELRuntimeError, match=(r"No Major.Minor.Patch elements found|Invalid character|must not contain leading zeroes"
+                                                    r"|strconv.ParseUint|is empty")):
         evaluate(f'semver("{text}").major() == 1')
 
 

@@ -33,8 +33,15 @@ def _parse(text: str) -> Quantity:
     try:
         return Quantity.parse(text)
     except QuantityError as exc:
-        # celpy only turns these exact classes into CEL errors.
-        raise ValueError(str(exc)) from None
+        # celpy only turns these exact classes into CEL errors. resource.ParseQuantity's
+        # format error does not repeat the text; ours does (for the API's messages).
+        message = str(exc)
+        if message.startswith(_FORMAT_WRONG):
+            message = _FORMAT_WRONG
+        raise ValueError(message) from None
+
+
+_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
 @operators.propagates_errors

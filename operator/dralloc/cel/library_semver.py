@@ -19,6 +19,7 @@ exactly those classes into CEL error values (which `||`/`&&` may absorb).
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Any
 
@@ -31,16 +32,22 @@ _IDENTIFIER = re.compile(r"^[0-9A-Za-z-]+$")
 _UINT64_MAX = 2**64 - 1
 
 
+def _go_quote(text: str) -> str:
+    """Go's %q, which blang/semver's messages use for the offending part."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _parse_number(part: str, what: str) -> int:
     if part == "":
-        raise ValueError(f"{what} number must not be empty")
+        # blang finds no bad character in "", then strconv.ParseUint refuses it.
+        raise ValueError('strconv.ParseUint: parsing "": invalid syntax')
     if not part.isascii() or not part.isdigit():
-        raise ValueError(f"Invalid character(s) found in {what} number {part!r}")
+        raise ValueError(f"Invalid character(s) found in {what} number {_go_quote(part)}")
     if len(part) > 1 and part[0] == "0":
-        raise ValueError(f"{what.capitalize()} number must not contain leading zeroes {part!r}")
+        raise ValueError(f"{what.capitalize()} number must not contain leading zeroes {_go_quote(part)}")
     number = int(part)
     if number > _UINT64_MAX:
-        raise ValueError(f"{what} number {part!r} out of range")
+        raise ValueError(f"strconv.ParseUint: parsing {_go_quote(part)}: value out of range")
     return number
 
 
@@ -96,9 +103,9 @@ class Semver:
                 if ident == "":
                     raise ValueError("Prerelease is empty")
                 if not _IDENTIFIER.match(ident):
-                    raise ValueError(f"Invalid character(s) found in prerelease {ident!r}")
+                    raise ValueError(f"Invalid character(s) found in prerelease {_go_quote(ident)}")
                 if ident.isdigit() and len(ident) > 1 and ident[0] == "0":
-                    raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {ident!r}")
+                    raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {_go_quote(ident)}")
         build: tuple[str, ...] = ()
         if "+" in text:
             build = tuple(build_text.split("."))
@@ -106,7 +113,7 @@ class Semver:
                 if ident == "":
                     raise ValueError("Build meta data is empty")
                 if not _IDENTIFIER.match(ident):
-                    raise ValueError(f"Invalid character(s) found in build meta data {ident!r}")
+                    raise ValueError(f"Invalid character(s) found in build meta data {_go_quote(ident)}")
         return cls(major, minor, patch, prerelease, build)
 
     @classmethod
@@ -175,7 +182,7 @@ def _parse(text: str, normalize: bool) -> Semver:
     try:
         return Semver.parse_normalized(text) if normalize else Semver.parse(text)
     except ValueError as exc:
-        raise ValueError(f"could not parse {text!r} as semver: {exc}") from None
+        raise ValueError(str(exc)) from None  # blang/semver's message, as upstream returns it
 
 
 @operators.propagates_errors
@@ -193,7 +200,7 @@ def isSemver(text: Any, normalize: Any = None) -> celtypes.BoolType:
 
 def _receiver(value: Any, method: str) -> Semver:
     if not isinstance(value, Semver):
-        raise TypeError(f"no such overload: {type(value).__name__}.{method}()")
+        raise operators.no_such_overload(method, value)
     return value
 
 

@@ -308,11 +308,14 @@ def logical_or(activation: Any, left: Any, right: Any) -> Any:
 
 
 def _non_bool(value: Any, other: Any, operator: str) -> Any:
-    # An error on either side wins over a non-deciding bool; otherwise it is a type error.
+    # Neither side decided: as cel-go's evalAnd/evalOr, the first operand that is not a bool
+    # gives the outcome, its own error or "no such overload" for a non-bool value.
     for operand in (value, other):
         if isinstance(operand, CELEvalError):
             return operand
-    raise TypeError("no such overload")  # cel-go's && / || on a non-bool operand
+        if not isinstance(operand, celtypes.BoolType):
+            break
+    raise TypeError("no such overload")
 
 
 def conditional(activation: Any, condition: Any, left: Any, right: Any) -> Any:

@@ -297,7 +297,7 @@ def contained_in(item: Any, container: Any) -> celtypes.BoolType:
             return cel_bool(dict.__contains__(container, item)
                                      if isinstance(container, dict) else item in container)
         return cel_bool(_map_lookup(container, item)[0])
-    raise TypeError(f"no such overload: {type_name(item)} in {type_name(container)}")
+    raise TypeError("no such overload")  # as cel-go's dispatch of @in on a non-container
 
 
 @propagates_errors

@@ -34,10 +34,13 @@ DYN = "dyn"
 # What we do not model: fits anything like dyn, but is never reported (we cannot know what
 # cel-go would print) and never counts as `dyn` for the homogeneous-literal rule.
 UNKNOWN = "?"
+# The type of a subexpression with a type error: like dyn it fits everything (no error
+# cascades from it), but cel-go prints it in later errors as !error!.
+ERROR = "!error!"
 # The element type of an empty literal (`[]`, `{}`): a free type parameter in cel-go, which
 # later unifies with anything and prints as dyn.
 FREE = "free"
-_LOOSE = (DYN, UNKNOWN, FREE)
+_LOOSE = (DYN, UNKNOWN, FREE, ERROR)
 BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL = "bool", "int", "uint", "double", "string", "bytes", "null"
 QUANTITY, SEMVER, IP, CIDR = "kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"
 DURATION, TIMESTAMP, TYPE = "google.protobuf.Duration", "google.protobuf.Timestamp", "type"
@@ -291,7 +294,7 @@ _ORDERED = frozenset({INT, UINT, DOUBLE, STRING, BYTES, BOOL, TIMESTAMP, DURATIO
 
 
 def _ordering(left: str, right: str) -> str | None:
-    if UNKNOWN in (left, right) or NULL in (left, right):
+    if UNKNOWN in (left, right) or ERROR in (left, right) or NULL in (left, right):
         return BOOL  # upstream lets null < null through to run time
     if DYN in (left, right):
         # dyn matches any overload's parameter, but the other operand must fit one.
@@ -308,7 +311,7 @@ def _equality(left: str, right: str) -> str | None:
 
 def _arithmetic(symbol: str) -> Callable[[str, str], str | None]:
     def rule(left: str, right: str) -> str | None:
-        if UNKNOWN in (left, right):
+        if UNKNOWN in (left, right) or ERROR in (left, right):
             return UNKNOWN
         if DYN in (left, right):
             other = right if left == DYN else left
@@ -412,7 +415,7 @@ class _Inference:
         if UNKNOWN in applied:
             return UNKNOWN  # we could not word it as cel-go does; leave it to run time
         self.report(f"found no matching overload for '{function}' applied to '{shown(applied)}'", offset)
-        return DYN
+        return ERROR
 
     # walking -----------------------------------------------------------------------------
 
@@ -779,7 +782,9 @@ def _loose(target: str) -> str:
 
 
 def _unwrapped(node: Any) -> Any:
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+    """Below the single-child rule wrappers and parentheses (cel-go's tree has neither)."""
+    while isinstance(node, lark.Tree) and (node.data in _WRAPPERS or node.data == "paren_expr") \
+            and len(node.children) == 1:
         node = node.children[0]
     return node
 
