@@ -10,7 +10,8 @@ checker cannot tell), and the optional forms get rules of their own:
   `[?e, ...]` and `{?k: v}`. The grammar accepts it anywhere an expression may start; the
   checker (`checking`) rejects it outside those three places, as cel-go's parser does.
 
-The parser is built on first use (about a quarter of a second, like celpy's own).
+The parser is built on first use (about a quarter of a second, like celpy's own). Like
+celpy's CELParser, it reads the grammar from celpy's package files once: no other I/O.
 """
 
 from __future__ import annotations
