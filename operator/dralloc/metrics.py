@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted")
+# Gangs (handlers/ganging.py): what a decision for a whole PodGroup came to, and what its writes did.
+GANG_RESULTS = ("placed", "unfit", "budget-exhausted", "waiting", "error")
+GANG_COMMIT_RESULTS = ("committed", "rolled-back", "unknown", "incomplete")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
 QUEUE_STATES = ("pending", "backoff", "unschedulable", "error")
@@ -50,6 +53,23 @@ placement_latency = Histogram(
 search_steps = Histogram(
     "dralloc_allocation_search_steps", "Allocator search steps per successful placement.", registry=REGISTRY,
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000, 10_000, 100_000, 1_000_000))
+gang_decisions = Counter(
+    "dralloc_gang_decisions_total", "Decisions for a whole gang (the pending pods of a PodGroup), by result.",
+    ["result"], registry=REGISTRY)
+gang_duration = Histogram(
+    "dralloc_gang_decision_duration_seconds", "Time to decide one gang's placement (all members, all nodes), by result.",
+    ["result"], registry=REGISTRY,
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+gang_commits = Counter(
+    "dralloc_gang_commits_total",
+    "Writes of decided gangs, by result: committed (every member bound or ungated), rolled-back (a write was "
+    "refused; what was written is undone), unknown (an outcome stays unknown: left to the next pass), "
+    "incomplete (claims written, some bind failed: retried).", ["result"], registry=REGISTRY)
+gang_members_placed = Counter(
+    "dralloc_gang_members_placed_total", "Pods placed (bound or ungated) as members of a gang.", registry=REGISTRY)
+gang_search_steps = Histogram(
+    "dralloc_gang_search_steps", "Allocator calls per gang decision (gangs.place_gang's steps).", registry=REGISTRY,
+    buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 20_000))
 claim_creates = Counter(
     "dralloc_resourceclaim_creates_total", "ResourceClaims created from templates, by status.", ["status"],
     registry=REGISTRY)
@@ -112,6 +132,11 @@ for _state in HEALTH_STATES:
 for _result in ALLOCATION_RESULTS:
     allocation_attempts.labels(_result)
     allocation_duration.labels(_result)
+for _result in GANG_RESULTS:
+    gang_decisions.labels(_result)
+    gang_duration.labels(_result)
+for _result in GANG_COMMIT_RESULTS:
+    gang_commits.labels(_result)
 for _status in CLAIM_CREATE_STATUSES:
     claim_creates.labels(_status)
 for _operation in API_OPERATIONS:
@@ -171,6 +196,19 @@ def observe_allocation(result: str, seconds: float, steps: int | None = None) ->
     allocation_duration.labels(result).observe(seconds)
     if steps is not None and result == "allocated":
         search_steps.observe(steps)
+
+
+def observe_gang(result: str, seconds: float, steps: int | None = None) -> None:
+    gang_decisions.labels(result).inc()
+    gang_duration.labels(result).observe(seconds)
+    if steps is not None:
+        gang_search_steps.observe(steps)
+
+
+def observe_gang_commit(result: str, members_placed: int = 0) -> None:
+    gang_commits.labels(result).inc()
+    if members_placed:
+        gang_members_placed.inc(members_placed)
 
 
 def set_leader(lease: str, active: bool) -> None:

@@ -341,6 +341,12 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
         release_unsent(rt, item)
         backoff(rt, pod, operation, exc)
         return False
+    await placed(rt, pod, decision)
+    return True
+
+
+async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note: str = "") -> None:
+    """The pod is bound (or ungated) with its claims allocated: forget its failures, say so, measure."""
     rt.placements += 1
     memory = rt.memory(pod.metadata.uid or "")
     memory.failures, memory.unschedulable_at, memory.error_at, memory.last_message = 0, None, None, ""
@@ -349,7 +355,7 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
     try:
         await writing.post_event(
             rt.require_session(), regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
-            message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else ""),
+            message=f"Placed on node {decision.node}" + (f" with devices {devices}" if devices else "") + note,
         )
     except kube_errors.KubeError as exc:  # the placement stands; only its Event is lost
         logger.warning("pod=%s/%s: cannot post the Allocated Event: %s", pod.metadata.namespace,
@@ -357,7 +363,6 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
     created = pod.metadata.creation_timestamp
     if created:
         metrics.observe_placement_latency(clock.age_seconds(created))
-    return True
 
 
 async def write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:

@@ -218,6 +218,7 @@ class ControlLoops:
                 await watching.relist(rt, kind, resource)
             fed_versions = {kind: await watching.relist(rt, kind, resource) for kind, resource in watching.FED_DIRECTLY}
             rules_version = await watching.relist_taint_rules(rt)  # before any placement: rules are in effect
+            groups_version = await watching.relist_pod_groups(rt)  # before any placement: gangs are known
             if rt.coexistence.follows_lease:  # who does the claim lifecycle, before its first pass
                 await coexisting.refresh(rt)
         except Exception:
@@ -235,6 +236,7 @@ class ControlLoops:
         rt.wake()
         self.feeds = [
             asyncio.create_task(watching.taint_rule_feed(rt, stop, rules_version), name="dralloc-taint-rules"),
+            asyncio.create_task(watching.pod_group_feed(rt, stop, groups_version), name="dralloc-pod-groups"),
             *(asyncio.create_task(watching.object_feed(rt, stop, kind, resource, fed_versions[kind]),
                                   name=f"dralloc-feed-{resource.plural}")
               for kind, resource in watching.FED_DIRECTLY),

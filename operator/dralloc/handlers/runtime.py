@@ -87,6 +87,10 @@ class Runtime:
         # this cluster serves (None: none), the loops' wake-ups, and the eviction limits
         # (flags, else DRALLOC_EVICTION_* environment variables; tests replace them before starting).
         self.taint_rule_resource: Resource | None = None
+        # Gangs (handlers/ganging.py): the PodGroup version this cluster serves (None: none), and the
+        # last message reported on each PodGroup (namespace, name), so it is posted once.
+        self.pod_group_resource: Resource | None = None
+        self.gang_messages: dict[tuple[str, str], str] = {}
         self.eviction_wakeup = asyncio.Event()
         self.health_wakeup = asyncio.Event()
         # Who does the claim lifecycle and taint eviction: dralloc or kube-controller-manager.

@@ -40,7 +40,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock, committing, failures
+from dralloc.handlers import clock, committing, failures, ganging
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -247,26 +247,52 @@ async def run_pass(rt: Runtime) -> PassResult:
     seen = rt.cluster.relevant_changes
     # Decisions are made one after another without awaits; the writes of decided pods run
     # concurrently (each pod's own writes stay in order), as kube-scheduler binds asynchronously.
-    commits: set[asyncio.Task[bool]] = set()
+    commits: set[asyncio.Task[int]] = set()
     limit = asyncio.Semaphore(COMMIT_CONCURRENCY)
 
-    async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
+    async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> int:
         async with limit:
             try:
-                return await committing.commit(rt, pod, item, decision)
+                return int(await committing.commit(rt, pod, item, decision))
             except committing.Rejected as exc:  # invalid or forbidden: say so on the pod
                 await _record_error(rt, pod, exc)
-                return False
+                return 0
             except Exception as exc:  # a bug of ours in one pod's commit must not end the pass
                 logger.exception("pod=%s/%s: committing the placement failed", pod.metadata.namespace,
                                  pod.metadata.name)
                 metrics.observe_object_error("scheduling")
                 committing.backoff(rt, pod, "claim-status", exc)
-                return False
+                return 0
+
+    async def commit_gang(decided: ganging.Decided) -> int:
+        async with limit:
+            try:
+                return await ganging.commit(rt, decided)
+            except Exception as exc:  # a bug of ours in one gang's commit must not end the pass
+                logger.exception("gang %s/%s: committing the placement failed", *decided.key)
+                metrics.observe_object_error("scheduling")
+                for member in decided.members:
+                    committing.release_unsent(rt, member.item)
+                    committing.backoff(rt, member.pod, "claim-status", exc)
+                return 0
+
+    # Gangs (PodGroups with the gang policy): decided whole at their first ready member.
+    gang_members = ganging.index_members(rt) if any(ganging.gang_of(rt, p) for p in pods_now) else {}
+    gangs_seen: set[ganging.Key] = set()
 
     for pod in pods_now:
         fresh = rt.cluster.pods.get(pod.metadata.namespace or "", pod.metadata.name)
         if fresh is None or fresh.metadata.uid != pod.metadata.uid:
+            continue
+        gang = ganging.gang_of(rt, fresh) if gang_members else None
+        if gang is not None:
+            if gang in gangs_seen:
+                continue
+            gangs_seen.add(gang)
+            members = gang_members.get(gang) or ganging.Members(pending=[fresh])
+            decided, placer, seen = await _gang(rt, placer, gang, members, seen, result)
+            if decided is not None:
+                commits.add(asyncio.create_task(commit_gang(decided)))
             continue
         started = time.perf_counter()
         try:
@@ -306,8 +332,52 @@ async def run_pass(rt: Runtime) -> PassResult:
             result.placed += sum(1 for task in done if task.result())
     if commits:
         done, _ = await asyncio.wait(commits)
-        result.placed += sum(1 for task in done if task.result())
+        result.placed += sum(task.result() for task in done)
     return result
+
+
+async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members: ganging.Members, seen: int,
+                result: PassResult) -> tuple[ganging.Decided | None, placement.Placer, int]:
+    """Decide one gang and reserve its devices (no await until then); report it when it is not placed.
+    The decision to commit (None: nothing to write), and the placer and `seen` to go on with."""
+    started = time.perf_counter()
+    try:
+        step = ganging.decide(rt, placer, key, members)
+        if isinstance(step, ganging.Decided):
+            ganging.reserve(rt, placer, step)
+    except ganging.MemberError as exc:
+        metrics.observe_gang("error", time.perf_counter() - started)
+        result.errors += 1
+        await ganging.report_error(rt, key, members.pending, exc, seen)
+        return None, rt.views.placer(rt.policy), rt.cluster.relevant_changes
+    except Exception as exc:  # a bug of ours: every member says so, the pass goes on
+        metrics.observe_gang("error", time.perf_counter() - started)
+        result.errors += 1
+        for pod in members.pending:
+            await _record_error(rt, pod, exc, seen=seen)
+        return None, rt.views.placer(rt.policy), rt.cluster.relevant_changes
+    elapsed = time.perf_counter() - started
+    if step is None:
+        result.waiting += len(members.pending)
+        return None, placer, seen
+    if isinstance(step, ganging.Decided):
+        metrics.observe_gang("placed", elapsed, step.steps)
+        return step, placer, seen
+    try:
+        if await ganging.give_back(rt, step):
+            return None, placer, seen  # reservations of an earlier attempt released; retried on the next pass
+        metrics.observe_gang(step.result, elapsed, step.steps)
+        await ganging.report(rt, step, seen)
+    except Exception as exc:
+        logger.exception("gang %s/%s: reporting that it is not placed failed", *key)
+        metrics.observe_object_error("scheduling")
+        for pod in members.pending:
+            committing.backoff(rt, pod, "pod-status", exc)
+    if step.result == "waiting":
+        result.waiting += len(step.who)
+    else:
+        result.unschedulable += len(step.who)
+    return None, placer, seen
 
 
 async def _report_unreadable(rt: Runtime) -> None:
@@ -359,8 +429,10 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException, *, seen:
                   event_reason="AllocationError", message=text)
 
 
-async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str) -> None:
-    """PodScheduled=False with `reason`, and a Warning Event; failures to write are logged, never raised."""
+async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str,
+                  event: bool = True) -> None:
+    """PodScheduled=False with `reason`, and a Warning Event (unless not `event`); failures to write are
+    logged, never raised."""
     session = rt.require_session()
     raw = rt.cluster.pods.raw(namespace, name) or {}
     conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
@@ -372,6 +444,8 @@ async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_
         rt.cluster.apply("Pod", "MODIFIED", stored)
     except kube_errors.KubeError as exc:
         logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", namespace, name, exc)
+    if not event:
+        return
     try:
         await writing.post_event(session, regarding=raw, reason=event_reason, type_="Warning",
                                  action="Scheduling", message=message)
@@ -404,7 +478,7 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
 
 
 async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nodes: bool = True,
-                                seen: int) -> None:
+                                seen: int, event: bool = True) -> None:
     memory = rt.memory(pod.metadata.uid or "")
     memory.unschedulable_at = seen
     memory.error_at = None
@@ -413,7 +487,7 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nod
         return
     memory.last_message = text
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
-                  event_reason="AllocationFailed", message=text)
+                  event_reason="AllocationFailed", message=text, event=event)
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:

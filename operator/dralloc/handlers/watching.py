@@ -12,6 +12,12 @@ starts (active replica only) after finding the served version through discovery.
 Its first list happens before the loops start (`relist_taint_rules`), so no
 placement is ever made without the rules; a cluster that serves no version of
 the type simply has no rules.
+
+PodGroups (scheduling.k8s.io, gang scheduling) are fed the same way, for the same reason
+(v1beta1 in 1.37, v1alpha2 in 1.36, not served at all without GenericWorkload):
+`relist_pod_groups` before the loops start, then `pod_group_feed`. A cluster that serves
+no version has no PodGroups, and pods naming one are placed one by one (as kube-scheduler
+does without the feature: the API server then drops `spec.schedulingGroup` anyway).
 """
 
 from __future__ import annotations
@@ -125,6 +131,48 @@ async def taint_rule_feed(rt: Runtime, stopped: asyncio.Event, resource_version:
         except (kube_errors.KubeError, OSError) as exc:
             logger.warning("watching DeviceTaintRules failed (%s); relisting in %.0fs", exc, TAINT_RULE_RETRY)
             resource_version = await _relist_later(rt, TAINT_RULE_RETRY)
+
+
+async def relist_pod_groups(rt: Runtime) -> str:
+    """Find the served PodGroup version and list the PodGroups into the view; the list's resourceVersion.
+
+    A server that forbids it (a ClusterRole from before gangs) counts as serving none, logged:
+    the operator goes on placing pods one by one rather than not at all.
+    """
+    session = rt.require_session()
+    version = await session.served_version(resources.SCHEDULING, resources.POD_GROUPS.plural)
+    if version is None:
+        rt.pod_group_resource = None
+        rt.cluster.replace_all("PodGroup", [])
+        logger.info("this cluster serves no PodGroup version: pods are placed one by one")
+        return ""
+    resource = resources.POD_GROUPS.at_version(version)
+    try:
+        items, list_rv = await reading.list_objects(session, resource)
+    except kube_errors.ForbiddenError as exc:
+        logger.error("listing PodGroups is forbidden (%s): gangs are placed one by one until it is allowed "
+                     "(manifests/rbac.yaml grants it)", exc)
+        rt.pod_group_resource = None
+        rt.cluster.replace_all("PodGroup", [])
+        return ""
+    rt.pod_group_resource = resource
+    rt.cluster.replace_all("PodGroup", items)
+    rt.wake()
+    return list_rv
+
+
+async def pod_group_feed(rt: Runtime, stopped: asyncio.Event, resource_version: str) -> None:
+    """Watch PodGroups from `resource_version` (see `object_feed`); look again every 30 s while none is served."""
+    while not stopped.is_set():
+        resource = rt.pod_group_resource
+        if resource is None:
+            await asyncio.sleep(30.0)
+            try:
+                resource_version = await relist_pod_groups(rt)
+            except (kube_errors.KubeError, OSError) as exc:
+                logger.warning("listing PodGroups failed: %s", exc)
+            continue
+        await object_feed(rt, stopped, "PodGroup", resource, resource_version)
 
 
 async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:

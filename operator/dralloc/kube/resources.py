@@ -75,7 +75,9 @@ DEVICE_CLASSES = Resource(RESOURCE, "v1", "deviceclasses", "DeviceClass", False)
 DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRule", False)
 # Gang scheduling: scheduling.k8s.io/v1beta1 in 1.37 (v1alpha2 in 1.36, another shape), served only
 # with GenericWorkload on: use .at_version(served_version(SCHEDULING, "podgroups")), None = not served.
-# Not in ALL: no handler reads them yet, so RBAC grants nothing for them (manifests/rbac.yaml).
+# PodGroups are listed and watched (handlers/watching.py, gangs); Workloads are not read: a PodGroup
+# carries everything gang placement needs (copied from its Workload's template), so RBAC grants
+# nothing for them.
 SCHEDULING = "scheduling.k8s.io"
 WORKLOADS = Resource(SCHEDULING, "v1beta1", "workloads", "Workload", True)
 POD_GROUPS = Resource(SCHEDULING, "v1beta1", "podgroups", "PodGroup", True)
@@ -86,6 +88,7 @@ DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "
 ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
+    POD_GROUPS,
 )
 
 _READ = ("get", "list", "watch")

@@ -222,6 +222,11 @@ class Placer:
 
     # ---- deciding ---------------------------------------------------------------------
 
+    def shape(self, item: Item) -> str:
+        """What decides whether the item fits a node (claims' specs, shared claims, the pod's
+        scheduling constraints), without names: items of one shape are interchangeable."""
+        return self._shapes.of(item)
+
     def _order(self, shape: str) -> Iterable[int]:
         if self.policy == "first-fit":
             return range(self._first_unknown.get(shape, 0), len(self.nodes))

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from dralloc.lifecycle import health
-from dralloc.model import claims, classes, conversion, devices, nodes, pods, taints
+from dralloc.model import claims, classes, conversion, devices, nodes, pods, scheduling, taints
 from dralloc.model.base import Object
 
 Raw = dict[str, Any]
@@ -25,7 +25,7 @@ Key = tuple[str, str]  # (namespace or "", name)
 M = TypeVar("M", bound=Object)
 
 KINDS = ("Pod", "Node", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass",
-         "DeviceTaintRule", "DeviceHealthPolicy")
+         "DeviceTaintRule", "DeviceHealthPolicy", "PodGroup")
 
 
 @dataclasses.dataclass
@@ -124,6 +124,8 @@ class ClusterState:
         self.classes: Store[classes.DeviceClass] = Store(classes.DeviceClass)
         self.taint_rules: Store[taints.DeviceTaintRule] = Store(taints.DeviceTaintRule)
         self.health_policies: Store[health.DeviceHealthPolicy] = Store(health.DeviceHealthPolicy)
+        # scheduling.k8s.io PodGroups (gangs), when the cluster serves them (handlers/watching.py).
+        self.pod_groups: Store[scheduling.PodGroup] = Store(scheduling.PodGroup)
         self.relevant_changes = 0
         # Indexes the claim lifecycle needs on every pass, kept current on every apply:
         # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys.
@@ -138,7 +140,7 @@ class ClusterState:
             "Pod": self.pods, "Node": self.nodes, "ResourceClaim": self.claims,
             "ResourceClaimTemplate": self.templates, "ResourceSlice": self.slices,
             "DeviceClass": self.classes, "DeviceTaintRule": self.taint_rules,
-            "DeviceHealthPolicy": self.health_policies,
+            "DeviceHealthPolicy": self.health_policies, "PodGroup": self.pod_groups,
         }
         return stores[kind]
 

@@ -1,0 +1,465 @@
+"""Gangs: the pods of a PodGroup placed all or nothing (issue 14).
+
+A pod joins a gang through `spec.schedulingGroup.podGroupName`, naming a PodGroup (served by
+the cluster, `handlers/watching.py`) whose scheduling policy is `gang`. Which pods are
+dralloc's is decided as for single pods (schedulerName or the gate); pods without a
+schedulingGroup, PodGroups with the `basic` policy and clusters that serve no PodGroups
+take the single-pod path, unchanged.
+
+One pass of the scheduling loop meets a gang at its first ready member (queue order:
+priority, then age) and decides it whole, without an await:
+
+1. *Members*: every pod of the group that is dralloc's and not placed yet, each with the
+   claims it needs allocated (as for a single pod; a member still waiting for a claim makes
+   the gang wait). Members already placed count toward `minCount`; with a topology key, the
+   new members must join their domain.
+2. *Wait* until at least `minCount` members exist (placed or pending); members beyond
+   minCount that exist are placed too.
+3. *Decide* with `allocation.gangs.place_gang` against the pass's snapshot (ledger
+   included), `node_allows` being the Placer's node fit for each member (selectors,
+   affinity, taints, resources, shared claims' node selectors); then check that members
+   sharing a node also fit its cpu/memory/pods together.
+4. *Reserve* every member's allocations in the placer and the ledger at once.
+
+The writes then follow (`commit`), in an order that never leaves a member bound while
+another one cannot be:
+
+- every claim of every member: finalizer, then `allocation` + `reservedFor` (and the
+  member added to shared claims' `reservedFor`);
+- only when all of them are written: every member is bound (or ungated) at once.
+
+A write refused for certain rolls back what this gang wrote (each claim deallocated, or
+the member's reservation removed from a shared one), releases the ledger, and backs the
+whole gang off. A write whose outcome stays unknown is never taken as failed: nothing is
+rolled back, the devices stay reserved until a read or the watch says what happened, and
+the gang backs off. The next pass then completes or rolls back the gang from what the
+claims show (below).
+
+Restart safety needs no journal: the claims themselves are the record. A claim allocated
+and reserved for a member that is not bound pins that member to the claim's node (its
+allocation's node selector, as for a single pod), so the next decision (after a crash, a
+restart, or an unknown outcome) either fits the gang around what is written — then the
+rest is written and every member is bound: completed — or does not fit, and then, as
+long as no member is bound yet, every such reservation is given back: rolled back.
+What is not covered: a crash *during* the binds (claims all written, some members bound)
+leaves bound members; the others keep their claims and are bound on the next pass, and if
+their node no longer fits them (another pod took its cpu meanwhile), the gang stays
+partially bound and its pending members say why.
+
+A gang that does not fit: each member's `PodScheduled=False` (reason `Unschedulable`)
+carries `GangUnfit.message`, and a Warning Event `GangUnfit` on the PodGroup says the same
+(once per distinct message). An error met while deciding for one member (a claim that
+cannot be read, a class that does not exist, CEL that fails) is reported on that member
+(`SchedulerError`) and on the others as the reason the gang waits; nothing else of the
+pass is affected.
+
+Not supported yet: a claim shared by several members and not allocated yet, and so
+PodGroup-level ResourceClaims (DRAWorkloadResourceClaims: reservedFor the PodGroup); such a
+gang is reported unschedulable with that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from dralloc import metrics
+from dralloc.allocation import gangs
+from dralloc.allocation.pools import NodeView
+from dralloc.handlers import committing, scheduling
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import resources, writing
+from dralloc.model import claims as model_claims
+from dralloc.model import pods
+from dralloc.scheduling import nodefit, placement
+
+logger = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+Key = tuple[str, str]  # the PodGroup: (namespace, name)
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def group_name(pod: pods.Pod) -> str | None:
+    group = pod.spec.scheduling_group
+    return group.pod_group_name if group is not None and group.pod_group_name else None
+
+
+def gang_of(rt: Runtime, pod: pods.Pod) -> Key | None:
+    """The PodGroup whose gang the pod is placed with; None: the single-pod path."""
+    name = group_name(pod)
+    if name is None or rt.pod_group_resource is None:
+        return None
+    key = (pod.metadata.namespace or "", name)
+    group = rt.cluster.pod_groups.get(*key)
+    if group is not None and group.spec.scheduling_policy.gang is None:
+        return None  # basic scheduling: one by one
+    return key
+
+
+@dataclasses.dataclass
+class Members:
+    pending: list[pods.Pod] = dataclasses.field(default_factory=list)  # dralloc's, not placed yet, queue order
+    placed: list[tuple[pods.Pod, str]] = dataclasses.field(default_factory=list)  # with their node
+
+
+def index_members(rt: Runtime) -> dict[Key, Members]:
+    """Every PodGroup's pods, from one scan of the view (raw: only members are parsed)."""
+    settings = rt.settings.scheduling
+    found: dict[Key, Members] = {}
+    for key in list(rt.cluster.pods.entries):
+        raw = rt.cluster.pods.raw(*key) or {}
+        spec = raw.get("spec") or {}
+        name = (spec.get("schedulingGroup") or {}).get("podGroupName")
+        if not name:
+            continue
+        pod = rt.cluster.pods.get(*key)
+        if pod is None or pod.finished() or pod.metadata.deletion_timestamp:
+            continue
+        members = found.setdefault((key[0], name), Members())
+        memory = rt.pods.get(pod.metadata.uid or "")
+        bound_to = memory.bound_to if memory is not None else None
+        if scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate) and bound_to is None:
+            members.pending.append(pod)
+            continue
+        node = pod.spec.node_name or bound_to
+        if node is None and not pod.spec.scheduling_gates:
+            node = _pinned_node(rt, pod.spec.node_selector.get(HOSTNAME))
+        if node is not None:
+            members.placed.append((pod, node))
+    for members in found.values():
+        members.pending.sort(key=lambda p: (-(p.spec.priority or 0), p.metadata.creation_timestamp or "",
+                                            p.metadata.name))
+    return found
+
+
+def _pinned_node(rt: Runtime, hostname: str | None) -> str | None:
+    """The node a gate-mode pod was pinned to (nodeSelector hostname), before kube-scheduler binds it."""
+    if hostname is None:
+        return None
+    if rt.cluster.nodes.get("", hostname) is not None:
+        return hostname
+    for node in rt.cluster.nodes.all():
+        if node.metadata.labels.get(HOSTNAME) == hostname:
+            return node.metadata.name
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    pod: pods.Pod
+    item: placement.Item
+    placement: placement.Placement
+
+
+@dataclasses.dataclass(frozen=True)
+class Decided:
+    key: Key
+    members: tuple[Member, ...]
+    steps: int
+    domain: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class NotPlaced:
+    key: Key
+    who: tuple[pods.Pod, ...]  # the pending members
+    message: str
+    result: str  # a metrics.GANG_RESULTS label
+    steps: int | None = None
+    # Members holding reservations from an earlier, unfinished attempt (to give back when nothing is bound).
+    held: tuple[tuple[pods.Pod, placement.Item], ...] = ()
+    any_placed: bool = False
+
+
+class MemberError(Exception):
+    """Deciding for one member failed (its objects, or a bug): reported on it, the gang waits."""
+
+    def __init__(self, pod: pods.Pod, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.pod = pod
+        self.cause = cause
+
+
+def _ref(pod: pods.Pod) -> str:
+    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+
+
+def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Decided | NotPlaced | None:
+    """The gang's placement, without any await; None while a member is not ready (its claims are being
+    created, or an earlier write of ours is not observed yet). Raises MemberError for one member's error."""
+    namespace, name = key
+    ref = f"{namespace or 'default'}/{name}"
+    pending = tuple(members.pending)
+    group = rt.cluster.pod_groups.get(*key)
+    if group is None:
+        problem = rt.cluster.pod_groups.problems.get(key)
+        if problem is not None:
+            return NotPlaced(key, pending, f"PodGroup {ref} cannot be used: {problem}", "error")
+        return NotPlaced(key, pending, f"waiting for PodGroup {ref} to be created", "waiting")
+    min_count = group.spec.min_count()
+    present = len(pending) + len(members.placed)
+    if present < min_count:
+        return NotPlaced(key, pending, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
+                                       f"pods (minCount) exist", "waiting")
+    items: list[placement.Item] = []
+    for pod in pending:
+        try:
+            item = scheduling._item_for(rt, pod)
+        except Exception as exc:
+            raise MemberError(pod, exc) from exc
+        if item is None:
+            return None
+        if isinstance(item, str):
+            return NotPlaced(key, pending, f"PodGroup {ref}: member {_ref(pod)} cannot be placed: {item}", "unfit")
+        items.append(item)
+    held = tuple((pod, item) for pod, item in zip(pending, items, strict=True)
+                 if any(any(r.uid == pod.metadata.uid for r in c.status.reserved_for) for c in item.allocated))
+    any_placed = bool(members.placed)
+    first_user: dict[str, str] = {}
+    for pod, item in zip(pending, items, strict=True):
+        for claim in item.claims:
+            other = first_user.setdefault(claim.metadata.uid or claim.ref(), _ref(pod))
+            if other != _ref(pod):
+                return NotPlaced(key, pending, (
+                    f"PodGroup {ref}: ResourceClaim {claim.ref()} is used by members {other} and {_ref(pod)} and "
+                    "is not allocated yet: dralloc does not allocate a claim shared within a gang (nor PodGroup "
+                    "claims) yet"), "unfit", held=held, any_placed=any_placed)
+    topology = group.spec.topology_key()
+    domain: str | None = None
+    if topology is not None:
+        for _, node_name in members.placed:
+            node = rt.cluster.nodes.get("", node_name)
+            if node is not None and node.metadata.labels.get(topology) is not None:
+                domain = node.metadata.labels[topology]
+                break
+
+    def allows(index: int, view: NodeView) -> bool:
+        j = placer.index.get(view.name)
+        if j is None or (domain is not None and view.labels.get(topology or "") != domain):
+            return False
+        return placer.misfit(items[index], j) is None
+
+    gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, items, strict=True)]
+    outcome = gangs.place_gang(placer.snapshot, gang, placer.views, features=placer.features, topology_key=topology,
+                               node_allows=allows, allocate_budget=placer.budget)
+    if isinstance(outcome, gangs.GangBudgetExhausted):
+        return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the search gave up after "
+                                       f"{outcome.steps} allocator calls", "budget-exhausted", outcome.steps,
+                         held, any_placed)
+    if isinstance(outcome, gangs.GangUnfit):
+        return NotPlaced(key, pending, f"PodGroup {ref}: {outcome.message(len(gang))}", "unfit", outcome.steps,
+                         held, any_placed)
+    decided: list[Member] = []
+    together: dict[int, nodefit.NodeUsage] = {}
+    for pod, item, assignment in zip(pending, items, outcome.assignments, strict=True):
+        j = placer.index[assignment.node]
+        # place_gang checks each member's node fit alone: members sharing a node must fit it together.
+        shared = placer.usage[j]
+        usage = together.setdefault(j, nodefit.NodeUsage(dict(shared.requests), shared.pods))
+        requests = nodefit.pod_requests(pod)
+        reason = nodefit.misfit(pod, placer.nodes[j], usage, requests, dra_backed=placer.dra_backed)
+        if reason is not None:
+            return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the members placed together on "
+                                           f"node {assignment.node} do not fit it: {reason}", "unfit", outcome.steps,
+                             held, any_placed)
+        usage.add(requests)
+        decided.append(Member(pod, item, placement.Placement(assignment.node, assignment.results)))
+    return Decided(key, tuple(decided), outcome.steps, outcome.domain)
+
+
+def reserve(rt: Runtime, placer: placement.Placer, decided: Decided) -> None:
+    """Every member's devices in the placer and the ledger, before any write. On an error nothing stays
+    in the ledger (the caller replaces the placer)."""
+    try:
+        for member in decided.members:
+            placer.commit(member.item, member.placement)
+            committing.reserve(rt, member.pod, member.item, member.placement)
+    except Exception:
+        for member in decided.members:
+            committing.release_unsent(rt, member.item)
+        raise
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+async def commit(rt: Runtime, decided: Decided) -> int:
+    """Write the gang: every claim first, then every bind. The number of members placed."""
+    ref = f"{decided.key[0] or 'default'}/{decided.key[1]}"
+    written: list[tuple[model_claims.ResourceClaim, pods.Pod]] = []  # claims this commit changed, in order
+    operation = "claim-status"
+    try:
+        for member in decided.members:
+            me = committing.pod_ref(member.pod)
+            for claim, allocation in zip(member.item.claims, member.placement.results, strict=True):
+                await committing._protect(rt, claim)
+                written.append((claim, member.pod))  # from here on it may be written: rolled back if needed
+                await committing._allocate(rt, claim, allocation, me)
+            for claim in member.item.allocated:
+                if not any(r.uid == member.pod.metadata.uid for r in claim.status.reserved_for):
+                    written.append((claim, member.pod))
+                await committing._reserve_shared(rt, claim, me)
+    except committing.Refused as exc:
+        _release(rt, decided)
+        undone = await _roll_back(rt, written)
+        logger.warning("gang %s: a claim write was refused (%s); rolled back %d claim(s) written for it%s", ref,
+                       exc, undone, "" if undone == len(written) else " (the rest is left to the next pass)")
+        metrics.observe_gang_commit("rolled-back")
+        await _after_failure(rt, decided, operation, exc)
+        return 0
+    except (committing.Unknown, kube_errors.KubeError) as exc:
+        # Not known to have failed: nothing is undone, the devices stay reserved until a read says what
+        # happened; the next pass completes the gang around what was written, or rolls it back.
+        _release(rt, decided)
+        logger.warning("gang %s: a claim write's outcome is unknown (%s); the next pass completes or rolls back "
+                       "the gang from what the claims show", ref, exc)
+        metrics.observe_gang_commit("unknown")
+        await _after_failure(rt, decided, operation, exc)
+        return 0
+    results = await asyncio.gather(*(_place(rt, decided, member) for member in decided.members),
+                                   return_exceptions=True)
+    placed = 0
+    for member, result in zip(decided.members, results, strict=True):
+        if result is True:
+            placed += 1
+        elif isinstance(result, BaseException):
+            logger.error("gang %s: pod %s: binding failed (its claims stay allocated for it; retried)", ref,
+                         _ref(member.pod), exc_info=result)
+            committing.backoff(rt, member.pod, "bind", result)
+    metrics.observe_gang_commit("committed" if placed == len(decided.members) else "incomplete", placed)
+    if placed == len(decided.members):
+        where = f" in domain {decided.domain}" if decided.domain is not None else ""
+        await _group_event(rt, decided.key, "GangPlaced", "Normal",
+                           f"gang of {placed} placed{where}: " + ", ".join(
+                               f"{m.pod.metadata.name}={m.placement.node}" for m in decided.members))
+    return placed
+
+
+def _release(rt: Runtime, decided: Decided) -> None:
+    for member in decided.members:
+        committing.release_unsent(rt, member.item)
+
+
+async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
+    pod, node = member.pod, member.placement.node
+    try:
+        if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+            await committing._pin_and_ungate(rt, pod, node)
+        else:
+            await committing._bind(rt, pod, node)
+            rt.memory(pod.metadata.uid or "").bound_to = node
+    except (committing.Refused, committing.Unknown) as exc:
+        committing.backoff(rt, pod, "bind", exc)
+        logger.warning("pod=%s: gang member not bound: %s (its claims stay allocated for it)", _ref(pod), exc)
+        return False
+    await committing.placed(rt, pod, member.placement,
+                            f" (gang of {len(decided.members)}, PodGroup {decided.key[1]})")
+    return True
+
+
+async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceClaim, pods.Pod]]) -> int:
+    """Undo this gang's claim writes: the member's reservation removed, and the allocation with it when
+    nobody else holds the claim. Each write is conditioned on the claim's version; a conflict or an
+    unknown outcome reads the claim back and looks again. The number of claims known to be undone."""
+    undone = 0
+    for claim, pod in reversed(written):
+        namespace, name = claim.metadata.namespace or "", claim.metadata.name
+        for _ in range(committing.RESENDS + 1):
+            raw = rt.cluster.claims.raw(namespace, name)
+            if raw is None or (raw.get("metadata") or {}).get("uid") != claim.metadata.uid:
+                undone += 1
+                break
+            status = dict(raw.get("status") or {})
+            reserved = list(status.get("reservedFor") or [])
+            if not any(r.get("uid") == pod.metadata.uid for r in reserved):
+                undone += 1  # not written after all (or already undone)
+                break
+            keep = [r for r in reserved if r.get("uid") != pod.metadata.uid]
+            if keep:
+                status["reservedFor"] = keep
+            else:
+                for field in ("reservedFor", "allocation", "devices"):
+                    status.pop(field, None)
+            try:
+                await committing.write_claim_status(rt, claim, status)
+                logger.info("claim=%s/%s: rolled back (gang write refused)", namespace, name)
+                undone += 1
+                break
+            except kube_errors.KubeError as exc:
+                if not (kube_errors.outcome_unknown(exc) or isinstance(exc, kube_errors.ConflictError)):
+                    logger.warning("claim=%s/%s: rolling back failed: %s", namespace, name, exc)
+                    break
+                try:
+                    await committing.read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS,
+                                               namespace, name)
+                except committing.Unknown as unknown:
+                    logger.warning("claim=%s/%s: rolling back: %s", namespace, name, unknown)
+                    break
+    return undone
+
+
+async def _after_failure(rt: Runtime, decided: Decided, operation: str, exc: BaseException) -> None:
+    """Back every member off; a write refused as invalid or forbidden is said on every member."""
+    cause = exc.__cause__
+    for member in decided.members:
+        if isinstance(cause, (kube_errors.InvalidError, kube_errors.ForbiddenError)):
+            await scheduling._record_error(rt, member.pod, committing.Rejected(
+                f"gang of PodGroup {decided.key[1]}: the API server refused the {operation} write: {cause}"))
+        else:
+            committing.backoff(rt, member.pod, operation,
+                               cause if isinstance(cause, kube_errors.KubeError) else exc)
+
+
+# ---- reporting ------------------------------------------------------------------------------
+
+async def report(rt: Runtime, step: NotPlaced, seen: int) -> None:
+    """Every member's PodScheduled says why the gang waits; one Event on the PodGroup per distinct message."""
+    for pod in step.who:
+        await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, seen=seen, event=False)
+    if rt.gang_messages.get(step.key) != step.message:
+        rt.gang_messages[step.key] = step.message
+        await _group_event(rt, step.key, "GangWaiting" if step.result == "waiting" else "GangUnfit", "Warning",
+                           step.message)
+
+
+async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError, seen: int) -> None:
+    """One member's error: on it as SchedulerError, on the others as the reason the gang waits."""
+    await scheduling._record_error(rt, error.pod, error.cause, seen=seen)
+    text = (f"PodGroup {key[1]}: member {_ref(error.pod)} cannot be placed: "
+            f"{scheduling.error_message(error.cause)}")
+    for pod in pods_:
+        if pod.metadata.uid != error.pod.metadata.uid:
+            await scheduling._record_unschedulable(rt, pod, text, nodes=False, seen=seen, event=False)
+    if rt.gang_messages.get(key) != text:
+        rt.gang_messages[key] = text
+        await _group_event(rt, key, "GangUnfit", "Warning", text)
+
+
+async def _group_event(rt: Runtime, key: Key, reason: str, type_: str, message: str) -> None:
+    raw = rt.cluster.pod_groups.raw(*key)
+    if raw is None:
+        return
+    try:
+        await writing.post_event(rt.require_session(), regarding=raw, reason=reason, type_=type_,
+                                 action="Scheduling", message=message)
+    except kube_errors.KubeError as exc:
+        logger.warning("podgroup=%s/%s: cannot post the %s Event: %s", key[0], key[1], reason, exc)
+
+
+async def give_back(rt: Runtime, step: NotPlaced) -> bool:
+    """A gang that no longer fits while members hold reservations of an unfinished attempt (a crash, a
+    write of unknown outcome): with no member placed, every such reservation is given back (rolled
+    back). True when something was given back (the gang is retried on the next pass)."""
+    if not step.held or step.any_placed:
+        return False
+    released = False
+    for pod, item in step.held:
+        released = await scheduling._roll_back_partial(rt, pod, item) or released
+    if released:
+        logger.info("gang %s/%s: rolled back the reservations of an unfinished attempt (it no longer fits)",
+                    *step.key)
+    return released

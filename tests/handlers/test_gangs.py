@@ -1,0 +1,251 @@
+"""Gangs (issue 14): the pods of a PodGroup are placed all or nothing (handlers/ganging.py).
+
+Against the sandbox, which serves scheduling.k8s.io/v1beta1 PodGroups. Every test checks
+the invariants too: each device in at most one allocation, and no member bound unless
+every member is.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from tests.handlers import cluster, helpers
+from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+
+from dralloc.sandbox import Faults
+
+Obj = dict[str, Any]
+GATE = "dralloc.io/allocate"
+STATUS = "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims/*/status"
+
+
+def pod_group(name: str, min_count: int, *, topology: str | None = None) -> Obj:
+    spec: Obj = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
+
+
+def member(name: str, template: str, group: str, **kwargs: Any) -> Obj:
+    obj = cluster.pod(name, template_name=template, **kwargs)
+    obj["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return obj
+
+
+def _setup(server: Cluster, gpus: dict[str, int], labels: dict[str, dict[str, str]] | None = None,
+           counts: tuple[int, ...] = (1,)) -> dict[str, str]:
+    """Nodes (test names -> GPUs), the class, and a template `gpus-N` per count; returns test name -> node name."""
+    gpu = server.name("gpu")
+    names = {short: server.name(short) for short in gpus}
+    objs: list[Obj] = [cluster.gpu_class(gpu)]
+    objs += [cluster.template(f"gpus-{n}", count=n, device_class=gpu) for n in counts]
+    for short, count in gpus.items():
+        objs += [cluster.node(names[short], labels=(labels or {}).get(short)), cluster.gpu_slice(names[short], count)]
+    server.seed(objs)
+    return names
+
+
+def _nodes(server: Cluster, pods: list[str]) -> dict[str, str | None]:
+    return {p: helpers.node_of(server, p) for p in pods}
+
+
+def _all_bound(server: Cluster, pods: list[str]) -> bool:
+    return all(_nodes(server, pods).values())
+
+
+def _scheduled(server: Cluster, pod: str) -> Obj | None:
+    return helpers.condition(helpers.pod(server, pod), "PodScheduled")
+
+
+def _says(server: Cluster, pod: str, text: str) -> bool:
+    found = _scheduled(server, pod)
+    return bool(found and found.get("status") == "False" and text in (found.get("message") or ""))
+
+
+def _allocated(server: Cluster) -> list[Obj]:
+    return [c for c in helpers.claims(server) if (c.get("status") or {}).get("allocation")]
+
+
+def _binds_after_claim_writes(server: Cluster, writes: str = "POST", what: str = "*/pods/*/binding") -> None:
+    """No member was bound (or ungated) before the last allocation write of the gang."""
+    sandbox = getattr(server, "server")  # noqa: B009
+    log = sandbox.requests.all()
+    allocations = [i for i, r in enumerate(log) if r.method == "PUT" and fnmatch.fnmatchcase(r.path, STATUS)
+                   and r.status < 300]
+    binds = [i for i, r in enumerate(log) if r.method == writes and fnmatch.fnmatchcase(r.path, what)]
+    assert allocations and binds
+    assert max(allocations) < min(binds), "a member was placed before every claim of the gang was written"
+
+
+def test_a_gang_waits_for_min_count_then_is_placed_as_one(apiserver: Cluster, operator: OperatorThread) -> None:
+    _setup(apiserver, {"node-a": 2, "node-b": 2})
+    apiserver.seed([pod_group("trainers", 3)])
+    apiserver.seed([member(f"trainer-{i}", "gpus-1", "trainers") for i in range(2)])
+    for i in range(2):
+        wait_for(lambda i=i: _says(apiserver, f"trainer-{i}", "2 of its 3 pods (minCount) exist"),
+                 what=f"trainer-{i} waiting for the gang")
+    assert not _allocated(apiserver) and not any(_nodes(apiserver, ["trainer-0", "trainer-1"]).values())
+    apiserver.seed([member("trainer-2", "gpus-1", "trainers")])
+    pods = [f"trainer-{i}" for i in range(3)]
+    wait_for(lambda: _all_bound(apiserver, pods), what="the whole gang bound")
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+    assert len(_allocated(apiserver)) == 3
+    _binds_after_claim_writes(apiserver)
+    wait_for(lambda: helpers.events(apiserver, "GangPlaced"), what="the PodGroup's GangPlaced Event")
+
+
+def test_a_gang_first_fit_would_miss_is_placed(apiserver: Cluster, operator: OperatorThread) -> None:
+    """Two nodes of 4 GPUs; members want 1, 1, 3, 3. Member by member (kube-scheduler's way) both small ones
+    go to the first node and the second large one fits nowhere; the joint search puts one of each per node."""
+    names = _setup(apiserver, {"node-a": 4, "node-b": 4}, counts=(1, 3))
+    apiserver.seed([pod_group("mixed", 4)])
+    apiserver.seed([member("m0", "gpus-1", "mixed"), member("m1", "gpus-1", "mixed"),
+                    member("m2", "gpus-3", "mixed"), member("m3", "gpus-3", "mixed")])
+    pods = ["m0", "m1", "m2", "m3"]
+    wait_for(lambda: _all_bound(apiserver, pods), what="the whole gang bound")
+    where = _nodes(apiserver, pods)
+    assert {where["m0"], where["m1"]} == {where["m2"], where["m3"]} == set(names.values())
+    assert sum(helpers.allocated_devices(apiserver).values()) == 8
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+def test_a_gang_that_cannot_fit_leaves_nothing_reserved_and_every_member_says_why(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    _setup(apiserver, {"node-a": 2, "node-b": 2}, counts=(2,))
+    apiserver.seed([pod_group("big", 3)])
+    pods = [f"big-{i}" for i in range(3)]
+    apiserver.seed([member(p, "gpus-2", "big") for p in pods])
+    for p in pods:
+        wait_for(lambda p=p: _says(apiserver, p, "gang of 3 does not fit"), what=f"{p} says why")
+        assert (_scheduled(apiserver, p) or {}).get("reason") == "Unschedulable"
+    (event,) = helpers.events(apiserver, "GangUnfit")
+    assert event["regarding"]["kind"] == "PodGroup" and event["regarding"]["name"] == "big"
+    assert "PodGroup" in event["note"] and "gang of 3" in event["note"]
+    assert not _allocated(apiserver)
+    assert not any(_nodes(apiserver, pods).values())
+    # Room for the third member: the gang is retried on the change, and placed whole.
+    node_c = apiserver.name("node-c")
+    apiserver.seed([cluster.node(node_c), cluster.gpu_slice(node_c, 2)])
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang placed once it fits")
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+def test_a_gang_lands_in_one_topology_domain(apiserver: Cluster, operator: OperatorThread) -> None:
+    """Rack a has one node of 2 GPUs, rack b two such nodes: a gang of two 2-GPU members needs rack b,
+    though first-fit by name would put one member on the node of rack a."""
+    rack = "topology.example.com/rack"
+    names = _setup(apiserver, {"node-a0": 2, "node-b0": 2, "node-b1": 2}, counts=(2,),
+                   labels={"node-a0": {rack: "a"}, "node-b0": {rack: "b"}, "node-b1": {rack: "b"}})
+    apiserver.seed([pod_group("racked", 2, topology=rack)])
+    apiserver.seed([member("r0", "gpus-2", "racked"), member("r1", "gpus-2", "racked")])
+    wait_for(lambda: _all_bound(apiserver, ["r0", "r1"]), what="the gang bound")
+    assert set(_nodes(apiserver, ["r0", "r1"]).values()) == {names["node-b0"], names["node-b1"]}
+
+
+def test_gate_mode_ungates_every_member_after_every_claim_is_written(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    names = _setup(apiserver, {"node-a": 1, "node-b": 1})
+    apiserver.seed([pod_group("gated", 2)])
+    pods = ["g0", "g1"]
+    apiserver.seed([member(p, "gpus-1", "gated", scheduler=None, gate=GATE) for p in pods])
+
+    def ungated() -> bool:
+        return all(not (helpers.pod(apiserver, p)["spec"].get("schedulingGates")) for p in pods)
+
+    wait_for(ungated, what="both members ungated")
+    pinned = {helpers.pod(apiserver, p)["spec"]["nodeSelector"]["kubernetes.io/hostname"] for p in pods}
+    assert pinned == set(names.values())
+    assert len(_allocated(apiserver)) == 2
+    _binds_after_claim_writes(apiserver, "PATCH", f"/api/v1/namespaces/{apiserver.namespace}/pods/g?")
+
+
+def test_a_refused_claim_write_rolls_the_gang_back(
+        apiserver: Cluster, faults: Faults, operator: OperatorThread) -> None:
+    """Every allocation write of the second member's claim is refused (403, as an admission webhook
+    denies it): the first member's claim, written already, is rolled back each time, no member is ever
+    bound, and every member says why; once the writes go through, the whole gang is placed."""
+    _setup(apiserver, {"node-a": 2})
+    rule = faults.next("PUT", f"/apis/resource.k8s.io/v1/namespaces/{apiserver.namespace}/resourceclaims/w1-*/status",
+                       403, times=10_000, message="denied by the injected webhook")
+    apiserver.seed([pod_group("pair", 2)])
+    pods = ["w0", "w1"]
+    apiserver.seed([member(p, "gpus-1", "pair") for p in pods])
+    wait_for(lambda: faults.counters()["rules"].get(str(rule.id), 0) >= 2, what="the write refused twice")
+    sandbox = getattr(apiserver, "server")  # noqa: B009
+    rollbacks = [r for r in sandbox.requests.matching("PUT", STATUS) if "/resourceclaims/w0-" in r.path
+                 and r.status == 200 and b'"allocation"' not in (r.raw or b"")]
+    assert rollbacks, "the first member's claim was never rolled back"
+    wait_for(lambda: not _allocated(apiserver), what="nothing left allocated between attempts")
+    assert not any(_nodes(apiserver, pods).values())
+    assert not sandbox.requests.matching("POST", "*/binding")
+    for p in pods:
+        wait_for(lambda p=p: _says(apiserver, p, "denied by the injected webhook"), what=f"{p} says why")
+    faults.clear()
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang placed once writes go through")
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+    assert len(sandbox.requests.matching("POST", "*/binding")) == 2
+
+
+def test_a_claim_write_of_unknown_outcome_is_read_back_not_rolled_back(
+        apiserver: Cluster, faults: Faults, operator: OperatorThread) -> None:
+    """The second member's allocation is applied but answered 504: the write is read back and counts as
+    done; the gang is placed with each device once."""
+    _setup(apiserver, {"node-a": 2})
+    faults.watch_lag(2.0, path="*resourceclaims*")
+    rule = faults.applied_then("PUT", f"/apis/resource.k8s.io/v1/namespaces/{apiserver.namespace}/resourceclaims/"
+                                      "u1-*/status", 504, times=1)
+    apiserver.seed([pod_group("unsure", 2)])
+    pods = ["u0", "u1"]
+    apiserver.seed([member(p, "gpus-1", "unsure") for p in pods])
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert faults.counters()["rules"].get(str(rule.id)) == 1
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+    assert len(_allocated(apiserver)) == 2
+    _binds_after_claim_writes(apiserver)
+
+
+def test_a_gang_half_written_when_the_operator_died_is_completed_or_rolled_back(
+        apiserver: Cluster, faults: Faults) -> None:
+    """The first operator writes the first member's claim, then every write of the second one fails with an
+    unknown outcome (500) and it dies. A new operator finds the first claim allocated for an unbound
+    member: with its node tainted the gang cannot fit, so the reservation is given back (rolled back);
+    once the taint is gone the gang is completed."""
+    apiserver.seed(crds())
+    names = _setup(apiserver, {"node-a": 2})
+    faults.next("PUT", f"/apis/resource.k8s.io/v1/namespaces/{apiserver.namespace}/resourceclaims/h1-*/status",
+                500, times=10_000)
+    apiserver.seed([pod_group("half", 2)])
+    pods = ["h0", "h1"]
+    first = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        apiserver.seed([member(p, "gpus-1", "half") for p in pods])
+        (written,) = wait_for(lambda: _allocated(apiserver), timeout=60, what="the first member's claim written")
+    finally:
+        first.stop()
+    assert written["metadata"]["name"].startswith("h0-")
+    assert not any(_nodes(apiserver, pods).values())
+    faults.clear()
+    node_path = f"/api/v1/nodes/{names['node-a']}"
+    apiserver.request("PATCH", node_path, {"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}})
+    second = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        wait_for(lambda: not _allocated(apiserver), timeout=60, what="the half-written gang rolled back")
+        for p in pods:
+            wait_for(lambda p=p: _says(apiserver, p, "gang of 2"), what=f"{p} says why")
+        assert not any(_nodes(apiserver, pods).values())
+        apiserver.request("PATCH", node_path, {"spec": {"taints": None}})
+        wait_for(lambda: _all_bound(apiserver, pods), timeout=60, what="the gang completed")
+    finally:
+        second.stop()
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+def test_pods_without_a_schedulinggroup_are_placed_one_by_one_beside_a_waiting_gang(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    _setup(apiserver, {"node-a": 2})
+    apiserver.seed([pod_group("later", 3)])
+    apiserver.seed([member("gang-0", "gpus-1", "later"), cluster.pod("single", template_name="gpus-1")])
+    wait_for(lambda: helpers.node_of(apiserver, "single"), what="the single pod bound")
+    wait_for(lambda: _says(apiserver, "gang-0", "minCount"), what="the member waiting")
+    assert helpers.node_of(apiserver, "gang-0") is None
