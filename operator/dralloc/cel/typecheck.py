@@ -451,11 +451,9 @@ class _Inference:
     def _expr(self, node: lark.Tree[Any], scope: Mapping[str, str]) -> str:
         if len(node.children) != 3:  # an optional element `?e` (the checker placed it)
             return self.infer(node.children[0], scope)
-        condition, left, right = node.children
         kinds = [self.infer(c, scope) for c in node.children]
         if kinds[0] not in (BOOL, *_LOOSE) or _join(kinds[1:]) is None:
-            return self.no_overload("_?_:_", f"({', '.join(kinds)})", self.find("?", condition))
-        del left, right
+            return self.no_overload("_?_:_", f"({', '.join(kinds)})", self.find("?", node.children[0]))
         return cast(str, _join(kinds[1:]))
 
     def _logic(self, node: lark.Tree[Any], scope: Mapping[str, str]) -> str:
