@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+import yaml
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import REPO, Cluster, OperatorThread, crds, operator_settings, wait_for
 
 from dralloc.sandbox import Faults
 
@@ -249,3 +250,32 @@ def test_pods_without_a_schedulinggroup_are_placed_one_by_one_beside_a_waiting_g
     wait_for(lambda: helpers.node_of(apiserver, "single"), what="the single pod bound")
     wait_for(lambda: _says(apiserver, "gang-0", "minCount"), what="the member waiting")
     assert helpers.node_of(apiserver, "gang-0") is None
+
+
+def _readme_example() -> list[Obj]:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### Gangs: PodGroups placed all or nothing"):]
+    block = section[section.index("```yaml\n") + len("```yaml\n"):]
+    return [doc for doc in yaml.safe_load_all(block[:block.index("```")]) if doc]
+
+
+def test_the_readme_example_is_placed_as_it_says(apiserver: Cluster, operator: OperatorThread) -> None:
+    names = _setup(apiserver, {"node-a": 4, "node-b": 4}, counts=())
+    gpu = apiserver.name("gpu")
+    objects = _readme_example()
+    for obj in objects:
+        if obj["kind"] == "ResourceClaimTemplate":
+            for request in obj["spec"]["spec"]["devices"]["requests"]:
+                request["exactly"]["deviceClassName"] = gpu
+    apiserver.seed(objects)
+    pods = [f"worker-{i}" for i in range(4)]
+    wait_for(lambda: _all_bound(apiserver, pods), what="the README's gang bound")
+    where = _nodes(apiserver, pods)
+    assert where["worker-0"] == where["worker-2"] != where["worker-1"] == where["worker-3"]
+    assert set(where.values()) == set(names.values())
+    (event,) = wait_for(lambda: helpers.events(apiserver, "GangPlaced"), what="the GangPlaced Event")
+    short = {node: short for short, node in names.items()}
+    note = event["note"]
+    for node, name in short.items():
+        note = note.replace(node, name)
+    assert note == "gang of 4 placed: worker-0=node-a, worker-1=node-b, worker-2=node-a, worker-3=node-b"
