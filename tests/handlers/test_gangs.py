@@ -279,3 +279,18 @@ def test_the_readme_example_is_placed_as_it_says(apiserver: Cluster, operator: O
     for node, name in short.items():
         note = note.replace(node, name)
     assert note == "gang of 4 placed: worker-0=node-a, worker-1=node-b, worker-2=node-a, worker-3=node-b"
+
+
+def test_a_member_with_a_bad_claim_stops_only_its_gang(apiserver: Cluster, operator: OperatorThread) -> None:
+    """One member's claim names a DeviceClass that does not exist: every member of that gang says so
+    (SchedulerError), nothing of it is reserved, and a pod outside the gang is placed as usual."""
+    _setup(apiserver, {"node-a": 4})
+    apiserver.seed([cluster.template("no-class", device_class=apiserver.name("missing")), pod_group("broken", 2)])
+    apiserver.seed([member("b0", "gpus-1", "broken"), member("b1", "no-class", "broken"),
+                    cluster.pod("single", template_name="gpus-1")])
+    wait_for(lambda: helpers.node_of(apiserver, "single"), what="the pod outside the gang bound")
+    for p in ("b0", "b1"):
+        wait_for(lambda p=p: _says(apiserver, p, apiserver.name("missing")), what=f"{p} names the missing class")
+        assert (_scheduled(apiserver, p) or {}).get("reason") == "SchedulerError"
+    assert helpers.node_of(apiserver, "b0") is None and helpers.node_of(apiserver, "b1") is None
+    assert len(_allocated(apiserver)) == 1

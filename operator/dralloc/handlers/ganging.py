@@ -189,23 +189,42 @@ def _ref(pod: pods.Pod) -> str:
     return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
 
+def _held(rt: Runtime, pending: Sequence[pods.Pod]) -> tuple[tuple[pods.Pod, placement.Item], ...]:
+    """Pending members holding claims allocated and reserved for them (an unfinished earlier attempt)."""
+    held = []
+    for pod in pending:
+        uid = pod.metadata.uid or ""
+        mine = []
+        for claim_key in sorted(rt.cluster.claims_of.get(uid, ())):
+            claim = rt.cluster.claims.get(*claim_key)
+            if claim is not None and claim.status.allocation is not None and any(
+                    r.uid == uid for r in claim.status.reserved_for):
+                mine.append(claim)
+        if mine:
+            held.append((pod, placement.Item(name=_ref(pod), pod=pod, allocated=tuple(mine))))
+    return tuple(held)
+
+
 def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Decided | NotPlaced | None:
     """The gang's placement, without any await; None while a member is not ready (its claims are being
     created, or an earlier write of ours is not observed yet). Raises MemberError for one member's error."""
     namespace, name = key
     ref = f"{namespace or 'default'}/{name}"
     pending = tuple(members.pending)
+    held, any_placed = _held(rt, pending), bool(members.placed)
     group = rt.cluster.pod_groups.get(*key)
     if group is None:
         problem = rt.cluster.pod_groups.problems.get(key)
         if problem is not None:
-            return NotPlaced(key, pending, f"PodGroup {ref} cannot be used: {problem}", "error")
-        return NotPlaced(key, pending, f"waiting for PodGroup {ref} to be created", "waiting")
+            return NotPlaced(key, pending, f"PodGroup {ref} cannot be used: {problem}", "error", None, held,
+                             any_placed)
+        return NotPlaced(key, pending, f"waiting for PodGroup {ref} to be created", "waiting", None, held,
+                         any_placed)
     min_count = group.spec.min_count()
     present = len(pending) + len(members.placed)
     if present < min_count:
         return NotPlaced(key, pending, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
-                                       f"pods (minCount) exist", "waiting")
+                                       f"pods (minCount) exist", "waiting", None, held, any_placed)
     items: list[placement.Item] = []
     for pod in pending:
         try:
@@ -217,9 +236,6 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
         if isinstance(item, str):
             return NotPlaced(key, pending, f"PodGroup {ref}: member {_ref(pod)} cannot be placed: {item}", "unfit")
         items.append(item)
-    held = tuple((pod, item) for pod, item in zip(pending, items, strict=True)
-                 if any(any(r.uid == pod.metadata.uid for r in c.status.reserved_for) for c in item.allocated))
-    any_placed = bool(members.placed)
     first_user: dict[str, str] = {}
     for pod, item in zip(pending, items, strict=True):
         for claim in item.claims:
@@ -332,6 +348,7 @@ async def commit(rt: Runtime, decided: Decided) -> int:
             committing.backoff(rt, member.pod, "bind", result)
     metrics.observe_gang_commit("committed" if placed == len(decided.members) else "incomplete", placed)
     if placed == len(decided.members):
+        rt.gang_messages.pop(decided.key, None)
         where = f" in domain {decided.domain}" if decided.domain is not None else ""
         await _group_event(rt, decided.key, "GangPlaced", "Normal",
                            f"gang of {placed} placed{where}: " + ", ".join(
@@ -417,13 +434,17 @@ async def _after_failure(rt: Runtime, decided: Decided, operation: str, exc: Bas
 # ---- reporting ------------------------------------------------------------------------------
 
 async def report(rt: Runtime, step: NotPlaced, seen: int) -> None:
-    """Every member's PodScheduled says why the gang waits; one Event on the PodGroup per distinct message."""
+    """Every member's PodScheduled says why the gang waits; one Event on the PodGroup per distinct message.
+    A PodGroup that cannot be used (`error`) is an object error: SchedulerError on every member, backed off."""
     for pod in step.who:
-        await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, seen=seen, event=False)
+        if step.result == "error":
+            await scheduling._record_error(rt, pod, scheduling.PodInputError(step.message), seen=seen)
+        else:
+            await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, seen=seen, event=False)
     if rt.gang_messages.get(step.key) != step.message:
         rt.gang_messages[step.key] = step.message
-        await _group_event(rt, step.key, "GangWaiting" if step.result == "waiting" else "GangUnfit", "Warning",
-                           step.message)
+        reason = {"waiting": "GangWaiting", "error": "GangError"}.get(step.result, "GangUnfit")
+        await _group_event(rt, step.key, reason, "Warning", step.message)
 
 
 async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError, seen: int) -> None:

@@ -91,6 +91,7 @@ class Runtime:
         # last message reported on each PodGroup (namespace, name), so it is posted once.
         self.pod_group_resource: Resource | None = None
         self.gang_messages: dict[tuple[str, str], str] = {}
+        self.gangs_committing: set[tuple[str, str]] = set()  # gangs whose writes are in flight: not decided again
         self.eviction_wakeup = asyncio.Event()
         self.health_wakeup = asyncio.Event()
         # Who does the claim lifecycle and taint eviction: dralloc or kube-controller-manager.

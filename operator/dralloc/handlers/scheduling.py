@@ -265,16 +265,18 @@ async def run_pass(rt: Runtime) -> PassResult:
                 return 0
 
     async def commit_gang(decided: ganging.Decided) -> int:
-        async with limit:
-            try:
+        try:
+            async with limit:
                 return await ganging.commit(rt, decided)
-            except Exception as exc:  # a bug of ours in one gang's commit must not end the pass
-                logger.exception("gang %s/%s: committing the placement failed", *decided.key)
-                metrics.observe_object_error("scheduling")
-                for member in decided.members:
-                    committing.release_unsent(rt, member.item)
-                    committing.backoff(rt, member.pod, "claim-status", exc)
-                return 0
+        except Exception as exc:  # a bug of ours in one gang's commit must not end the pass
+            logger.exception("gang %s/%s: committing the placement failed", *decided.key)
+            metrics.observe_object_error("scheduling")
+            for member in decided.members:
+                committing.release_unsent(rt, member.item)
+                committing.backoff(rt, member.pod, "claim-status", exc)
+            return 0
+        finally:
+            rt.gangs_committing.discard(decided.key)
 
     # Gangs (PodGroups with the gang policy): decided whole at their first ready member.
     gang_members = ganging.index_members(rt) if any(ganging.gang_of(rt, p) for p in pods_now) else {}
@@ -286,12 +288,13 @@ async def run_pass(rt: Runtime) -> PassResult:
             continue
         gang = ganging.gang_of(rt, fresh) if gang_members else None
         if gang is not None:
-            if gang in gangs_seen:
-                continue
+            if gang in gangs_seen or gang in rt.gangs_committing:
+                continue  # decided already in this pass, or its writes are still in flight
             gangs_seen.add(gang)
             members = gang_members.get(gang) or ganging.Members(pending=[fresh])
             decided, placer, seen = await _gang(rt, placer, gang, members, seen, result)
             if decided is not None:
+                rt.gangs_committing.add(gang)
                 commits.add(asyncio.create_task(commit_gang(decided)))
             continue
         started = time.perf_counter()
