@@ -143,9 +143,14 @@ def place_gang(
                      allocate_budget=allocate_budget)
     groups = domains_of(nodes, topology_key)
 
+    free_devices: dict[str, int] = {}
+
     def free(node: NodeView) -> int:
-        used, total = usage(snapshot, node, features)
-        return total - used
+        known = free_devices.get(node.name)
+        if known is None:
+            used, total = usage(snapshot, node, features)
+            known = free_devices[node.name] = total - used
+        return known
 
     demand = _demand(members, snapshot, features)
     candidates: list[tuple[str | None, list[NodeView]]] = []
@@ -313,7 +318,8 @@ class _Search:
             key = (j, tuple(sorted(repr(members[i].shape) for i in group)))
             if own[j] and key in known_failures:
                 return None
-            snapshot = self.base.with_allocations(
+            # A node whose pools are all its own sees nothing of the other nodes' members.
+            snapshot = self.base if own[j] else self.base.with_allocations(
                 (r for k, node_results in enumerate(results) if k != j for r in node_results), self.features)
             claims = tuple(c for i in group for c in members[i].claims)
             outcome = self._allocate(snapshot, Member("", claims, None), nodes[j])

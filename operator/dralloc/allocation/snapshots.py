@@ -30,30 +30,36 @@ class DeviceSet(AbstractSet[DeviceID]):
     Placement loops add a claim's devices to the in-use state thousands of times; copying
     a frozenset each time would make a fill-up quadratic. Versions of one set share an
     append-only table (device -> the version that added it): a version sees the devices
-    added at or before it. Only the newest version extends the table in place; any other
-    version that grows, and every removal, copies.
+    added at or before it. Only the newest version extends the table in place. Any other
+    version that grows (a search that goes back and tries again from an earlier state, as
+    gangs do) keeps its additions in a small overlay of its own, copied only once that
+    overlay grows past OVERLAY_MAX; every removal copies.
     """
 
-    __slots__ = ("_added", "_size", "_table", "_version")
+    __slots__ = ("_added", "_extra", "_size", "_table", "_version")
+    OVERLAY_MAX = 4096
 
     def __init__(self, devices: Iterable[DeviceID] = ()) -> None:
         self._table: dict[DeviceID, int] = {d: 0 for d in devices}
         self._version = 0
         self._added = [0]  # the table's newest version, shared by every version of this set
         self._size = len(self._table)
+        self._extra: frozenset[DeviceID] = frozenset()  # this version's own additions (see above)
 
     @classmethod
-    def _view(cls, table: dict[DeviceID, int], version: int, added: list[int], size: int) -> DeviceSet:
+    def _view(cls, table: dict[DeviceID, int], version: int, added: list[int], size: int,
+              extra: frozenset[DeviceID] = frozenset()) -> DeviceSet:
         view = cls.__new__(cls)
-        view._table, view._version, view._added, view._size = table, version, added, size
+        view._table, view._version, view._added, view._size, view._extra = table, version, added, size, extra
         return view
 
     def __contains__(self, device: object) -> bool:
         version = self._table.get(device)  # type: ignore[call-overload]
-        return version is not None and version <= self._version
+        return (version is not None and version <= self._version) or device in self._extra
 
     def __iter__(self) -> Iterator[DeviceID]:
-        return (d for d, v in self._table.items() if v <= self._version)
+        yield from (d for d, v in self._table.items() if v <= self._version)
+        yield from self._extra
 
     def __len__(self) -> int:
         return self._size
@@ -62,15 +68,18 @@ class DeviceSet(AbstractSet[DeviceID]):
         return self._hash()
 
     def with_devices(self, devices: Iterable[DeviceID]) -> DeviceSet:
-        new = [d for d in devices if d not in self]
+        new = set(d for d in devices if d not in self)
         if not new:
             return self
-        if self._added[0] == self._version:
+        if self._added[0] == self._version and not self._extra:
             version = self._version + 1
             for device in new:
                 self._table[device] = version
             self._added[0] = version
-            return DeviceSet._view(self._table, version, self._added, self._size + len(set(new)))
+            return DeviceSet._view(self._table, version, self._added, self._size + len(new))
+        if len(self._extra) + len(new) <= self.OVERLAY_MAX:
+            return DeviceSet._view(self._table, self._version, self._added, self._size + len(new),
+                                   self._extra | new)
         return DeviceSet([*self, *new])
 
     def without(self, devices: Iterable[DeviceID]) -> DeviceSet:
