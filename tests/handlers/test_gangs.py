@@ -294,3 +294,39 @@ def test_a_member_with_a_bad_claim_stops_only_its_gang(apiserver: Cluster, opera
         assert (_scheduled(apiserver, p) or {}).get("reason") == "SchedulerError"
     assert helpers.node_of(apiserver, "b0") is None and helpers.node_of(apiserver, "b1") is None
     assert len(_allocated(apiserver)) == 1
+
+
+def test_a_podgroup_claim_is_allocated_once_and_reserved_for_the_group(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """A claim the PodGroup lists (spec.resourceClaims) and every member lists under the same entry: a
+    network-attached device (allNodes), allocated once with the gang, reserved for the PodGroup, while
+    the members spread over two nodes of one GPU each."""
+    _setup(apiserver, {"node-a": 1, "node-b": 1})
+    fabric, driver = apiserver.name("fabric"), "fabric.example.com"
+    apiserver.seed([
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": fabric},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": apiserver.name("fabric")},
+         "spec": {"driver": driver, "allNodes": True,
+                  "pool": {"name": apiserver.name("fabric"), "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "link-0"}, {"name": "link-1"}]}},
+        cluster.claim("group-link", device_class=fabric),
+    ])
+    group = pod_group("linked", 2)
+    group["spec"]["resourceClaims"] = [{"name": "shared", "resourceClaimName": "group-link"}]
+    apiserver.seed([group])
+    pods = ["l0", "l1"]
+    objs = []
+    for p in pods:
+        obj = cluster.pod(p, template_name="gpus-1", claim_name="group-link")
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "linked"}
+        objs.append(obj)
+    apiserver.seed(objs)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert len(set(_nodes(apiserver, pods).values())) == 2
+    link = helpers.claim(apiserver, "group-link")
+    stored = apiserver.get("scheduling.k8s.io/v1beta1", "PodGroup", "linked", apiserver.namespace) or {}
+    assert link["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                              "name": "linked", "uid": stored["metadata"]["uid"]}]
+    assert len(link["status"]["allocation"]["devices"]["results"]) == 1
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}

@@ -53,9 +53,21 @@ cannot be read, a class that does not exist, CEL that fails) is reported on that
 (`SchedulerError`) and on the others as the reason the gang waits; nothing else of the
 pass is affected.
 
-Not supported yet: a claim shared by several members and not allocated yet, and so
-PodGroup-level ResourceClaims (DRAWorkloadResourceClaims: reservedFor the PodGroup); such a
-gang is reported unschedulable with that reason.
+PodGroup claims (DRAWorkloadResourceClaims): a claim in the PodGroup's `spec.resourceClaims`
+by `resourceClaimName`, listed by members under the same entry, is allocated once, with the
+first member that lists it, and reserved for the PodGroup (`reservedFor: {apiGroup:
+scheduling.k8s.io, resource: podgroups, name, uid}`), not for pods. Its devices must be
+usable from every member's node: after the search, the allocation's node selector is checked
+against each member's node, and a gang that fails the check is reported unfit. Network-attached
+devices (allNodes, node selectors spanning the members' nodes) suit any placement; node-local
+ones only a gang the search happens to put where they are (the search itself does not steer
+members to them). An allocated PodGroup claim holds every member to the nodes it can be used
+from (the Placer's node fit).
+
+Not supported yet: PodGroup claims from a template (`resourceClaimTemplateName`: their claim
+is named in the PodGroup's status by a controller dralloc does not run), and a claim that
+several members list without the PodGroup listing it, not allocated yet; such a gang is
+reported unschedulable with that reason.
 """
 
 from __future__ import annotations
@@ -67,7 +79,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dralloc import metrics
-from dralloc.allocation import gangs
+from dralloc.allocation import gangs, nodeaffinity
 from dralloc.allocation.pools import NodeView
 from dralloc.handlers import committing, scheduling
 from dralloc.handlers.runtime import Runtime
@@ -162,6 +174,14 @@ class Decided:
     members: tuple[Member, ...]
     steps: int
     domain: str | None
+    group_ref: Raw | None = None  # the PodGroup's reservedFor entry
+    group_claims: frozenset[str] = frozenset()  # uids of the PodGroup's claims: reserved for the group
+
+    def consumer(self, member: Member, claim: model_claims.ResourceClaim) -> Raw:
+        """Whom the claim is reserved for: the PodGroup for its own claims, else the member."""
+        if self.group_ref is not None and (claim.metadata.uid or "") in self.group_claims:
+            return self.group_ref
+        return committing.pod_ref(member.pod)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +191,8 @@ class NotPlaced:
     message: str
     result: str  # a metrics.GANG_RESULTS label
     steps: int | None = None
-    # Members holding reservations from an earlier, unfinished attempt (to give back when nothing is bound).
-    held: tuple[tuple[pods.Pod, placement.Item], ...] = ()
+    # Reservations of an earlier, unfinished attempt (claim, consumer uid): given back when nothing is bound.
+    held: tuple[tuple[model_claims.ResourceClaim, str], ...] = ()
     any_placed: bool = False
 
 
@@ -189,19 +209,17 @@ def _ref(pod: pods.Pod) -> str:
     return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
 
-def _held(rt: Runtime, pending: Sequence[pods.Pod]) -> tuple[tuple[pods.Pod, placement.Item], ...]:
-    """Pending members holding claims allocated and reserved for them (an unfinished earlier attempt)."""
+def _held(rt: Runtime, pending: Sequence[pods.Pod], group_uid: str | None = None
+          ) -> tuple[tuple[model_claims.ResourceClaim, str], ...]:
+    """Claims allocated and reserved for a pending member (or for the PodGroup) by an unfinished earlier
+    attempt, each with the consumer uid to give back."""
     held = []
-    for pod in pending:
-        uid = pod.metadata.uid or ""
-        mine = []
+    for uid in [*(pod.metadata.uid or "" for pod in pending), *([group_uid] if group_uid else [])]:
         for claim_key in sorted(rt.cluster.claims_of.get(uid, ())):
             claim = rt.cluster.claims.get(*claim_key)
             if claim is not None and claim.status.allocation is not None and any(
                     r.uid == uid for r in claim.status.reserved_for):
-                mine.append(claim)
-        if mine:
-            held.append((pod, placement.Item(name=_ref(pod), pod=pod, allocated=tuple(mine))))
+                held.append((claim, uid))
     return tuple(held)
 
 
@@ -211,8 +229,9 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
     namespace, name = key
     ref = f"{namespace or 'default'}/{name}"
     pending = tuple(members.pending)
-    held, any_placed = _held(rt, pending), bool(members.placed)
     group = rt.cluster.pod_groups.get(*key)
+    held = _held(rt, pending, group.metadata.uid if group is not None else None)
+    any_placed = bool(members.placed)
     if group is None:
         problem = rt.cluster.pod_groups.problems.get(key)
         if problem is not None:
@@ -236,6 +255,25 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
         if isinstance(item, str):
             return NotPlaced(key, pending, f"PodGroup {ref}: member {_ref(pod)} cannot be placed: {item}", "unfit")
         items.append(item)
+    # The PodGroup's own claims (spec.resourceClaims by resourceClaimName, listed by the members under
+    # the same entry): allocated once, with the first member that lists it, and reserved for the PodGroup.
+    own_names = {(e.name, e.resource_claim_name) for e in group.spec.resource_claims if e.resource_claim_name}
+    group_claims: set[str] = set()
+    for index, (pod, item) in enumerate(zip(pending, items, strict=True)):
+        mine = {entry.resource_claim_name for entry in pod.spec.resource_claims
+                if (entry.name, entry.resource_claim_name) in own_names}
+        if not mine:
+            continue
+        keep = []
+        for claim in item.claims:
+            uid = claim.metadata.uid or ""
+            if claim.metadata.name not in mine:
+                keep.append(claim)
+            elif uid not in group_claims:
+                group_claims.add(uid)
+                keep.append(claim)  # the first member listing it allocates it
+        group_claims.update(c.metadata.uid or "" for c in item.allocated if c.metadata.name in mine)
+        items[index] = dataclasses.replace(item, claims=tuple(keep))
     first_user: dict[str, str] = {}
     for pod, item in zip(pending, items, strict=True):
         for claim in item.claims:
@@ -285,7 +323,33 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
                              held, any_placed)
         usage.add(requests)
         decided.append(Member(pod, item, placement.Placement(assignment.node, assignment.results)))
-    return Decided(key, tuple(decided), outcome.steps, outcome.domain)
+    unusable = _group_claims_unusable(placer, decided, group_claims)
+    if unusable is not None:
+        return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: {unusable}", "unfit", outcome.steps,
+                         held, any_placed)
+    return Decided(key, tuple(decided), outcome.steps, outcome.domain, group.consumer_reference(),
+                   frozenset(group_claims))
+
+
+def _group_claims_unusable(placer: placement.Placer, decided: Sequence[Member], group_claims: set[str]) -> str | None:
+    """A PodGroup claim is allocated with the first member that lists it; every member must be on a node
+    its devices are usable from (the allocation's node selector: network-attached devices suit all)."""
+    for member in decided:
+        for claim, result in zip(member.item.claims, member.placement.results, strict=True):
+            if (claim.metadata.uid or "") not in group_claims or result.node_selector is None:
+                continue
+            for other in decided:
+                view = placer.views[placer.index[other.placement.node]]
+                try:
+                    usable = nodeaffinity.selector_matches(result.node_selector, view.name, view.labels)
+                except ValueError:
+                    usable = False
+                if not usable:
+                    return (f"PodGroup claim {claim.ref()} would get devices usable only from node(s) of "
+                            f"{member.placement.node}'s selector, and member {_ref(other.pod)} would run on "
+                            f"{other.placement.node} (a PodGroup claim of node-local devices needs every member "
+                            "on a node that can use them)")
+    return None
 
 
 def reserve(rt: Runtime, placer: placement.Placer, decided: Decided) -> None:
@@ -306,19 +370,20 @@ def reserve(rt: Runtime, placer: placement.Placer, decided: Decided) -> None:
 async def commit(rt: Runtime, decided: Decided) -> int:
     """Write the gang: every claim first, then every bind. The number of members placed."""
     ref = f"{decided.key[0] or 'default'}/{decided.key[1]}"
-    written: list[tuple[model_claims.ResourceClaim, pods.Pod]] = []  # claims this commit changed, in order
+    written: list[tuple[model_claims.ResourceClaim, str]] = []  # claims changed (and for whom), in order
     operation = "claim-status"
     try:
         for member in decided.members:
-            me = committing.pod_ref(member.pod)
             for claim, allocation in zip(member.item.claims, member.placement.results, strict=True):
+                consumer = decided.consumer(member, claim)
                 await committing._protect(rt, claim)
-                written.append((claim, member.pod))  # from here on it may be written: rolled back if needed
-                await committing._allocate(rt, claim, allocation, me)
+                written.append((claim, consumer["uid"]))  # from here on it may be written: rolled back if needed
+                await committing._allocate(rt, claim, allocation, consumer)
             for claim in member.item.allocated:
-                if not any(r.uid == member.pod.metadata.uid for r in claim.status.reserved_for):
-                    written.append((claim, member.pod))
-                await committing._reserve_shared(rt, claim, me)
+                consumer = decided.consumer(member, claim)
+                if not any(r.uid == consumer["uid"] for r in claim.status.reserved_for):
+                    written.append((claim, consumer["uid"]))
+                await committing._reserve_shared(rt, claim, consumer)
     except committing.Refused as exc:
         _release(rt, decided)
         undone = await _roll_back(rt, written)
@@ -378,12 +443,12 @@ async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
     return True
 
 
-async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceClaim, pods.Pod]]) -> int:
+async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceClaim, str]]) -> int:
     """Undo this gang's claim writes: the member's reservation removed, and the allocation with it when
     nobody else holds the claim. Each write is conditioned on the claim's version; a conflict or an
     unknown outcome reads the claim back and looks again. The number of claims known to be undone."""
     undone = 0
-    for claim, pod in reversed(written):
+    for claim, consumer in reversed(written):
         namespace, name = claim.metadata.namespace or "", claim.metadata.name
         for _ in range(committing.RESENDS + 1):
             raw = rt.cluster.claims.raw(namespace, name)
@@ -392,10 +457,10 @@ async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceC
                 break
             status = dict(raw.get("status") or {})
             reserved = list(status.get("reservedFor") or [])
-            if not any(r.get("uid") == pod.metadata.uid for r in reserved):
+            if not any(r.get("uid") == consumer for r in reserved):
                 undone += 1  # not written after all (or already undone)
                 break
-            keep = [r for r in reserved if r.get("uid") != pod.metadata.uid]
+            keep = [r for r in reserved if r.get("uid") != consumer]
             if keep:
                 status["reservedFor"] = keep
             else:
@@ -403,7 +468,7 @@ async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceC
                     status.pop(field, None)
             try:
                 await committing.write_claim_status(rt, claim, status)
-                logger.info("claim=%s/%s: rolled back (gang write refused)", namespace, name)
+                logger.info("claim=%s/%s: reservation for %s rolled back", namespace, name, consumer)
                 undone += 1
                 break
             except kube_errors.KubeError as exc:
@@ -477,10 +542,10 @@ async def give_back(rt: Runtime, step: NotPlaced) -> bool:
     back). True when something was given back (the gang is retried on the next pass)."""
     if not step.held or step.any_placed:
         return False
-    released = False
-    for pod, item in step.held:
-        released = await scheduling._roll_back_partial(rt, pod, item) or released
-    if released:
-        logger.info("gang %s/%s: rolled back the reservations of an unfinished attempt (it no longer fits)",
-                    *step.key)
-    return released
+    undone = await _roll_back(rt, step.held)
+    logger.info("gang %s/%s: gave back %d of %d reservation(s) of an unfinished attempt (%s)", *step.key, undone,
+                len(step.held), step.message)
+    if undone < len(step.held):
+        for pod in step.who:
+            committing.backoff(rt, pod, "claim-status", RuntimeError("giving back reservations failed"))
+    return True
