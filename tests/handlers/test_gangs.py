@@ -69,8 +69,15 @@ def _allocated(server: Cluster) -> list[Obj]:
 
 
 def _binds_after_claim_writes(server: Cluster, writes: str = "POST", what: str = "*/pods/*/binding") -> None:
-    """No member was bound (or ungated) before the last allocation write of the gang."""
-    sandbox = getattr(server, "server")  # noqa: B009
+    """No member was bound (or ungated) before the last allocation write of the gang.
+
+    Read from the sandbox's request log; a real cluster keeps none, so there the rest of the
+    test (every member bound, each device in one claim) is what it shows, and the order is
+    shown by the same test on the sandbox, which runs the same operator code.
+    """
+    sandbox = getattr(server, "server", None)
+    if sandbox is None:
+        return
     log = sandbox.requests.all()
     allocations = [i for i, r in enumerate(log) if r.method == "PUT" and fnmatch.fnmatchcase(r.path, STATUS)
                    and r.status < 300]
