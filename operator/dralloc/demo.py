@@ -203,6 +203,40 @@ def render(results: Sequence[PodOutcome], out: TextIO) -> None:
     out.flush()
 
 
+GANG_EVENT_WAIT = 3.0  # seconds render_gangs waits for a placed gang's Event
+
+
+def render_gangs(server: ThreadedApiServer, examples: Sequence[Obj], out: TextIO) -> None:
+    """Each PodGroup of the examples: its members, and how dralloc placed them (its GangPlaced
+    or GangUnfit Event), so the demo shows a gang placed as one."""
+    groups = [(o["metadata"].get("namespace") or "default", o["metadata"]["name"])
+              for o in examples if o.get("kind") == "PodGroup"]
+    if not groups:
+        return
+    out.write("\nGANGS (PodGroups: all members placed together, or none)\n")
+
+    def decisions() -> list[Obj]:
+        return [e for e in server.list_objects("events.k8s.io/v1", "Event")
+                if (e.get("regarding") or {}).get("kind") == "PodGroup" and e.get("reason") in ("GangPlaced", "GangUnfit")]
+
+    # The Event follows the binds by a moment: wait a little for every group's.
+    deadline = time.monotonic() + GANG_EVENT_WAIT
+    events = decisions()
+    while len({(e.get("regarding") or {}).get("name") for e in events}) < len(groups) and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        events = decisions()
+    for namespace, name in groups:
+        members = [o["metadata"]["name"] for o in examples if o.get("kind") == "Pod"
+                   and ((o.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name
+                   and (o["metadata"].get("namespace") or "default") == namespace]
+        said = [e for e in events if (e.get("regarding") or {}).get("name") == name
+                and ((e.get("regarding") or {}).get("namespace") or namespace) == namespace]
+        latest = said[-1] if said else None
+        what = f"{latest['reason']}: {latest.get('note', '')}" if latest else "(not decided yet)"
+        out.write(f"  {namespace}/{name} ({len(members)} pods: {', '.join(members)})\n    {what}\n")
+    out.flush()
+
+
 def wait_until_placed(server: ThreadedApiServer, pods: Sequence[tuple[str, str]], timeout: float,
                       operator: running.OperatorThread, stop: threading.Event) -> list[PodOutcome]:
     """Poll until every pod is placed, the timeout passes, the operator dies, or the user interrupts."""
@@ -324,6 +358,7 @@ def _run(options: Options, out: TextIO) -> int:
             out.flush()
             results = wait_until_placed(server, pods, options.timeout, operator, stop)
             render(results, out)
+            render_gangs(server, examples, out)
             if not operator.alive:
                 sys.stderr.write(f"dralloc demo: the operator stopped: {operator.error!r}\n")
             all_placed = all(r.placed for r in results)

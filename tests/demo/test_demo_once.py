@@ -41,6 +41,9 @@ def test_demo_once_places_every_pod(tmp_path: pathlib.Path) -> None:
             f"{name} is not in the table with a node and its claim:\n{done.stdout}")
     assert f"{len(pods)} of {len(pods)} demo pods placed" in done.stdout
     assert "NOT PLACED" not in done.stdout
+    # The training workers are one PodGroup gang, placed as one in one zone.
+    assert re.search(r"^  dralloc-demo/llm-finetune \(4 pods: trainer-0, trainer-1, trainer-2, trainer-3\)\n"
+                     r"    GangPlaced: gang of 4 placed in domain zone-\d: ", done.stdout, re.MULTILINE), done.stdout
 
 
 def test_demo_once_fails_and_explains_when_a_pod_does_not_fit(tmp_path: pathlib.Path) -> None:

@@ -43,7 +43,7 @@ from dralloc.sandbox import demo_objects, seeds
 Obj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
 CLUSTER_KINDS = {"Node", "ResourceSlice", "DeviceClass"}
-NAMESPACED_KINDS = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
+NAMESPACED_KINDS = {"Pod", "ResourceClaim", "ResourceClaimTemplate", "PodGroup"}
 # The demo's classes: the driver each selects and, for the GPU driver, the device `type` attribute.
 CLASSES = {"gpu": (seeds.GPU_DRIVER, "gpu"), "gpu-partition": (seeds.GPU_DRIVER, "partition"),
            "nic": (seeds.NIC_DRIVER, None)}
