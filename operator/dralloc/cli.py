@@ -52,14 +52,19 @@ def _add_allocate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("-o", "--output", default="table", choices=("json", "yaml", "table"), help="output format")
 
 
-def _feature_flags(p: argparse.ArgumentParser) -> None:
+def _feature_flags(p: argparse.ArgumentParser, *, discover: bool = False) -> None:
     # The choices are spelled here, not imported, so that `--help` loads no allocation code;
-    # test_cli checks they equal allocation.features.RELEASES.
+    # test_allocate_command checks they equal allocation.features.RELEASES.
     p.add_argument("--features", default="", metavar="GATE=true,...",
                    help="DRA feature gates; gates not named keep their Kubernetes defaults")
-    p.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
-                   help="whose allocator semantics to follow where upstream changed them "
-                   "(docs/allocation.md; default 1.37)")
+    if discover:
+        p.add_argument("--kubernetes-version", default="auto", choices=("auto", "1.36", "1.37"),
+                       help="whose allocator semantics to follow where upstream changed them "
+                       "(docs/allocation.md; default auto: the API server's version, from GET /version)")
+    else:
+        p.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
+                       help="whose allocator semantics to follow where upstream changed them "
+                       "(docs/allocation.md; default 1.37)")
 
 
 def _features(args: argparse.Namespace) -> Features | None:
@@ -155,7 +160,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="pods with this scheduling gate are allocated by us and bound by kube-scheduler")
     p.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
                    help="only handle pods and claims in these namespaces (repeatable; default all)")
-    _feature_flags(p)
+    _feature_flags(p, discover=True)
     p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="Prometheus /metrics port (default 8080, or a free port when 8080 is taken; 0: off)")
@@ -236,6 +241,35 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
     )
 
 
+def _served_release(args: argparse.Namespace) -> str:
+    """--kubernetes-version auto: the API server's release (GET /version), or 1.37 with a warning
+    when the server cannot be asked now (the operator then reports the connection itself)."""
+    import asyncio
+
+    from dralloc.allocation.features import DEFAULT_RELEASE, release_of_server
+    from dralloc.kube import errors as kube_errors
+    from dralloc.kube.session import Session
+
+    async def ask() -> tuple[int, int]:
+        session = await Session.connect(kubeconfig=args.kubeconfig, context=args.context,
+                                        in_cluster=args.in_cluster, request_timeout=10.0)
+        try:
+            return await session.server_minor()
+        finally:
+            await session.close()
+
+    try:
+        major, minor = asyncio.run(ask())
+    except (kube_errors.KubeError, kube_errors.ConfigError) as exc:
+        print(f"dralloc run: --kubernetes-version auto: cannot read the API server's version ({exc}); "
+              f"following {DEFAULT_RELEASE}", file=sys.stderr)
+        return DEFAULT_RELEASE
+    release, warning = release_of_server(major, minor)
+    print(f"dralloc run: the API server is Kubernetes {major}.{minor}: following its allocator ({release})"
+          + (f"; {warning}" if warning else ""), file=sys.stderr)
+    return release
+
+
 def _run_operator(args: argparse.Namespace) -> int:
     import os
 
@@ -243,6 +277,8 @@ def _run_operator(args: argparse.Namespace) -> int:
     from dralloc.handlers import coexisting
     from dralloc.state.leadership import Timing
 
+    if args.kubernetes_version == "auto":
+        args.kubernetes_version = _served_release(args)
     features = _features(args)
     if features is None:
         return 2

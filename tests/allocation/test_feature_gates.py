@@ -135,3 +135,15 @@ class TestUpstreamVariant:
         """As upstream's NewAllocator: the first variant whose supported features cover the gates."""
         assert Features.only([gate]).variant == variant
         assert Features.only([gate]).beyond_stable_channel is True
+
+
+@pytest.mark.parametrize(("version", "release", "warns"), [
+    ((1, 37), "1.37", False), ((1, 36), "1.36", False), ((1, 38), "1.37", True), ((1, 35), "1.36", True)])
+def test_the_release_of_an_api_server(version: tuple[int, int], release: str, warns: bool) -> None:
+    """A server dralloc reproduces is followed as it is; any other by the nearest release, with a warning."""
+    from dralloc.allocation.features import release_of_server
+
+    found, warning = release_of_server(*version)
+    assert (found, warning is not None) == (release, warns)
+    if warning:
+        assert f"Kubernetes {version[0]}.{version[1]}" in warning and release in warning

@@ -217,12 +217,16 @@ class TestKubernetesVersion:
 
     @pytest.mark.parametrize("command", ["allocate", "simulate", "run"])
     def test_choices_are_the_releases_the_allocator_reproduces(self, command: str) -> None:
-        """The flag offers exactly allocation.features.RELEASES, default DEFAULT_RELEASE."""
+        """The flag offers exactly allocation.features.RELEASES, default DEFAULT_RELEASE; `run`
+        also `auto` (its default: the API server's version)."""
         from dralloc.allocation.features import DEFAULT_RELEASE, RELEASES
 
         sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
         flag = next(a for a in sub.choices[command]._actions if a.dest == "kubernetes_version")  # type: ignore[union-attr]
-        assert (tuple(flag.choices), flag.default) == (RELEASES, DEFAULT_RELEASE)
+        if command == "run":
+            assert (tuple(flag.choices), flag.default) == (("auto", *RELEASES), "auto")
+        else:
+            assert (tuple(flag.choices), flag.default) == (RELEASES, DEFAULT_RELEASE)
 
     @pytest.mark.parametrize(("release", "requests"), [("1.36", ["gpu"]), ("1.37", None)])
     def test_a_config_for_every_request_lists_them_only_in_1_36(

@@ -164,6 +164,17 @@ _FIELD_OF: Mapping[str, str] = {
 }
 
 
+def release_of_server(major: int, minor: int) -> tuple[str, str | None]:
+    """The release whose semantics to follow for an API server of this version, and a warning
+    when dralloc does not reproduce that version itself (the nearest one is used)."""
+    wanted = f"{major}.{minor}"
+    if wanted in RELEASES:
+        return wanted, None
+    nearest = RELEASES[0] if (major, minor) < (1, 36) else RELEASES[-1]
+    return nearest, (f"the API server is Kubernetes {wanted}; dralloc reproduces the allocator of "
+                     f"{', '.join(RELEASES)} and follows {nearest}")
+
+
 def parse_gates(text: str) -> dict[str, bool]:
     """Parse `Gate=true,Other=false` (the kube-scheduler --feature-gates syntax)."""
     gates: dict[str, bool] = {}

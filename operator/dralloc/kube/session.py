@@ -173,6 +173,15 @@ class Session:
 
     # ---- discovery --------------------------------------------------------------------------
 
+    async def server_minor(self) -> tuple[int, int]:
+        """(major, minor) of the API server (GET /version; a minor like "37+" counts as 37)."""
+        doc = await self.request("GET", "/version") or {}
+        try:
+            return int(str(doc.get("major", "")).rstrip("+")), int(str(doc.get("minor", "")).rstrip("+"))
+        except ValueError as exc:
+            raise errors.KubeError(0, "BadVersion", f"GET /version: unreadable version "
+                                   f"{doc.get('major')!r}.{doc.get('minor')!r}") from exc
+
     async def served_version(self, group: str, kind_plural: str) -> str | None:
         """The version of `group`/`kind_plural` this server serves, None if none.
 
