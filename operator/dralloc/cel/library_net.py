@@ -284,22 +284,23 @@ def cidr(value: Any) -> CIDR:
     return parse_prefix(_string(value, "cidr"))
 
 
-@operators.propagates_errors
-def isIP(value: Any) -> celtypes.BoolType:
+def _parses(parse: Callable[[str], object], value: Any, function: str) -> celtypes.BoolType:
+    """isIP/isCIDR: whether the string parses (a non-string is still an error)."""
     try:
-        parse_addr(_string(value, "isIP"))
+        parse(_string(value, function))
     except _ParseError:
         return operators.cel_bool(False)
     return operators.cel_bool(True)
+
+
+@operators.propagates_errors
+def isIP(value: Any) -> celtypes.BoolType:
+    return _parses(parse_addr, value, "isIP")
 
 
 @operators.propagates_errors
 def isCIDR(value: Any) -> celtypes.BoolType:
-    try:
-        parse_prefix(_string(value, "isCIDR"))
-    except _ParseError:
-        return operators.cel_bool(False)
-    return operators.cel_bool(True)
+    return _parses(parse_prefix, value, "isCIDR")
 
 
 @operators.propagates_errors
