@@ -172,3 +172,30 @@ class TestNodeAllows:
                                   node_allows=lambda index, n: n.name != "n1")
         assert isinstance(placed, gangs.GangPlaced)
         assert placed.assignments[0].node == "n2"
+
+
+class TestNodeHolds:
+    def test_members_sharing_a_node_must_fit_its_resources_together(self) -> None:
+        """n1 is the tightest node and has GPUs for both singles, but its cpu holds one of them
+        (node_holds): the second goes to n2 instead of the gang being placed onto n1 whole."""
+        snap = cluster(gpus("n1", 0, 0), gpus("n2", 0, 0, 0))
+        placed = gangs.place_gang(snap, [single("a"), single("b")], [node("n1"), node("n2")], features=FEATURES,
+                                  node_holds=lambda indices, n: n.name != "n1" or len(indices) < 2)
+        assert isinstance(placed, gangs.GangPlaced)
+        assert {a.member: a.node for a in placed.assignments} == {"a": "n1", "b": "n2"}
+
+    def test_without_node_holds_both_go_to_the_tightest_node(self) -> None:
+        """The same gang, nothing limiting the node: BinPack keeps both on n1 (what the test above moves)."""
+        snap = cluster(gpus("n1", 0, 0), gpus("n2", 0, 0, 0))
+        placed = gangs.place_gang(snap, [single("a"), single("b")], [node("n1"), node("n2")], features=FEATURES)
+        assert isinstance(placed, gangs.GangPlaced)
+        assert {a.node for a in placed.assignments} == {"n1"}
+
+    def test_the_shape_bound_counts_what_the_nodes_hold(self) -> None:
+        """Six GPUs for three singles, but each node runs one member at most: ruled out by the bound."""
+        snap = cluster(gpus("n1", 0, 0, 0), gpus("n2", 0, 0, 0))
+        outcome = gangs.place_gang(snap, [single("a"), single("b"), single("c")], [node("n1"), node("n2")],
+                                   features=FEATURES, node_holds=lambda indices, n: len(indices) < 2)
+        assert isinstance(outcome, gangs.GangUnfit)
+        assert outcome.attempts[0].reason == "at most 2 of the 3 members like a fit in it, even without the others"
+        assert outcome.steps == 2  # each node tried alone, no search

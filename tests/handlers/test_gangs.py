@@ -139,6 +139,23 @@ def test_a_gang_that_cannot_fit_leaves_nothing_reserved_and_every_member_says_wh
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
 
 
+def test_members_sharing_a_node_fit_its_cpu_together(apiserver: Cluster, operator: OperatorThread) -> None:
+    """node-a (the tightest: 2 GPUs) has cpu for one member, node-b (4 GPUs) for four: the search must
+    not put both members on node-a for its GPUs, it puts the second on node-b (before, the gang was
+    reported unfit after the search had filled node-a)."""
+    gpu = apiserver.name("gpu")
+    names = {short: apiserver.name(short) for short in ("node-a", "node-b")}
+    apiserver.seed([cluster.gpu_class(gpu), cluster.template("gpus-1", device_class=gpu),
+                    cluster.node(names["node-a"], cpu="1"), cluster.gpu_slice(names["node-a"], 2),
+                    cluster.node(names["node-b"], cpu="4"), cluster.gpu_slice(names["node-b"], 4),
+                    pod_group("cpus", 2)])
+    pods = ["c0", "c1"]
+    apiserver.seed([member(p, "gpus-1", "cpus", cpu="1") for p in pods])
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert set(_nodes(apiserver, pods).values()) == set(names.values())
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
 def test_a_gang_lands_in_one_topology_domain(apiserver: Cluster, operator: OperatorThread) -> None:
     """Rack a has one node of 2 GPUs, rack b two such nodes: a gang of two 2-GPU members needs rack b,
     though first-fit by name would put one member on the node of rack a."""

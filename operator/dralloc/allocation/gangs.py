@@ -14,6 +14,10 @@ module decides the whole gang against one snapshot instead:
   device choices on a node are searched jointly), against the snapshot holding the other
   nodes' members. When a member fits nowhere, the search goes back and moves an earlier
   member. Nodes are tried with the fewest free devices first, then by name.
+- *Node resources*: members sharing a node must also fit what the node holds besides devices
+  (its cpu, memory, pods), together: `node_holds` says so for a group of members, checked
+  before the allocator call that would put one more member there, so a gang is never placed
+  onto a node that cannot run all the members given to it.
 - *Symmetry*: members with the same shape (the same claims, up to names) are
   interchangeable, so the k-th of them never goes to a node before the (k-1)-th's: the
   search does not revisit the same placement in another member order.
@@ -45,6 +49,10 @@ from dralloc.model import claims as model_claims
 
 DEFAULT_GANG_BUDGET = 5_000  # allocator calls per gang decision
 NodeAllows = Callable[[int, NodeView], bool]  # (member index, node): may the member run there at all
+# (member indices, node): do these members fit the node's own resources (cpu, memory, pods) together.
+# The caller's node fit, as node_allows is for one member; it must depend only on the members' shapes
+# and the node, so alike members stay interchangeable.
+NodeHolds = Callable[[Sequence[int], NodeView], bool]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,13 +142,14 @@ def place_gang(
     topology_key: str | None = None,
     budget: int = DEFAULT_GANG_BUDGET,
     node_allows: NodeAllows | None = None,
+    node_holds: NodeHolds | None = None,
     greedy: bool = False,
     allocate_budget: int | None = allocation.DEFAULT_BUDGET,
 ) -> GangOutcome:
     """Place every member or none. `greedy` is kube-scheduler's member-by-member way (no going
     back), for comparison: it may miss gangs that fit."""
     search = _Search(snapshot, list(members), features=features, budget=budget, node_allows=node_allows,
-                     allocate_budget=allocate_budget)
+                     node_holds=node_holds, allocate_budget=allocate_budget)
     groups = domains_of(nodes, topology_key)
 
     free_devices: dict[str, int] = {}
@@ -206,12 +215,13 @@ def _demand(members: Sequence[Member], snapshot: Snapshot, features: Features) -
 
 class _Search:
     def __init__(self, snapshot: Snapshot, members: list[Member], *, features: Features, budget: int,
-                 node_allows: NodeAllows | None, allocate_budget: int | None) -> None:
+                 node_allows: NodeAllows | None, node_holds: NodeHolds | None, allocate_budget: int | None) -> None:
         self.base = snapshot
         self.members = members
         self.features = features
         self.budget = budget
         self.node_allows = node_allows
+        self.node_holds = node_holds
         self.allocate_budget = allocate_budget
         self.steps = 0
         self.attempt = DomainAttempt(None, 0, None, "")
@@ -226,6 +236,10 @@ class _Search:
                                        budget=self.allocate_budget, explain=False)
         except errors.InvalidPoolOnNodeError:
             return None  # upstream's ErrFailedAllocationOnNode: not this node
+
+    def _holds(self, indices: Sequence[int], node: NodeView) -> bool:
+        """The members fit the node's cpu/memory/pods together (one member alone: node_allows said so)."""
+        return len(indices) < 2 or self.node_holds is None or self.node_holds(indices, node)
 
     def _fits_alone(self, nodes: list[NodeView]) -> list[list[int]] | DomainAttempt:
         """Per member, the nodes it fits on alone; or why the domain is ruled out (the bound: a
@@ -273,7 +287,8 @@ class _Search:
                     total = wanted
                     break
                 held = 1  # fits alone (it is in `alone`)
-                while held < wanted - total and isinstance(self._allocate(self.base, Member(
+                while held < wanted - total and self._holds(indices[:held + 1], node) and isinstance(
+                        self._allocate(self.base, Member(
                         "", tuple(c for i in indices[:held + 1] for c in self.members[i].claims), None), node),
                         outcomes.Allocated):
                     held += 1
@@ -308,13 +323,16 @@ class _Search:
         deepest: list[int] = [0]
 
         def try_on(index: int, j: int) -> tuple[model_claims.AllocationResult, ...] | None:
+            group = [*on_node[j], index]
+            # Before any allocator call: the node's own resources do not depend on devices.
+            if not self._holds(group, nodes[j]):
+                return None
             if greedy:
                 # kube-scheduler's way: earlier members' devices stay as they were chosen.
                 fixed = self.base.with_allocations((r for node_results in results for r in node_results),
                                                    self.features)
                 outcome = self._allocate(fixed, members[index], nodes[j])
                 return (*results[j], *outcome.results) if isinstance(outcome, outcomes.Allocated) else None
-            group = [*on_node[j], index]
             key = (j, tuple(sorted(repr(members[i].shape) for i in group)))
             if own[j] and key in known_failures:
                 return None

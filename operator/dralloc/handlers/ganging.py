@@ -17,8 +17,10 @@ priority, then age) and decides it whole, without an await:
    minCount that exist are placed too.
 3. *Decide* with `allocation.gangs.place_gang` against the pass's snapshot (ledger
    included), `node_allows` being the Placer's node fit for each member (selectors,
-   affinity, taints, resources, shared claims' node selectors); then check that members
-   sharing a node also fit its cpu/memory/pods together.
+   affinity, taints, resources, shared claims' node selectors) and `node_holds` the same
+   resource fit for the members the search puts on one node together (their cpu, memory
+   and pods summed over what the node runs already), so the search moves a member on
+   rather than filling a node past its resources.
 4. *Reserve* every member's allocations in the placer and the ledger at once.
 
 The writes then follow (`commit`), in an order that never leaves a member bound while
@@ -298,9 +300,22 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
             return False
         return placer.misfit(items[index], j) is None
 
+    requests = [nodefit.pod_requests(pod) for pod in pending]
+
+    def holds(indices: Sequence[int], view: NodeView) -> bool:
+        # Each member alone fits (allows); together they add up on the node's cpu/memory/pods.
+        j = placer.index[view.name]
+        shared = placer.usage[j]
+        usage = nodefit.NodeUsage(dict(shared.requests), shared.pods)
+        for i in indices:
+            if nodefit.misfit(pending[i], placer.nodes[j], usage, requests[i], dra_backed=placer.dra_backed):
+                return False
+            usage.add(requests[i])
+        return True
+
     gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, items, strict=True)]
     outcome = gangs.place_gang(placer.snapshot, gang, placer.views, features=placer.features, topology_key=topology,
-                               node_allows=allows, allocate_budget=placer.budget)
+                               node_allows=allows, node_holds=holds, allocate_budget=placer.budget)
     if isinstance(outcome, gangs.GangBudgetExhausted):
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the search gave up after "
                                        f"{outcome.steps} allocator calls", "budget-exhausted", outcome.steps,
@@ -308,21 +323,8 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
     if isinstance(outcome, gangs.GangUnfit):
         return NotPlaced(key, pending, f"PodGroup {ref}: {outcome.message(len(gang))}", "unfit", outcome.steps,
                          held, any_placed)
-    decided: list[Member] = []
-    together: dict[int, nodefit.NodeUsage] = {}
-    for pod, item, assignment in zip(pending, items, outcome.assignments, strict=True):
-        j = placer.index[assignment.node]
-        # place_gang checks each member's node fit alone: members sharing a node must fit it together.
-        shared = placer.usage[j]
-        usage = together.setdefault(j, nodefit.NodeUsage(dict(shared.requests), shared.pods))
-        requests = nodefit.pod_requests(pod)
-        reason = nodefit.misfit(pod, placer.nodes[j], usage, requests, dra_backed=placer.dra_backed)
-        if reason is not None:
-            return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the members placed together on "
-                                           f"node {assignment.node} do not fit it: {reason}", "unfit", outcome.steps,
-                             held, any_placed)
-        usage.add(requests)
-        decided.append(Member(pod, item, placement.Placement(assignment.node, assignment.results)))
+    decided = [Member(pod, item, placement.Placement(assignment.node, assignment.results))
+               for pod, item, assignment in zip(pending, items, outcome.assignments, strict=True)]
     unusable = _group_claims_unusable(placer, decided, group_claims)
     if unusable is not None:
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: {unusable}", "unfit", outcome.steps,
