@@ -58,8 +58,17 @@ def _select(series: Series, selector: str) -> Iterator[tuple[frozenset[tuple[str
 
 
 def evaluate(expr: str, before: tuple[float, Series], after: tuple[float, Series]) -> dict[frozenset[tuple[str, str]], float]:
-    """The alert's result vector: the groups for which the comparison holds, with their values."""
-    found = EXPRESSION.match(" ".join(expr.split()))
+    """The alert's result vector: the groups for which the comparison holds, with their values.
+
+    `A + B > x` (two ungrouped aggregations summed) is `A > x` or'ed with `B > x` for non-negative
+    A and B when x is 0, the only way the rules use it."""
+    flat = " ".join(expr.split())
+    if " + " in flat:
+        parts, comparison = flat.rsplit(")", 1)[0] + ")", flat.rsplit(")", 1)[1]
+        assert comparison.strip() == "> 0", f"expression not understood by the test's evaluator: {expr}"
+        total = sum(v for part in parts.split(" + ") for v in evaluate(f"{part} >= 0", before, after).values())
+        return {frozenset(): total} if total > 0 else {}
+    found = EXPRESSION.match(flat)
     assert found, f"expression not understood by the test's evaluator: {expr}"
     inner = found["inner"].strip()
     rate = RATE.match(inner)
