@@ -130,9 +130,12 @@ class AllocatedState:
         if not extra.shared:
             return AllocatedState(self.exclusive.with_devices(extra.exclusive), self.shared,
                                   self.consumed_capacity, self.share_counts)
-        consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
+        # A shallow copy, and a new inner mapping only for the devices these results touch: a
+        # fill-up run of shares commits thousands of times, and copying every device's totals
+        # each time made it quadratic (half of a 1,213-node trace run).
+        consumed = dict(self.consumed_capacity)
         for device_id, totals in extra.consumed_capacity.items():
-            mine = consumed.setdefault(device_id, {})
+            mine = consumed[device_id] = dict(consumed.get(device_id, {}))
             for name, value in totals.items():
                 mine[name] = mine.get(name, Fraction(0)) + value
         counts = dict(self.share_counts)
@@ -144,9 +147,9 @@ class AllocatedState:
     def minus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state after these allocation results were released (deallocation)."""
         gone = AllocatedState.from_results(results, features)
-        consumed = {k: dict(v) for k, v in self.consumed_capacity.items()}
+        consumed = dict(self.consumed_capacity)  # shallow, as in `plus`
         for device_id, totals in gone.consumed_capacity.items():
-            mine = consumed.get(device_id, {})
+            mine = consumed[device_id] = dict(consumed.get(device_id, {}))
             for name, value in totals.items():
                 mine[name] = mine.get(name, Fraction(0)) - value
         counts = dict(self.share_counts)

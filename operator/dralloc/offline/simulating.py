@@ -63,6 +63,7 @@ class ItemResult:
     placement: placement.Placement | None
     reason: str = ""
     error: bool = False  # not placed because the item itself is invalid (bad class, CEL, ...)
+    budget_exhausted: bool = False  # not placed, and the search budget ran out on some node
 
 
 def _ref(obj: Object) -> str:
@@ -390,7 +391,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
                 continue  # allocated earlier in this run, as a pod's shared claim
             item = placement.Item(name=obj.metadata.name, claims=(current,))
         try:
-            decision = placer.place(item)
+            decision = placer.place(item, explain=False)
         except errors.AllocationInputError as exc:
             # One invalid item (unknown class, bad CEL, ...) must not stop the others.
             results.append(ItemResult(item, None, f"error: {exc}", error=True))
@@ -404,9 +405,16 @@ def place_workload(placer: placement.Placer, workload: list[object],
                         update={"status": claim.status.model_copy(update={"allocation": result})})
             results.append(ItemResult(item, decision))
         else:
-            results.append(ItemResult(item, None, allocating.offline_wording(decision.message(), request.budget)))
+            results.append(ItemResult(item, None, "", budget_exhausted=decision.budget_exhausted))
         progress.update(done + 1)
     progress.close()
+    # Reasons at the end, not when each item failed: items only ever add allocations here, so an
+    # item that did not fit then does not fit now, and items of one shape share one explanation
+    # of the final state instead of one per change in between (half the run otherwise).
+    for entry in results:
+        if entry.placement is None and not entry.error:
+            explanation = placer.explanation(entry.item, budget_exhausted=entry.budget_exhausted)
+            entry.reason = allocating.offline_wording(explanation.message(), request.budget)
     return results
 
 

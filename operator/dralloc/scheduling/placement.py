@@ -63,6 +63,7 @@ class NoPlacement:
 
     reasons: tuple[tuple[str, tuple[str, ...]], ...]
     budget_exhausted: bool = False
+    explained: bool = True  # False: `place(..., explain=False)` left the reasons out
 
     def message(self, limit: int = 5) -> str:
         parts = []
@@ -294,7 +295,14 @@ class Placer:
             return "a shared claim is allocated for other nodes"
         return None
 
-    def place(self, item: Item) -> Placement | NoPlacement:
+    def place(self, item: Item, *, explain: bool = True) -> Placement | NoPlacement:
+        """The item's placement, or why there is none.
+
+        `explain=False` leaves the reasons out (a NoPlacement with none, `explained` False):
+        explaining runs the allocator with reasons on every node, as costly as the search
+        itself; a caller that only adds placements (simulate) explains the items left over
+        at the end with `explanation`, which is still true then (the free set only shrank).
+        """
         shape = self._shapes.of(item)
         if self.policy == "first-fit" and shape in self._shapes.family:
             self._advance(shape)  # a smaller count of its family may have failed on the next nodes
@@ -322,6 +330,14 @@ class Placer:
                 exhausted = True  # not a proven failure: do not remember it
                 continue
             self._record_failure(shape, index, proven=True)
+        if not explain:
+            return NoPlacement((), exhausted, explained=False)
+        return self.explanation(item, budget_exhausted=exhausted)
+
+    def explanation(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
+        """`explain`, remembered per shape until the cluster changes (shared by items of one shape)."""
+        shape = self._shapes.of(item)
+        exhausted = budget_exhausted
         cached = self._explained.get(shape)
         if cached is not None and cached[0] == self._changes and cached[2].budget_exhausted == exhausted:
             return _renamed(cached[2], cached[1], item)
