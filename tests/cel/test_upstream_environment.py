@@ -1,7 +1,7 @@
 """dralloc's CEL environment answers as upstream's (Kubernetes 1.37, the allocator's stored
 expressions environment), case by case.
 
-upstream_1_37.json holds selectors over the IP/CIDR, sets, optional, strings (format,
+upstream_1_37.json holds selectors over the IP/CIDR, URLs, Format, sets, optional, strings (format,
 strings.quote), lists-extension and two-variable-comprehension libraries, type errors the
 checker reports at compile time, and runtime errors, each with the answer upstream's
 allocator v0.37.2 gave for it on the file's device (true / false / the compile or runtime
@@ -74,7 +74,8 @@ def test_the_table_covers_each_library() -> None:
     answers: dict[str, set[str]] = {}
     for case in _DATA["cases"]:
         for marker in ("cidr(", "ip(", "sets.", ".?", "optional.", "format(", "strings.quote", "transform",
-                       "existsOne", ".sort", "lists.range", "flatten"):
+                       "existsOne", ".sort", "lists.range", "flatten", "url(", "isURL(", "getQuery()", "format.named(",
+                       ".validate("):
             if marker in case["expression"]:
                 answers.setdefault(marker, set()).add(case["upstream"].split(":")[0])
     assert {"true", "false"} <= set().union(*answers.values())

@@ -10,6 +10,11 @@ the same limit. cel-go charges every operation (calls, comparisons, each element
 over), so our count is lower: a selector upstream cancels may still finish here, never
 the other way round.
 
+Library calls whose cel-go cost grows with their input are charged what cel-go's
+`library.CostEstimator` charges for them at run time, a lower bound of its total: `url()`
+one string traversal, `<format>.validate(s)` a regular-expression match of the format's
+size (`string_traversal`, `regex_match`).
+
 The budget lives in a context variable set by `evaluation()` around each evaluation
 (`selectors.CompiledSelector.evaluate`), so concurrent evaluations do not share it.
 """
@@ -18,9 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 
 LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost
+# cel-go's common.StringTraversalCostFactor and RegexStringLengthCostFactor.
+STRING_TRAVERSAL_FACTOR = 0.1
+REGEX_LENGTH_FACTOR = 0.25
 
 
 class CostLimitExceeded(Exception):
@@ -58,3 +67,14 @@ def charge(units: int) -> None:
     budget.left -= units
     if budget.left < 0:
         raise CostLimitExceeded
+
+
+def string_traversal(size: int) -> int:
+    """cel-go's cost of reading a string of `size` characters once."""
+    return math.ceil(size * STRING_TRAVERSAL_FACTOR)
+
+
+def regex_match(size: int, pattern_size: int) -> int:
+    """cel-go's cost of matching a string of `size` characters against a pattern of
+    `pattern_size` (one more character, so that an empty string still costs)."""
+    return math.ceil((1 + size) * STRING_TRAVERSAL_FACTOR) * math.ceil(pattern_size * REGEX_LENGTH_FACTOR)

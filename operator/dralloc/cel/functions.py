@@ -19,6 +19,7 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 
 from dralloc.cel import (
+    library_format,
     library_lists,
     library_net,
     library_optional,
@@ -26,6 +27,7 @@ from dralloc.cel import (
     library_semver,
     library_sets,
     library_strings,
+    library_urls,
     operators,
 )
 from dralloc.cel.library_semver import Semver
@@ -84,6 +86,10 @@ def string(value: Any) -> Any:
     """CEL's `string()` conversion, which the IP and CIDR libraries extend to their types."""
     if isinstance(value, library_net.IP | library_net.CIDR):
         return celtypes.StringType(str(value))
+    if isinstance(value, Quantity | Semver | library_urls.URL | library_format.NamedFormat
+                  | library_optional.Optional | list | dict | type(None)):
+        # cel-go has no string() of these (a dyn value reaches here): celpy would print them.
+        raise operators.no_such_overload("string", value)
     return base_functions["string"](value)
 
 
@@ -170,6 +176,8 @@ _OWN: dict[str, Callable[..., Any]] = {
     **library_net.FUNCTIONS,
     **library_sets.FUNCTIONS,
     **library_optional.FUNCTIONS,
+    **library_urls.FUNCTIONS,
+    **library_format.FUNCTIONS,
     "string": string,
     "type": type_of,
     "duration": duration,
@@ -185,7 +193,8 @@ NAMESPACES = frozenset(name.split(".")[0] for name in QUALIFIED_FUNCTIONS)
 # `sign` is a global function upstream (`sign(q)`; its overload is not a member one), unlike
 # the other quantity functions.
 GLOBAL_FUNCTIONS = (_BASE_GLOBALS | {"quantity", "isQuantity", "semver", "isSemver", "sign"}
-                    | library_net.GLOBALS | library_optional.GLOBALS) - QUALIFIED_FUNCTIONS
+                    | library_net.GLOBALS | library_optional.GLOBALS | library_urls.GLOBALS
+                    | library_format.GLOBALS) - QUALIFIED_FUNCTIONS
 MEMBER_FUNCTIONS = _BASE_MEMBERS | {"ip"} | (frozenset(_OWN) - GLOBAL_FUNCTIONS - QUALIFIED_FUNCTIONS - {
     name for name in _OWN if name.startswith("_")
 } - {"string"})

@@ -192,7 +192,8 @@ def _parse_v6(text: str) -> IP:
     return IP(_V6_BITS, int.from_bytes(ip, "big"), zone)
 
 
-def _netip_parse_addr(text: str) -> IP:
+def netip_parse_addr(text: str) -> IP:
+    """netip.ParseAddr itself (zones and IPv4-mapped addresses allowed); net/url parses IP literals so."""
     for char in text:
         if char == ".":
             return IP(_V4_BITS, _parse_v4_fields(text, text))
@@ -206,7 +207,7 @@ def _netip_parse_addr(text: str) -> IP:
 def parse_addr(text: str) -> IP:
     """upstream's parseIPAddr: netip.ParseAddr without zones or IPv4-mapped IPv6."""
     try:
-        addr = _netip_parse_addr(text)
+        addr = netip_parse_addr(text)
     except _ParseError as exc:
         raise _ParseError(f"IP Address {_quote(text)} parse error during conversion from string: {exc}") from None
     if addr.zone:
@@ -224,7 +225,7 @@ def _netip_parse_prefix(text: str) -> CIDR:
     if slash < 0:
         raise error("no '/'")
     try:
-        addr = _netip_parse_addr(text[:slash])
+        addr = netip_parse_addr(text[:slash])
     except _ParseError as exc:
         raise error(str(exc)) from None
     if addr.bits == _V6_BITS and addr.zone:

@@ -84,7 +84,7 @@ def type_name(value: Any) -> str:
 
 # By class name: those modules import this one.
 _OTHER_TYPE_NAMES = {"Semver": "kubernetes.Semver", "IP": "net.IP", "CIDR": "net.CIDR",
-                     "Optional": "optional_type"}
+                     "Optional": "optional_type", "URL": "kubernetes.URL", "NamedFormat": "kubernetes.NamedFormat"}
 
 
 def no_such_overload(function: str, *args: Any) -> TypeError:
@@ -94,7 +94,7 @@ def no_such_overload(function: str, *args: Any) -> TypeError:
 
 # Kubernetes' opaque types answer `==` with another type as an error (cel-go calls the left
 # operand's Equal, and theirs return "no such overload"); CEL's own types answer false.
-_OPAQUE_EQUALITY = frozenset({"Semver", "Quantity", "IP", "CIDR"})
+_OPAQUE_EQUALITY = frozenset({"Semver", "Quantity", "IP", "CIDR", "URL", "NamedFormat"})
 
 
 def _is_number(value: Any) -> bool:

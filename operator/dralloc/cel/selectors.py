@@ -317,6 +317,7 @@ _CONVERSION_ERRORS = {
     "list": "type conversion error from list to 'bool'",
     "map": "type conversion error from map to 'bool'",
     "type": "type conversion not supported for 'type'",
+    "kubernetes.NamedFormat": "type conversion error from 'Format' to 'bool'",
 }
 
 

@@ -28,7 +28,7 @@ from typing import Any, cast
 import lark
 from celpy.evaluation import celstr
 
-from dralloc.cel import library_strings, macros
+from dralloc.cel import library_format, library_strings, macros
 
 DYN = "dyn"
 # What we do not model: fits anything like dyn, but is never reported (we cannot know what
@@ -43,6 +43,7 @@ FREE = "free"
 _LOOSE = (DYN, UNKNOWN, FREE, ERROR)
 BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL = "bool", "int", "uint", "double", "string", "bytes", "null"
 QUANTITY, SEMVER, IP, CIDR = "kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"
+URL, FORMAT = "kubernetes.URL", "kubernetes.NamedFormat"
 DURATION, TIMESTAMP, TYPE = "google.protobuf.Duration", "google.protobuf.Timestamp", "type"
 OPTIONAL = "optional_type(?)"
 # Type parameters in signatures (cel-go's TypeParamType("A")), bound per call.
@@ -154,11 +155,16 @@ def _merge(*tables: Mapping[str, list[_Sig]]) -> dict[str, list[_Sig]]:
 
 
 SIGNATURES: dict[str, list[_Sig]] = _merge(
-    {  # CEL's standard functions and conversions (conversions take anything here)
+    {  # CEL's standard functions and conversions (cel-go's overloads; string() also of IPs and CIDRs)
         "size": [(None, (STRING,), INT), (None, (BYTES,), INT), (None, (LIST,), INT), (None, (MAP,), INT),
                  (STRING, (), INT), (BYTES, (), INT), (LIST, (), INT), (MAP, (), INT)],
-        "int": [(None, (_ANY,), INT)], "uint": [(None, (_ANY,), UINT)], "double": [(None, (_ANY,), DOUBLE)],
-        "string": [(None, (_ANY,), STRING)], "bytes": [(None, (_ANY,), BYTES)], "bool": [(None, (_ANY,), BOOL)],
+        "int": [(None, (kind,), INT) for kind in (INT, UINT, DOUBLE, STRING, DURATION, TIMESTAMP)],
+        "uint": [(None, (kind,), UINT) for kind in (UINT, INT, DOUBLE, STRING)],
+        "double": [(None, (kind,), DOUBLE) for kind in (DOUBLE, INT, UINT, STRING)],
+        "string": [(None, (kind,), STRING)
+                   for kind in (STRING, BOOL, INT, UINT, DOUBLE, BYTES, DURATION, TIMESTAMP, IP, CIDR)],
+        "bytes": [(None, (kind,), BYTES) for kind in (BYTES, STRING)],
+        "bool": [(None, (kind,), BOOL) for kind in (BOOL, STRING)],
         "duration": [(None, (STRING,), DURATION)], "timestamp": [(None, (_ANY,), TIMESTAMP)],
         "type": [(None, ("A",), "type(A)")], "dyn": [(None, (_ANY,), DYN)],
         "matches": [(None, (STRING, STRING), BOOL), (STRING, (STRING,), BOOL)],
@@ -224,6 +230,17 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
     _members(CIDR, {"containsIP": [((STRING,), BOOL), ((IP,), BOOL)],
                     "containsCIDR": [((STRING,), BOOL), ((CIDR,), BOOL)],
                     "prefixLength": [((), INT)], "masked": [((), CIDR)]}),
+    {  # Kubernetes' URLs library
+        "url": [(None, (STRING,), URL)], "isURL": [(None, (STRING,), BOOL)],
+    },
+    _members(URL, {**{name: [((), STRING)] for name in (
+        "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
+        "getQuery": [((), "map(string, list(string))")]}),
+    {  # Kubernetes' format library
+        "format.named": [(None, (STRING,), f"optional_type({FORMAT})")],
+        **{name: [(None, (), FORMAT)] for name in library_format.GLOBALS if name != "format.named"},
+        "validate": [(FORMAT, (STRING,), "optional_type(list(string))")],
+    },
     {  # optional types
         "optional.of": [(None, ("A",), "optional_type(A)")],
         "optional.ofNonZeroValue": [(None, ("A",), "optional_type(A)")],
@@ -232,6 +249,12 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
     _members("optional_type(A)", {"hasValue": [((), BOOL)], "value": [((), "A")],
                                   "or": [(("optional_type(A)",), "optional_type(A)")], "orValue": [(("A",), "A")]}),
 )
+
+
+# Functions whose every overload SIGNATURES lists, so that another argument count is a type
+# error (for the rest an arity not listed is trusted).
+_EVERY_ARITY = frozenset({"url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
+                          "getQuery", "validate", *library_format.GLOBALS})
 
 
 def _unify(declared: str, actual: str, bindings: dict[str, str]) -> bool:
@@ -268,6 +291,8 @@ def call_result(name: str, receiver: str | None, args: list[str]) -> tuple[str, 
         # A global function called as a method (`q.sign()`) or the reverse: no such overload.
         return UNKNOWN, False
     forms = [f for f in declared if (f[0] is None) == (receiver is None) and len(f[1]) == len(args)]
+    if not forms and name in _EVERY_ARITY:
+        return UNKNOWN, False
     if not forms:
         # An arity we do not model (the checker has already refused unknown names): trust it.
         return UNKNOWN, True
