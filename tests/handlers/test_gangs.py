@@ -8,6 +8,7 @@ every member is.
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Any
 
 import yaml
@@ -263,6 +264,88 @@ def test_a_gang_half_written_when_the_operator_died_is_completed_or_rolled_back(
         wait_for(lambda: _all_bound(apiserver, pods), timeout=60, what="the gang completed")
     finally:
         second.stop()
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+INTENT = "dralloc.io/gang-binds"
+
+
+def _intent(server: Cluster, group: str) -> Obj | None:
+    stored = server.get("scheduling.k8s.io/v1beta1", "PodGroup", group, server.namespace) or {}
+    text = ((stored.get("metadata") or {}).get("annotations") or {}).get(INTENT)
+    return json.loads(text) if text is not None else None
+
+
+def _die_during_the_binds(server: Cluster, faults: Faults, group: str, pods: list[str]) -> Obj:
+    """An operator writes every claim of the gang and binds the first member; every bind of the second
+    fails with an unknown outcome (500) until the operator is stopped there: a crash during the binds.
+    The recorded binds (the PodGroup's annotation), as the dead operator left them."""
+    rule = faults.next("POST", f"/api/v1/namespaces/{server.namespace}/pods/{pods[1]}/binding", 500, times=10_000)
+    server.seed([pod_group(group, 2)])
+    first = OperatorThread(operator_settings(server)).start()
+    try:
+        server.seed([member(p, "gpus-1", group) for p in pods])
+        wait_for(lambda: helpers.node_of(server, pods[0]), timeout=60, what="the first member bound")
+        wait_for(lambda: faults.counters()["rules"].get(str(rule.id), 0) >= 1, what="the second bind tried")
+    finally:
+        first.stop()
+    faults.clear()
+    assert helpers.node_of(server, pods[1]) is None
+    assert len(_allocated(server)) == 2, "every claim was written before the first bind"
+    intent = _intent(server, group)
+    assert intent is not None, "the binds were not recorded before the first one"
+    assert [m["pod"] for m in intent["members"]] == pods
+    return intent
+
+
+def test_a_gang_whose_operator_died_during_the_binds_is_completed_as_recorded(
+        apiserver: Cluster, faults: Faults) -> None:
+    """After the crash the node gets a NoSchedule taint, so deciding the second member again would find
+    no node for it and leave the gang partly bound for good. The new operator instead completes the
+    recorded binds (the devices are held there for it), then removes the record."""
+    apiserver.seed(crds())
+    names = _setup(apiserver, {"node-a": 2})
+    pods = ["d0", "d1"]
+    intent = _die_during_the_binds(apiserver, faults, "dying", pods)
+    assert {m["node"] for m in intent["members"]} == {names["node-a"]}
+    apiserver.request("PATCH", f"/api/v1/nodes/{names['node-a']}",
+                      {"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}})
+    second = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        wait_for(lambda: helpers.node_of(apiserver, "d1") == names["node-a"], timeout=60,
+                 what="the second member bound as recorded")
+        wait_for(lambda: _intent(apiserver, "dying") is None, what="the record removed")
+    finally:
+        second.stop()
+    assert helpers.node_of(apiserver, "d0") == names["node-a"]
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}
+    assert len(_allocated(apiserver)) == 2
+
+
+def test_a_recorded_bind_that_cannot_be_completed_gives_back_and_is_placed_anew(
+        apiserver: Cluster, faults: Faults) -> None:
+    """After the crash the second member's recorded node is deleted: it cannot be bound there, so its
+    claim is given back (deallocated), the record removed, and the member placed again beside the bound
+    one (here on a new node); the bound member stays where it is (a pod cannot be unbound)."""
+    apiserver.seed(crds())
+    names = _setup(apiserver, {"node-a": 1, "node-b": 1})
+    pods = ["e0", "e1"]
+    intent = _die_during_the_binds(apiserver, faults, "orphan", pods)
+    recorded = {m["pod"]: m["node"] for m in intent["members"]}
+    assert set(recorded.values()) == set(names.values())
+    apiserver.request("DELETE", f"/api/v1/nodes/{recorded['e1']}")
+    node_c = apiserver.name("node-c")
+    second = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        wait_for(lambda: _intent(apiserver, "orphan") is None, timeout=60, what="the record removed")
+        apiserver.seed([cluster.node(node_c), cluster.gpu_slice(node_c, 1)])
+        wait_for(lambda: helpers.node_of(apiserver, "e1") == node_c, timeout=60, what="the member placed anew")
+    finally:
+        second.stop()
+    assert helpers.node_of(apiserver, "e0") == recorded["e0"]
+    pools = {r["pool"] for c in _allocated(apiserver) if c["metadata"]["name"].startswith("e1-")
+             for r in c["status"]["allocation"]["devices"]["results"]}
+    assert pools == {node_c}
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
 
 

@@ -135,9 +135,11 @@ DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]
            **{(f, call): [resources.DEVICE_TAINT_RULES] for f, call in (
                ("watching.py", "list_objects"), ("watching.py", "watch_objects"), ("evicting.py", "merge_patch"),
                ("health.py", "create_object"), ("health.py", "delete_object"), ("health.py", "merge_patch"))},
-           # the read-back of a write whose outcome is unknown: claims and pods
-           # (also the lifecycle's read-back after a conflict, through committing.read_back)
-           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS]}
+           # the read-back of a write whose outcome is unknown: claims and pods, and PodGroups (a
+           # gang's recorded binds; also the lifecycle's read-back after a conflict, through committing.read_back)
+           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS, resources.POD_GROUPS],
+           # a gang's binds recorded on its PodGroup, at the served version (Runtime.pod_group_resource)
+           ("completing.py", "merge_patch"): [resources.POD_GROUPS]}
 
 
 def _code_calls() -> Iterator[tuple[str, int, Call]]:

@@ -37,16 +37,16 @@ rolled back, the devices stay reserved until a read or the watch says what happe
 the gang backs off. The next pass then completes or rolls back the gang from what the
 claims show (below).
 
-Restart safety needs no journal: the claims themselves are the record. A claim allocated
-and reserved for a member that is not bound pins that member to the claim's node (its
-allocation's node selector, as for a single pod), so the next decision (after a crash, a
-restart, or an unknown outcome) either fits the gang around what is written — then the
-rest is written and every member is bound: completed — or does not fit, and then, as
+Restart safety, up to the binds, needs no journal: the claims themselves are the record. A
+claim allocated and reserved for a member that is not bound pins that member to the claim's
+node (its allocation's node selector, as for a single pod), so the next decision (after a
+crash, a restart, or an unknown outcome) either fits the gang around what is written — then
+the rest is written and every member is bound: completed — or does not fit, and then, as
 long as no member is bound yet, every such reservation is given back: rolled back.
-What is not covered: a crash *during* the binds (claims all written, some members bound)
-leaves bound members; the others keep their claims and are bound on the next pass, and if
-their node no longer fits them (another pod took its cpu meanwhile), the gang stays
-partially bound and its pending members say why.
+The binds themselves cannot be undone, so before the first one the decision is recorded on
+the PodGroup (annotation `dralloc.io/gang-binds`, `handlers/completing.py`); a pass that
+finds it completes the recorded binds instead of deciding the gang again, and gives back
+what cannot be completed any more.
 
 A gang that does not fit: each member's `PodScheduled=False` (reason `Unschedulable`)
 carries `GangUnfit.message`, and a Warning Event `GangUnfit` on the PodGroup says the same
@@ -83,7 +83,7 @@ from typing import Any
 from dralloc import metrics
 from dralloc.allocation import gangs, nodeaffinity
 from dralloc.allocation.pools import NodeView
-from dralloc.handlers import committing, scheduling
+from dralloc.handlers import committing, completing, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -386,6 +386,10 @@ async def commit(rt: Runtime, decided: Decided) -> int:
                 if not any(r.uid == consumer["uid"] for r in claim.status.reserved_for):
                     written.append((claim, consumer["uid"]))
                 await committing._reserve_shared(rt, claim, consumer)
+        # The binds cannot be undone: record them before the first, so that a crash among them is
+        # completed from the record (handlers/completing.py), not decided again.
+        operation = "podgroup-intent"
+        await completing.record(rt, decided)
     except committing.Refused as exc:
         _release(rt, decided)
         undone = await _roll_back(rt, written)
@@ -415,6 +419,7 @@ async def commit(rt: Runtime, decided: Decided) -> int:
             committing.backoff(rt, member.pod, "bind", result)
     metrics.observe_gang_commit("committed" if placed == len(decided.members) else "incomplete", placed)
     if placed == len(decided.members):
+        await completing.clear(rt, decided.key)
         rt.gang_messages.pop(decided.key, None)
         where = f" in domain {decided.domain}" if decided.domain is not None else ""
         await _group_event(rt, decided.key, "GangPlaced", "Normal",
@@ -428,14 +433,20 @@ def _release(rt: Runtime, decided: Decided) -> None:
         committing.release_unsent(rt, member.item)
 
 
-async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
+async def bind_member(rt: Runtime, member: Member) -> None:
+    """Bind the member to its node (gate mode: pin and ungate it). Raises committing.Refused / Unknown."""
     pod, node = member.pod, member.placement.node
+    if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+        await committing._pin_and_ungate(rt, pod, node)
+    else:
+        await committing._bind(rt, pod, node)
+        rt.memory(pod.metadata.uid or "").bound_to = node
+
+
+async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
+    pod = member.pod
     try:
-        if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
-            await committing._pin_and_ungate(rt, pod, node)
-        else:
-            await committing._bind(rt, pod, node)
-            rt.memory(pod.metadata.uid or "").bound_to = node
+        await bind_member(rt, member)
     except (committing.Refused, committing.Unknown) as exc:
         committing.backoff(rt, pod, "bind", exc)
         logger.warning("pod=%s: gang member not bound: %s (its claims stay allocated for it)", _ref(pod), exc)

@@ -40,7 +40,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock, committing, failures, ganging
+from dralloc.handlers import clock, committing, completing, failures, ganging
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -278,6 +278,17 @@ async def run_pass(rt: Runtime) -> PassResult:
         finally:
             rt.gangs_committing.discard(decided.key)
 
+    async def complete_gang(key: ganging.Key, intent: completing.Intent) -> int:
+        try:
+            async with limit:
+                return await completing.complete(rt, key, intent)
+        except Exception:  # a bug of ours in one gang's completion must not end the pass
+            logger.exception("gang %s/%s: completing the recorded binds failed", *key)
+            metrics.observe_object_error("scheduling")
+            return 0
+        finally:
+            rt.gangs_committing.discard(key)
+
     # Gangs (PodGroups with the gang policy): decided whole at their first ready member.
     gang_members = ganging.index_members(rt) if any(ganging.gang_of(rt, p) for p in pods_now) else {}
     gangs_seen: set[ganging.Key] = set()
@@ -291,6 +302,11 @@ async def run_pass(rt: Runtime) -> PassResult:
             if gang in gangs_seen or gang in rt.gangs_committing:
                 continue  # decided already in this pass, or its writes are still in flight
             gangs_seen.add(gang)
+            intent = completing.intent_of(rt, gang)
+            if intent is not None:  # binds recorded, not all done (a crash, an unknown outcome): finish them
+                rt.gangs_committing.add(gang)
+                commits.add(asyncio.create_task(complete_gang(gang, intent)))
+                continue
             members = gang_members.get(gang) or ganging.Members(pending=[fresh])
             decided, placer, seen = await _gang(rt, placer, gang, members, seen, result)
             if decided is not None:

@@ -117,6 +117,8 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     add(PODS, "pods/status", "patch")
     add(PODS, "pods/binding", "create")
     add(PODS, "pods/eviction", "create")
+    # Gangs: the binds of a gang recorded on its PodGroup (an annotation) before the first one.
+    add(POD_GROUPS, "podgroups", "patch")
     # Health: DeviceTaintRules are ours to write, with eviction progress in status.
     add(DEVICE_TAINT_RULES, "devicetaintrules", "create", "delete", "patch", "update")
     add(DEVICE_TAINT_RULES, "devicetaintrules/status", "patch", "update")
