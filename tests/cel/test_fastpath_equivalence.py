@@ -269,3 +269,56 @@ def test_new_constructs_fall_back_to_the_reference(expression: str, envs: list[d
     reference = selectors.compile_reference(expression)
     for env in envs:
         assert _outcome(selector, env) == _outcome(reference, env), expression
+
+
+# --- the URLs and Format libraries, which the fast path compiles ------------------------------
+
+_LINKS = ("https://user:pw@example.com:8443/a%2Fb/c?x=1&x=2&y#frag", "/absolute/path?q", "http://[::1]:80/",
+          "http://[fe80::1%25eth0]/", "mailto:ops@example.com", "http://h:1:2/", "../relative", "http://x/%zz",
+          "", "*", "http://a b/", "postgres://h1:1,h2:2/db", "HTTP://Example.COM/A B")
+_NAMES = ("gpu-0", "GPU-0", "gpu.example.com", "example.com/gpu", "-", "a" * 64, "", "2021-02-29",
+          "2024-02-29T23:59:59Z", "123e4567-e89b-12d3-a456-426614174000", "aGVsbG8=")
+_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+            "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime")
+
+
+@st.composite
+def link_envs(draw: st.DrawFn) -> devices.DeviceEnv:
+    """Devices whose `link` and `name` attributes are strings that may or may not parse (or absent,
+    or of another type)."""
+    attributes: dict[str, Any] = {}
+    for ident, values in (("link", _LINKS), ("name", _NAMES)):
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            continue
+        attributes[ident] = {"int": 7} if kind == 1 else {"string": draw(st.sampled_from(values))}
+    return devices.device_env(driver=DRIVER, attributes=attributes, capacity={}, allow_multiple_allocations=False)
+
+
+_LINK = st.sampled_from([f'device.attributes["{DRIVER}"].link', f"dyn(device.attributes[\"{DRIVER}\"].link)",
+                         *(f'"{link}"' for link in _LINKS[:4])])
+_NAME = st.sampled_from([f'device.attributes["{DRIVER}"].name', *(f'"{name}"' for name in _NAMES[:4])])
+_GETTERS = st.sampled_from(("getScheme", "getHost", "getHostname", "getPort", "getEscapedPath"))
+_FORMAT = st.one_of(st.sampled_from(_FORMATS).map(lambda f: f"format.{f}()"),
+                    st.sampled_from((*_FORMATS, "nope")).map(lambda f: f'format.named("{f}").value()'))
+_URL_FORMAT_CONSTRUCTS = st.one_of(
+    st.builds(lambda a: f"isURL({a})", _LINK),
+    st.builds(lambda a, g, v: f'url({a}).{g}() == "{v}"', _LINK, _GETTERS, st.sampled_from(("", "example.com", "80"))),
+    st.builds(lambda a, g: f"url({a}).{g}().size() > 0", _LINK, _GETTERS),
+    st.builds(lambda a: f'"x" in url({a}).getQuery()', _LINK),
+    st.builds(lambda a, b: f"url({a}) == url({b})", _LINK, _LINK),
+    st.builds(lambda f, n: f"{f}.validate({n}).hasValue()", _FORMAT, _NAME),
+    st.builds(lambda f, n: f"{f}.validate({n}).value().size() >= 1", _FORMAT, _NAME),
+    st.builds(lambda f: f'format.named("{f}").hasValue()', st.sampled_from((*_FORMATS, "nope"))),
+    st.builds(lambda f, g: f"{f} == {g}", _FORMAT, _FORMAT),
+)
+URL_FORMAT_SELECTORS = st.recursive(st.one_of(_URL_FORMAT_CONSTRUCTS, _PRESENCE), _logic, max_leaves=4)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression=URL_FORMAT_SELECTORS, envs=st.lists(link_envs(), min_size=1, max_size=3))
+def test_url_and_format_selectors_match_reference(expression: str, envs: list[devices.DeviceEnv]) -> None:
+    """Selectors over the URLs and Format libraries get a fast path, and it answers (value, or
+    the runtime error's message: parse errors, "no such overload", "optional.none() dereference")
+    as the celpy program does."""
+    _assert_same(expression, envs)

@@ -30,10 +30,12 @@ int, double and bool literals, lists of literals, `==`, `!=`, `<`, `<=`, `>`,
 `matches`, and the members `compareTo`, `isGreaterThan`, `isLessThan`, `sign`,
 `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`, `major`, `minor`,
 `patch`, `includes`, `startsWith`, `endsWith`, `contains`, `matches`,
-`lowerAscii`, `upperAscii`, `size`. Anything else (macros, `cel.bind`,
-arithmetic, uint/bytes/null literals, maps, optionals, the IP/CIDR, sets, format
-and lists-extension functions, other functions) is not compiled and the selector
-runs on celpy.
+`lowerAscii`, `upperAscii`, `size`; the URLs library (`url`, `isURL`, `getScheme`,
+`getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`) and the Format library
+(`format.named`, `format.<name>()`, `validate`) with the optional's `hasValue` and `value`.
+Anything else (macros, `cel.bind`, arithmetic, uint/bytes/null literals, maps, other
+optional functions and syntax, the IP/CIDR, sets, strings' format and lists-extension
+functions, other functions) is not compiled and the selector runs on celpy.
 """
 
 from __future__ import annotations
@@ -70,12 +72,15 @@ _ORDERING_TYPES = frozenset({str, int, bool, float})
 _DEVICE_FIELDS = {"driver": "driver", "allowMultipleAllocations": "allow_multiple_allocations"}
 _DOMAIN_FIELDS = frozenset({"attributes", "capacity"})
 
-_GLOBALS = frozenset({"quantity", "semver", "isQuantity", "isSemver", "size", "matches", "sign"})
+_GLOBALS = frozenset({"quantity", "semver", "isQuantity", "isSemver", "size", "matches", "sign", "url", "isURL"})
 _MEMBERS = frozenset({
     "compareTo", "isGreaterThan", "isLessThan", "isInteger", "asInteger", "asApproximateFloat",
     "add", "sub", "major", "minor", "patch", "includes", "startsWith", "endsWith", "contains", "matches",
     "lowerAscii", "upperAscii", "size",
+    "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery", "validate", "hasValue", "value",
 })
+# Namespaced functions compiled as calls: the format library's (`format.dns1123Label()`, `format.named(s)`).
+_QUALIFIED = frozenset(name for name in functions.QUALIFIED_FUNCTIONS if name.startswith("format."))
 
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition",
                        "multiplication", "unary", "member", "primary"})
@@ -496,10 +501,16 @@ def _literal_call(name: str, args: list[_Node]) -> _Node:
 
 def _member_dot_arg(tree: lark.Tree[Any]) -> _Node:
     name = _token(tree, 1)
+    rest = cast(lark.Tree[Any] | None, tree.children[2] if len(tree.children) > 2 else None)
+    qualified = macros.qualified_name(tree)
+    if qualified is not None:
+        # No variable can shadow the namespace here: the fast path compiles no macro or bind.
+        if qualified not in _QUALIFIED:
+            raise Unsupported(qualified)
+        return _call(qualified, _arguments(rest))
     if name not in _MEMBERS:
         raise Unsupported(name)
     receiver = _value(_compile(tree.children[0]))
-    rest = cast(lark.Tree[Any] | None, tree.children[2] if len(tree.children) > 2 else None)
     return _call(name, [receiver, *_arguments(rest)])
 
 
@@ -512,6 +523,8 @@ def _call(name: str, args: list[_Node]) -> _Node:
 
 
 def _generic_call(function: Callable[..., Any], args: list[Closure]) -> Closure:
+    if not args:
+        return lambda env: from_cel(function())
     if len(args) == 1:
         only = args[0]
         return lambda env: from_cel(function(to_cel(only(env))))

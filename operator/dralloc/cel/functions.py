@@ -87,7 +87,7 @@ def string(value: Any) -> Any:
     if isinstance(value, library_net.IP | library_net.CIDR):
         return celtypes.StringType(str(value))
     if isinstance(value, Quantity | Semver | library_urls.URL | library_format.NamedFormat
-                  | library_optional.Optional | list | dict | type(None)):
+                  | library_optional.Optional | list | dict | type(None) | type | celtypes.TypeType):
         # cel-go has no string() of these (a dyn value reaches here): celpy would print them.
         raise operators.no_such_overload("string", value)
     return base_functions["string"](value)
