@@ -437,3 +437,51 @@ def test_a_podgroup_claim_is_allocated_once_and_reserved_for_the_group(
                                               "name": "linked", "uid": stored["metadata"]["uid"]}]
     assert len(link["status"]["allocation"]["devices"]["results"]) == 1
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+def test_a_podgroup_claim_from_a_template_is_created_for_the_group_and_shared_by_its_members(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """A PodGroup entry by resourceClaimTemplateName, listed by both members under the same entry: one
+    claim is generated for the PodGroup (as kube-controller-manager 1.37 names and owns it), recorded in
+    the PodGroup's status and in each member's, allocated once and reserved for the PodGroup; the
+    members get no claim of their own for that entry."""
+    _setup(apiserver, {"node-a": 1, "node-b": 1})
+    fabric, driver = apiserver.name("fabric"), "fabric.example.com"
+    apiserver.seed([
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": fabric},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": apiserver.name("fabric")},
+         "spec": {"driver": driver, "allNodes": True,
+                  "pool": {"name": apiserver.name("fabric"), "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "link-0"}, {"name": "link-1"}]}},
+        cluster.template("fabric-link", device_class=fabric),
+    ])
+    group = pod_group("fabricated", 2)
+    group["spec"]["resourceClaims"] = [{"name": "link", "resourceClaimTemplateName": "fabric-link"}]
+    apiserver.seed([group])
+    pods = ["f0", "f1"]
+    objs = []
+    for p in pods:
+        obj = member(p, "gpus-1", "fabricated")
+        obj["spec"]["resourceClaims"].append({"name": "link", "resourceClaimTemplateName": "fabric-link"})
+        objs.append(obj)
+    apiserver.seed(objs)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    stored = apiserver.get("scheduling.k8s.io/v1beta1", "PodGroup", "fabricated", apiserver.namespace) or {}
+    (recorded,) = stored["status"]["resourceClaimStatuses"]
+    assert recorded["name"] == "link" and recorded["resourceClaimName"].startswith("fabricated-link-")
+    link = helpers.claim(apiserver, recorded["resourceClaimName"])
+    assert link["metadata"]["ownerReferences"] == [{
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "name": "fabricated",
+        "uid": stored["metadata"]["uid"], "controller": True}]
+    assert link["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "link"
+    assert link["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                              "name": "fabricated", "uid": stored["metadata"]["uid"]}]
+    for p in pods:
+        statuses = {s["name"]: s.get("resourceClaimName") for s in helpers.pod(apiserver, p)["status"]
+                    ["resourceClaimStatuses"]}
+        assert statuses["link"] == recorded["resourceClaimName"]
+    assert not [c for c in helpers.claims(apiserver) if "-link-" in c["metadata"]["name"]
+                and not c["metadata"]["name"].startswith("fabricated-")], "a member got its own claim for the entry"
+    assert len(set(_nodes(apiserver, pods).values())) == 2
+    assert set(helpers.allocated_devices(apiserver).values()) == {1}

@@ -56,7 +56,9 @@ cannot be read, a class that does not exist, CEL that fails) is reported on that
 pass is affected.
 
 PodGroup claims (DRAWorkloadResourceClaims): a claim in the PodGroup's `spec.resourceClaims`
-by `resourceClaimName`, listed by members under the same entry, is allocated once, with the
+(by `resourceClaimName`, or generated from `resourceClaimTemplateName` by the claim lifecycle,
+ours or kube-controller-manager's, and named in the PodGroup's status and in each member's),
+listed by members under the same entry, is allocated once, with the
 first member that lists it, and reserved for the PodGroup (`reservedFor: {apiGroup:
 scheduling.k8s.io, resource: podgroups, name, uid}`), not for pods. Its devices must be
 usable from every member's node: after the search, the allocation's node selector is checked
@@ -66,10 +68,8 @@ ones only a gang the search happens to put where they are (the search itself doe
 members to them). An allocated PodGroup claim holds every member to the nodes it can be used
 from (the Placer's node fit).
 
-Not supported yet: PodGroup claims from a template (`resourceClaimTemplateName`: their claim
-is named in the PodGroup's status by a controller dralloc does not run), and a claim that
-several members list without the PodGroup listing it, not allocated yet; such a gang is
-reported unschedulable with that reason.
+Not supported yet: a claim that several members list without the PodGroup listing it, not
+allocated yet; such a gang is reported unschedulable with that reason.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ from dralloc.handlers import committing, completing, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
+from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
 from dralloc.scheduling import nodefit, placement
@@ -257,13 +258,17 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
         if isinstance(item, str):
             return NotPlaced(key, pending, f"PodGroup {ref}: member {_ref(pod)} cannot be placed: {item}", "unfit")
         items.append(item)
-    # The PodGroup's own claims (spec.resourceClaims by resourceClaimName, listed by the members under
-    # the same entry): allocated once, with the first member that lists it, and reserved for the PodGroup.
-    own_names = {(e.name, e.resource_claim_name) for e in group.spec.resource_claims if e.resource_claim_name}
+    # The PodGroup's own claims (spec.resourceClaims, listed by the members under the same entry: by
+    # resourceClaimName, or generated from its template and named in the PodGroup's status): allocated
+    # once, with the first member that lists it, and reserved for the PodGroup.
+    generated = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
     group_claims: set[str] = set()
     for index, (pod, item) in enumerate(zip(pending, items, strict=True)):
-        mine = {entry.resource_claim_name for entry in pod.spec.resource_claims
-                if (entry.name, entry.resource_claim_name) in own_names}
+        mine = set()
+        for entry in pod.spec.resource_claims:
+            shared = templates.group_entry_for(entry, group)
+            if shared is not None:
+                mine.add(shared.resource_claim_name or generated.get(shared.name) or "")
         if not mine:
             continue
         keep = []

@@ -1,7 +1,9 @@
 """The claim lifecycle loop: carry out what `dralloc.lifecycle` decides.
 
 For every pod that changed: create the claims of its template entries and record
-them in `pod.status.resourceClaimStatuses`. For every claim that changed, or
+them in `pod.status.resourceClaimStatuses`. For every PodGroup that changed: the same for
+its template entries (one claim for the group, recorded in its status), and its member
+pods looked at again (an entry they share with the PodGroup records the group's claim). For every claim that changed, or
 whose pods changed: drop reservations of pods that are gone or done, deallocate
 claims nobody reserves, release the delete-protection finalizer, delete
 generated claims of finished pods. Runs for every pod in the cluster (as
@@ -32,6 +34,7 @@ from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.lifecycle import extended, plans, templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
+from dralloc.model import scheduling as scheduling_model
 from dralloc.state.cluster import PodsByUid
 
 logger = logging.getLogger(__name__)
@@ -45,16 +48,18 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         rt.mark_all_dirty()
     failed = rt.lifecycle_failures
     for kind, key in failed.due(time.monotonic()):
-        (rt.dirty_pods if kind == "pod" else rt.dirty_claims).add(key)
+        {"pod": rt.dirty_pods, "podgroup": rt.dirty_pod_groups}.get(kind, rt.dirty_claims).add(key)
+    dirty_groups, rt.dirty_pod_groups = rt.dirty_pod_groups, set()
+    # With kube-controller-manager doing the claim lifecycle (handlers/coexisting.py), what is
+    # left here is the scheduler's part: the claims for DRA extended resources of our pods.
+    # KCM 1.37 also creates PodGroups' template claims: those are ours only when the lifecycle is.
+    ours = rt.coexistence.does("claim-lifecycle")
+    template_map = {t.ref(): t for t in rt.cluster.templates.all()}
+    executed = await _pod_group_claims(rt, dirty_groups, template_map) if ours and dirty_groups else 0
     dirty_pods, rt.dirty_pods = rt.dirty_pods, set()
     dirty_claims, rt.dirty_claims = rt.dirty_claims, set()
     if not dirty_pods and not dirty_claims:
-        return 0
-    executed = 0
-    # With kube-controller-manager doing the claim lifecycle (handlers/coexisting.py), what is
-    # left here is the scheduler's part: the claims for DRA extended resources of our pods.
-    ours = rt.coexistence.does("claim-lifecycle")
-    template_map = {t.ref(): t for t in rt.cluster.templates.all()}
+        return executed
     cluster = rt.cluster
     affected_claims = set(dirty_claims)
     # Plans are made synchronously; each object's steps run in order, objects concurrently.
@@ -69,8 +74,10 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             continue
         owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
                  if (c := cluster.claims.get(*key)) is not None]
+        group, group_claims, missing = _group_of(rt, pod)
         try:
-            steps: list[Any] = list(templates.pod_claim_plan(pod, template_map, owned)) if ours else []
+            steps: list[Any] = list(templates.pod_claim_plan(
+                pod, template_map, owned, group=group, group_claims=group_claims, group_missing=missing)) if ours else []
             steps += _extended_resource_steps(rt, pod, owned)
         except Exception as exc:  # one pod must not stop the lifecycle of the others
             await _failed(rt, "pod", (namespace, name), exc)
@@ -105,6 +112,70 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
 
 
 CONCURRENCY = 32  # objects whose steps are in flight at once
+
+
+def _group_of(rt: Runtime, pod: pods.Pod) -> tuple[scheduling_model.PodGroup | None, list[model_claims.ResourceClaim],
+                                                   bool]:
+    """The PodGroup a pod names, the claims that PodGroup controls, and whether it names one the
+    cluster serves PodGroups for but does not have (yet). Without served PodGroups the API server
+    drops spec.schedulingGroup, so there is nothing to look up."""
+    group_ref = pod.spec.scheduling_group
+    name = group_ref.pod_group_name if group_ref is not None else None
+    if not name or rt.pod_group_resource is None:
+        return None, [], False
+    group = rt.cluster.pod_groups.get(pod.metadata.namespace or "", name)
+    if group is None:
+        return None, [], True
+    owned = [c for key in sorted(rt.cluster.claims_of.get(group.metadata.uid or "", set()))
+             if (c := rt.cluster.claims.get(*key)) is not None]
+    return group, owned, False
+
+
+def _members(rt: Runtime, key: tuple[str, str]) -> set[tuple[str, str]]:
+    """The pods naming the PodGroup (raw: the view's pods are not all parsed)."""
+    found = set()
+    for pod_key in rt.cluster.pods.entries:
+        if pod_key[0] != key[0]:
+            continue
+        spec = (rt.cluster.pods.raw(*pod_key) or {}).get("spec") or {}
+        if (spec.get("schedulingGroup") or {}).get("podGroupName") == key[1]:
+            found.add(pod_key)
+    return found
+
+
+async def _pod_group_claims(rt: Runtime, dirty: set[tuple[str, str]],
+                            template_map: dict[str, model_claims.ResourceClaimTemplate]) -> int:
+    """The claims of changed PodGroups' template entries: created, then recorded in the PodGroup's status;
+    their member pods are looked at again (they record the group's claim, or waited for the group)."""
+    resource = rt.pod_group_resource
+    if resource is None:
+        return 0
+    work: list[list[Any]] = []
+    for key in sorted(dirty):
+        group = rt.cluster.pod_groups.get(*key)
+        if group is None or not rt.watches_namespace(key[0]):
+            continue
+        rt.dirty_pods |= _members(rt, key)
+        owned = [c for claim_key in sorted(rt.cluster.claims_of.get(group.metadata.uid or "", set()))
+                 if (c := rt.cluster.claims.get(*claim_key)) is not None]
+        try:
+            steps = list(templates.pod_group_claim_plan(group, template_map, owned, api_version=resource.api_version))
+        except Exception as exc:  # one PodGroup must not stop the others
+            await _failed(rt, "podgroup", key, exc)
+            continue
+        rt.lifecycle_failures.succeeded("podgroup", key)
+        if steps:
+            work.append(steps)
+    return await _run_concurrently(rt, work)
+
+
+def _group_key(rt: Runtime, raw: Raw) -> tuple[str, str] | None:
+    """The PodGroup a claim to create is controlled by (None: a pod's claim)."""
+    meta = raw.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "PodGroup" and str(ref.get("apiVersion") or "").startswith("scheduling.k8s.io/"):
+            return str(meta.get("namespace") or ""), str(ref.get("name") or "")
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,7 +279,9 @@ async def _refresh(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> No
     if target is None:
         return
     kind, (namespace, name) = target
-    resource = resources.PODS if kind == "pod" else resources.RESOURCE_CLAIMS
+    resource = {"pod": resources.PODS, "podgroup": rt.pod_group_resource}.get(kind, resources.RESOURCE_CLAIMS)
+    if resource is None:
+        return
     try:
         await committing.read_back(rt, resource.kind, resource, namespace, name)
     except committing.Unknown as exc:
@@ -220,11 +293,16 @@ def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str
     if isinstance(step, _DropAndDeallocate):
         return "claim", (step.drop.claim_namespace, step.drop.claim_name)
     if isinstance(step, plans.CreateClaim):
+        group = _group_key(rt, step.raw)
+        if group is not None:
+            return "podgroup", group
         for ref in (step.raw.get("metadata") or {}).get("ownerReferences") or []:
             key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
             if key is not None:
                 return "pod", key
         return None
+    if isinstance(step, plans.SetPodGroupClaimStatuses):
+        return "podgroup", (step.namespace, step.name)
     if isinstance(step, (plans.SetPodClaimStatuses, _RecordExtendedClaim)):
         return "pod", (step.pod_namespace, step.pod_name)
     if isinstance(step, (plans.DropReservations, plans.Deallocate)):
@@ -242,8 +320,7 @@ async def _failed(rt: Runtime, kind: str, key: tuple[str, str], exc: BaseExcepti
     if not new:
         return
     logger.error("%s=%s/%s: claim lifecycle failed; retrying in %.1fs", kind, key[0], key[1], delay, exc_info=exc)
-    store = rt.cluster.pods if kind == "pod" else rt.cluster.claims
-    raw = store.raw(*key)
+    raw = rt.cluster.store({"pod": "Pod", "podgroup": "PodGroup"}.get(kind, "ResourceClaim")).raw(*key)
     if raw is None:
         return
     try:
@@ -258,11 +335,16 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) ->
     if isinstance(step, _DropAndDeallocate):
         rt.dirty_claims.add((step.drop.claim_namespace, step.drop.claim_name))
     elif isinstance(step, plans.CreateClaim):
+        group = _group_key(rt, step.raw)
+        if group is not None:
+            rt.dirty_pod_groups.add(group)
         meta = step.raw.get("metadata") or {}
         for ref in meta.get("ownerReferences") or []:
             key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
             if key is not None:
                 rt.dirty_pods.add(key)
+    elif isinstance(step, plans.SetPodGroupClaimStatuses):
+        rt.dirty_pod_groups.add((step.namespace, step.name))
     elif isinstance(step, (plans.SetPodClaimStatuses, _RecordExtendedClaim)):
         rt.dirty_pods.add((step.pod_namespace, step.pod_name))
     elif isinstance(step, (plans.DropReservations, plans.Deallocate)):
@@ -297,11 +379,28 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         rt.cluster.apply("ResourceClaim", "ADDED", created)
         metrics.observe_claim_create(True)
         meta = created.get("metadata") or {}
+        group = _group_key(rt, created)
+        if group is not None:  # to be recorded in the PodGroup's status, and in its members'
+            rt.dirty_pod_groups.add(group)
+            rt.lifecycle_wakeup.set()
         for ref in meta.get("ownerReferences") or []:
             key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
             if key is not None:
                 rt.dirty_pods.add(key)
                 rt.lifecycle_wakeup.set()
+    elif isinstance(step, plans.SetPodGroupClaimStatuses):
+        resource = rt.pod_group_resource
+        group_raw = rt.cluster.pod_groups.raw(step.namespace, step.name)
+        if group_raw is None or resource is None:
+            return
+        merged = _merge_statuses((group_raw.get("status") or {}).get("resourceClaimStatuses") or [], step.statuses)
+        patch = {"metadata": {"resourceVersion": (group_raw.get("metadata") or {}).get("resourceVersion")},
+                 "status": {"resourceClaimStatuses": merged}}
+        stored = await writing.merge_patch(session, resource, step.name, patch, step.namespace, subresource="status")
+        rt.cluster.apply("PodGroup", "MODIFIED", stored)
+        logger.info("podgroup=%s/%s: recorded its claims %s", step.namespace, step.name,
+                    ", ".join(f"{e.get('name')}={e.get('resourceClaimName')}" for e in step.statuses))
+        rt.scheduling_wakeup.set()
     elif isinstance(step, plans.SetPodClaimStatuses):
         pod_raw = rt.cluster.pods.raw(step.pod_namespace, step.pod_name)
         if pod_raw is None:
@@ -345,9 +444,11 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         await writing.delete_object(session, resources.RESOURCE_CLAIMS, step.name, step.namespace, uid=step.uid)
         logger.info("claim=%s/%s: deleted (its pod is gone or done)", step.namespace, step.name)
     elif isinstance(step, plans.EmitEvent):
-        store = rt.cluster.pods if step.regarding_kind == "Pod" else rt.cluster.claims
+        store = rt.cluster.store(step.regarding_kind if step.regarding_kind in ("Pod", "PodGroup")
+                                 else "ResourceClaim")
+        versions = {"Pod": "v1", "PodGroup": rt.pod_group_resource.api_version if rt.pod_group_resource else ""}
         regarding = store.raw(step.namespace, step.name) or {
-            "apiVersion": "v1" if step.regarding_kind == "Pod" else "resource.k8s.io/v1",
+            "apiVersion": versions.get(step.regarding_kind, "resource.k8s.io/v1"),
             "kind": step.regarding_kind,
             "metadata": {"name": step.name, "namespace": step.namespace, "uid": step.regarding_uid},
         }
@@ -481,7 +582,7 @@ async def lifecycle_loop(rt: Runtime, stopped: asyncio.Event) -> None:
             metrics.observe_pass_failure("lifecycle")
             await asyncio.sleep(1.0)
         everything = False
-        if rt.dirty_pods or rt.dirty_claims:
+        if rt.dirty_pods or rt.dirty_claims or rt.dirty_pod_groups:
             await asyncio.sleep(0.2)  # conflicts and follow-ups: a short pause, then again
             continue
         timeout = next_full - loop.time()

@@ -66,6 +66,7 @@ class Runtime:
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()
         self.dirty_claims: set[tuple[str, str]] = set()
+        self.dirty_pod_groups: set[tuple[str, str]] = set()  # PodGroups whose template claims to look at
         self.unknown_checked: dict[str, float] = {}  # claim uid -> when its unknown write was last read back
         self.lifecycle_failures = Failures()  # pods and claims whose lifecycle failed: backed off
         self.pods: dict[str, PodMemory] = {}  # by pod uid
@@ -119,9 +120,10 @@ class Runtime:
         self.lifecycle_wakeup.set()
 
     def mark_all_dirty(self) -> None:
-        """Every pod and claim of the view is for the claim lifecycle's next pass to look at."""
+        """Every pod, claim and PodGroup of the view is for the claim lifecycle's next pass to look at."""
         self.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in self.cluster.pods.all())
         self.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in self.cluster.claims.all())
+        self.dirty_pod_groups.update(self.cluster.pod_groups.entries)
 
     def memory(self, pod_uid: str) -> PodMemory:
         return self.pods.setdefault(pod_uid, PodMemory())

@@ -76,6 +76,11 @@ def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) ->
         rt.lifecycle_wakeup.set()
     elif kind == "ResourceClaimTemplate":
         rt.dirty_pods.update(k for k in rt.cluster.pods.entries if k[0] == key[0])
+        rt.dirty_pod_groups.update(k for k in rt.cluster.pod_groups.entries if k[0] == key[0])
+        rt.lifecycle_wakeup.set()
+    elif kind == "PodGroup":
+        # Its template entries get claims, and its members wait for it (handlers/lifecycle.py).
+        rt.dirty_pod_groups.add(key)
         rt.lifecycle_wakeup.set()
     elif kind == "DeviceTaintRule":
         # A rule changes what the allocator may use: the very next placement must see it.

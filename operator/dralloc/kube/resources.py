@@ -117,8 +117,10 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     add(PODS, "pods/status", "patch")
     add(PODS, "pods/binding", "create")
     add(PODS, "pods/eviction", "create")
-    # Gangs: the binds of a gang recorded on its PodGroup (an annotation) before the first one.
+    # Gangs: the binds of a gang recorded on its PodGroup (an annotation) before the first one;
+    # the claims generated from its templates recorded in its status (status.resourceClaimStatuses).
     add(POD_GROUPS, "podgroups", "patch")
+    add(POD_GROUPS, "podgroups/status", "patch")
     # Health: DeviceTaintRules are ours to write, with eviction progress in status.
     add(DEVICE_TAINT_RULES, "devicetaintrules", "create", "delete", "patch", "update")
     add(DEVICE_TAINT_RULES, "devicetaintrules/status", "patch", "update")

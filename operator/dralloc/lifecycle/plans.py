@@ -59,6 +59,16 @@ class SetPodClaimStatuses:
 
 
 @dataclasses.dataclass(frozen=True)
+class SetPodGroupClaimStatuses:
+    """Merge these entries into a PodGroup's `status.resourceClaimStatuses`, keyed by `name`
+    (`{"name": <PodGroup claim entry>, "resourceClaimName": <claim>}`; others left as they are)."""
+
+    namespace: str
+    name: str
+    statuses: tuple[dict[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class DropReservations:
     """Replace `status.reservedFor` with `keep` (the entries still valid, in their order)."""
 
@@ -107,6 +117,7 @@ class EmitEvent:
 
 
 PlanStep: TypeAlias = (
-    CreateClaim | SetPodClaimStatuses | DropReservations | Deallocate | DeleteClaim | RemoveFinalizer | EmitEvent
+    CreateClaim | SetPodClaimStatuses | SetPodGroupClaimStatuses | DropReservations | Deallocate | DeleteClaim
+    | RemoveFinalizer | EmitEvent
 )
 Plan: TypeAlias = tuple[PlanStep, ...]

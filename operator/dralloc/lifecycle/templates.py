@@ -24,6 +24,21 @@ controller does this; here we compute the same decisions as values:
   template annotation of the same key. The spec is the template's spec.
 - The generated name is recorded in `pod.status.resourceClaimStatuses`.
 
+PodGroup claims from templates (KEP-5729, DRAWorkloadResourceClaims), as upstream's
+resourceclaim controller does them in 1.37 (`syncPodGroup` / `handlePodGroupClaim`):
+
+- A PodGroup entry with `resourceClaimTemplateName` gets one claim for the whole group:
+  `generateName` `<podgroup>-<entry>-` (cut as above), the PodGroup as controller owner
+  (`apiVersion` its served version, no blockOwnerDeletion: upstream sets none), the same
+  annotation and copied labels/annotations, the template's spec. Its name is recorded in
+  the PodGroup's `status.resourceClaimStatuses`, and found again by owner and annotation
+  before any create.
+- A pod entry matching a PodGroup entry (same name, same resourceClaimName and
+  resourceClaimTemplateName: upstream's `BindTo`) gets no claim of its own: the pod's
+  `status.resourceClaimStatuses` records the PodGroup's claim, once it exists.
+- A pod naming a PodGroup that is not there yet gets no claims for its template entries
+  yet (which of them are the group's is not known): upstream retries the pod the same way.
+
 Deliberate differences from upstream, release 1.36:
 - Pods that are being deleted or have finished get no claims (upstream skips
   only deleted ones; a finished pod will never run, and creating a claim for it
@@ -46,6 +61,8 @@ from dralloc.model import conversion
 from dralloc.model.base import OwnerReference
 from dralloc.model.claims import ResourceClaim, ResourceClaimTemplate
 from dralloc.model.pods import Pod, PodResourceClaim
+from dralloc.model.scheduling import GROUP as SCHEDULING_GROUP
+from dralloc.model.scheduling import PodGroup, PodGroupResourceClaim
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 CLAIM_API_VERSION = "resource.k8s.io/v1"
@@ -154,10 +171,109 @@ def _recorded(pod: Pod, entry_name: str) -> tuple[bool, str | None]:
     return False, None
 
 
+def group_entry_for(entry: PodResourceClaim, group: PodGroup | None) -> PodGroupResourceClaim | None:
+    """The PodGroup entry a pod entry uses (upstream's BindTo: same name, claim name and template name)."""
+    if group is None:
+        return None
+    for candidate in group.spec.resource_claims:
+        if (candidate.name == entry.name and candidate.resource_claim_name == entry.resource_claim_name
+                and candidate.resource_claim_template_name == entry.resource_claim_template_name):
+            return candidate
+    return None
+
+
+def pod_group_owner_reference(group: PodGroup, api_version: str) -> dict[str, Any]:
+    """The controller owner reference of a PodGroup's generated claim (`api_version`: the served one)."""
+    return {"apiVersion": api_version, "kind": "PodGroup", "name": group.metadata.name,
+            "uid": group.metadata.uid or "", "controller": True}
+
+
+def is_controlled_by_group(claim: ResourceClaim, group: PodGroup) -> bool:
+    """True when this PodGroup (same UID; any scheduling.k8s.io version) is the claim's controller."""
+    return bool(group.metadata.uid) and any(
+        owner.controller and owner.kind == "PodGroup" and owner.api_version.startswith(f"{SCHEDULING_GROUP}/")
+        and owner.uid == group.metadata.uid for owner in claim.metadata.owner_references)
+
+
+def find_pod_group_claim(group: PodGroup, entry_name: str, claims: Iterable[ResourceClaim]) -> ResourceClaim | None:
+    """The claim generated for `entry_name` of this PodGroup: controlled by it, annotated with the entry
+    (oldest, then first by name, should a bug elsewhere have made several)."""
+    matches = [claim for claim in claims
+               if claim.namespace == group.metadata.namespace
+               and claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION) == entry_name
+               and is_controlled_by_group(claim, group)]
+    return min(matches, key=lambda c: (c.metadata.creation_timestamp or "", c.name)) if matches else None
+
+
+def claim_for_pod_group_template(group: PodGroup, entry: PodGroupResourceClaim, template: ResourceClaimTemplate,
+                                 api_version: str) -> dict[str, Any]:
+    """The ResourceClaim (API JSON) to create for `entry` of the PodGroup from `template`."""
+    annotations = dict(template.spec.metadata.annotations)
+    annotations[POD_CLAIM_NAME_ANNOTATION] = entry.name
+    metadata: dict[str, Any] = {
+        "generateName": generate_name(group.metadata.name, entry.name),
+        "namespace": group.metadata.namespace,
+        "ownerReferences": [pod_group_owner_reference(group, api_version)],
+        "annotations": annotations,
+    }
+    if template.spec.metadata.labels:
+        metadata["labels"] = dict(template.spec.metadata.labels)
+    return {"apiVersion": CLAIM_API_VERSION, "kind": "ResourceClaim", "metadata": metadata,
+            "spec": conversion.to_raw(template.spec.spec)}
+
+
+def pod_group_claim_plan(
+    group: PodGroup,
+    templates: Mapping[str, ResourceClaimTemplate],
+    claims_by_owner: Iterable[ResourceClaim],
+    *,
+    api_version: str,
+) -> plans.Plan:
+    """Claims to create for the PodGroup's template entries, and the names to record in its status.
+
+    As `pod_claim_plan`: `claims_by_owner` must include claims created and not yet seen back.
+    """
+    namespace, name = group.metadata.namespace or "", group.metadata.name
+    if group.metadata.deletion_timestamp is not None:
+        return ()
+    owned = [claim for claim in claims_by_owner if is_controlled_by_group(claim, group)]
+    by_name = {claim.name for claim in owned}
+    recorded = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
+    steps: list[plans.PlanStep] = []
+    statuses: list[dict[str, Any]] = []
+    for entry in group.spec.resource_claims:
+        template_name = entry.resource_claim_template_name
+        if entry.resource_claim_name or not template_name:
+            continue
+        if entry.name in recorded and recorded[entry.name] is None:
+            continue  # the status says this entry needs no claim
+        if recorded.get(entry.name) in by_name:
+            continue  # created, recorded, and still the group's
+        existing = find_pod_group_claim(group, entry.name, owned)
+        if existing is not None:
+            statuses.append({"name": entry.name, "resourceClaimName": existing.name})
+            continue
+        template = templates.get(f"{namespace}/{template_name}")
+        if template is None:
+            steps.append(plans.EmitEvent(
+                regarding_kind="PodGroup", namespace=namespace, name=name, reason="FailedResourceClaimCreation",
+                message=f"PodGroupResourceClaim {entry.name}: ResourceClaimTemplate {template_name!r} not found",
+                type_="Warning", regarding_uid=group.metadata.uid or ""))
+            continue
+        steps.append(plans.CreateClaim(raw=claim_for_pod_group_template(group, entry, template, api_version)))
+    if statuses:
+        steps.append(plans.SetPodGroupClaimStatuses(namespace, name, tuple(statuses)))
+    return tuple(steps)
+
+
 def pod_claim_plan(
     pod: Pod,
     templates: Mapping[str, ResourceClaimTemplate],
     claims_by_owner: Iterable[ResourceClaim],
+    *,
+    group: PodGroup | None = None,
+    group_claims: Iterable[ResourceClaim] = (),
+    group_missing: bool = False,
 ) -> plans.Plan:
     """Claims to create for the pod's template entries, and the claim names to record.
 
@@ -165,7 +281,9 @@ def pod_claim_plan(
     controlled by the pod (more may be passed; only the pod's own are used). The
     caller must include claims it created and has not yet seen back from the watch,
     or a second plan would create a second claim (upstream keeps a mutation cache
-    for the same reason).
+    for the same reason). `group`: the PodGroup the pod names, with `group_claims`
+    (claims it controls, at least); `group_missing`: the pod names one the cluster
+    does not have (yet).
     """
     if pod.metadata.deletion_timestamp is not None or pod.finished():
         return ()
@@ -177,7 +295,15 @@ def pod_claim_plan(
         template_name = entry.resource_claim_template_name
         if entry.resource_claim_name or not template_name:
             continue
+        if group_missing:
+            continue  # whether the entry is the group's is not known until the PodGroup is there
         recorded, recorded_name = _recorded(pod, entry.name)
+        if group is not None and group_entry_for(entry, group) is not None:
+            # The PodGroup's claim, never one of the pod's own: recorded once it exists.
+            shared = find_pod_group_claim(group, entry.name, group_claims)
+            if shared is not None and shared.name != recorded_name:
+                statuses.append({"name": entry.name, "resourceClaimName": shared.name})
+            continue
         if recorded and recorded_name is None:
             continue  # the status says this entry needs no claim
         if recorded_name is not None and recorded_name in by_name:
