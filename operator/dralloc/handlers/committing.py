@@ -174,6 +174,9 @@ async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: 
                 if isinstance(exc, kube_errors.ConflictError):
                     raise Refused(str(exc)) from exc  # a plain conflict: someone else changed the claim
                 raise Refused(f"ResourceClaim {claim.ref()} changed meanwhile; the write did not apply") from exc
+            if isinstance(exc, kube_errors.ConflictError):
+                # A 409 sent again is counted here; one that ends the attempt is counted by backoff().
+                metrics.observe_conflict("claim-status")
             # Allocated (ours or not: the loop looks), or still at the version we sent: send again.
     raise Unknown(f"ResourceClaim {claim.ref()}: the allocation write kept failing with an unknown outcome")
 
