@@ -1,0 +1,225 @@
+"""`kubectl dralloc`: the offline tools' reports on the live cluster, as a kubectl plugin.
+
+kubectl runs an executable named `kubectl-dralloc` found on PATH for `kubectl dralloc ...`
+(krew's convention); the package installs it (pyproject `[project.scripts]`). The objects
+are listed through the kubeconfig (`--kubeconfig`, `--context`, else $KUBECONFIG or
+~/.kube/config) with dralloc's own API client, parsed as `dralloc simulate` parses a saved
+snapshot, and given to the same code:
+
+- `status`: per DeviceClass and per pool, devices in use, shared counters and consumable
+  capacity (`offline.simulating.utilization`), and fragmentation: how many nodes could still
+  take 1, 2, 4 or 8 devices of each class (`offline.simulating.fragmentation`);
+- `why POD`: where the pod would go against the live snapshot, or why it fits nowhere,
+  grouped by node and reason (the explanation `dralloc run` writes into PodScheduled,
+  recomputed now with `scheduling.placement.Placer`).
+
+Exit codes: 0 (status shown; the pod fits or is bound), 1 (the pod fits nowhere), 2 (an
+input error: no such pod, the cluster unreachable, a flag malformed; the message names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from dralloc.allocation import errors as allocation_errors
+from dralloc.allocation.features import Features, parse_gates
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import reading, resources
+from dralloc.kube.session import Session
+from dralloc.model import conversion
+from dralloc.model import pods as model_pods
+from dralloc.offline import inputs, simulating
+from dralloc.scheduling import placement
+
+EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_ERROR = 0, 1, 2
+# What the reports read; DeviceTaintRules only where the cluster serves them (1.37 and later).
+KINDS = (resources.DEVICE_CLASSES, resources.RESOURCE_SLICES, resources.RESOURCE_CLAIMS,
+         resources.RESOURCE_CLAIM_TEMPLATES, resources.NODES, resources.PODS)
+OPTIONAL = (resources.DEVICE_TAINT_RULES,)
+
+
+class PluginError(Exception):
+    """Something the user can fix: the message names the object, flag or connection."""
+
+
+async def _list_all(kubeconfig: str | None, context: str | None) -> tuple[list[dict[str, Any]], str]:
+    """Every object the reports read, and the API server's address."""
+    try:
+        session = await Session.connect(kubeconfig=kubeconfig, context=context, in_cluster=False)
+    except kube_errors.ConfigError as exc:
+        raise PluginError(str(exc)) from exc
+    try:
+        found: list[dict[str, Any]] = []
+        for resource in (*KINDS, *OPTIONAL):
+            try:
+                items, _ = await reading.list_objects(session, resource)
+            except kube_errors.NotFoundError:
+                if resource in OPTIONAL:
+                    continue  # not served by this cluster's release
+                raise
+            found.extend(items)
+        return found, session.server
+    except kube_errors.KubeError as exc:
+        raise PluginError(f"cannot list objects from {session.server}: {exc}") from exc
+    finally:
+        await session.close()
+
+
+def cluster_of(raws: Sequence[dict[str, Any]], err: TextIO) -> inputs.Cluster:
+    """The objects as `dralloc simulate` reads a snapshot; one that does not parse is left out, named."""
+    cluster = inputs.Cluster()
+    for raw in raws:
+        try:
+            parsed = conversion.parse(raw)
+        except conversion.ObjectError as exc:
+            err.write(f"note: left out: {exc}\n")
+            continue
+        if parsed is not None:
+            cluster.add(parsed)
+    return cluster
+
+
+def _placer(cluster: inputs.Cluster, features: Features, *, leave_out: str | None = None) -> placement.Placer:
+    """The placement view of the live cluster: claims with an allocation in use, bound pods on their nodes."""
+    found = inputs.nodes_of(cluster, ["the cluster"])
+    bound = [p for p in cluster.pods if p.spec.node_name and not p.finished() and p.metadata.uid != leave_out]
+    return placement.Placer(node_list=found.nodes, snapshot=inputs.snapshot_of(cluster, features), features=features,
+                            policy="first-fit", bound_pods=bound)
+
+
+def status(cluster: inputs.Cluster, features: Features) -> dict[str, Any]:
+    """Utilization per class and pool, and fragmentation per class (simulate's report, without placements)."""
+    placer = _placer(cluster, features)
+    return {"nodes": len(placer.nodes),
+            "utilization": simulating.utilization(placer.snapshot, placer.views, features),
+            "fragmentation": simulating.fragmentation(placer)}
+
+
+def print_status(report: dict[str, Any], server: str, out: TextIO) -> None:
+    out.write(f"cluster {server}: {report['nodes']} nodes\n")
+    out.write("\nutilization per class:\n")
+    out.writelines(line + "\n" for line in simulating._use_rows(report["utilization"]["classes"]))
+    pools = report["utilization"]["pools"]
+    if pools:
+        out.write("\nutilization per pool:\n")
+        out.writelines(line + "\n" for line in simulating._use_rows(pools, simulating.POOL_ROWS))
+    fragmentation = report["fragmentation"]
+    sizes = simulating.FRAGMENTATION_SIZES
+    out.write("\nnodes that can still take N devices of a class:\n")
+    width = max(5, *(len(n) for n in fragmentation)) if fragmentation else 5
+    out.write(f"  {'class':{width}} " + " ".join(f"{'N=' + str(k):>6}" for k in sizes) + "\n")
+    for name, counts in fragmentation.items():
+        out.write(f"  {name:{width}} " + " ".join(f"{counts[str(k)]:6d}" for k in sizes) + "\n")
+
+
+def _pod_item(cluster: inputs.Cluster, pod: model_pods.Pod) -> placement.Item:
+    """The pod's claims as the scheduler sees them: the claim generated for a template entry when it
+    exists (pod.status.resourceClaimStatuses), else one made from the template, as simulate does."""
+    namespace = pod.metadata.namespace or "default"
+    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses if s.resource_claim_name}
+    entries = []
+    for entry in pod.spec.resource_claims:
+        name = recorded.get(entry.name)
+        if entry.resource_claim_template_name and name:
+            entry = entry.model_copy(update={"resource_claim_name": name, "resource_claim_template_name": None})
+        entries.append(entry)
+    as_seen = pod.model_copy(update={"spec": pod.spec.model_copy(update={"resource_claims": tuple(entries)})})
+    templates = {f"{t.metadata.namespace or 'default'}/{t.metadata.name}": t for t in cluster.claim_templates}
+    claims = {f"{c.metadata.namespace or 'default'}/{c.metadata.name}": c for c in cluster.resource_claims}
+    try:
+        item = simulating._pod_item(as_seen, templates, claims, cluster.device_classes)
+    except inputs.InputError as exc:
+        raise PluginError(str(exc).replace("in the input", f"in namespace {namespace}")) from exc
+    return placement.Item(name=f"{namespace}/{pod.metadata.name}", claims=item.claims, pod=pod,
+                          allocated=item.allocated)
+
+
+def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) -> dict[str, Any]:
+    """The pod's placement now: bound (with its devices), where it would go, or why it fits nowhere."""
+    pod = next((p for p in cluster.pods if p.metadata.name == name and (p.metadata.namespace or "default") == namespace),
+               None)
+    if pod is None:
+        raise PluginError(f"pod {namespace}/{name}: not found")
+    item = _pod_item(cluster, pod)
+    devices = [f"{c.metadata.name}: " + ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in
+                                                  c.status.allocation.devices.results)
+               for c in item.allocated if c.status.allocation is not None]
+    if pod.spec.node_name:
+        return {"pod": f"{namespace}/{name}", "status": "bound", "node": pod.spec.node_name, "devices": devices}
+    placer = _placer(cluster, features, leave_out=pod.metadata.uid)
+    decision = placer.place(item)
+    if isinstance(decision, placement.Placement):
+        chosen = [f"{r.driver}/{r.pool}/{r.device}" for a in decision.results for r in a.devices.results]
+        return {"pod": f"{namespace}/{name}", "status": "fits", "node": decision.node, "devices": chosen}
+    return {"pod": f"{namespace}/{name}", "status": "unschedulable", "nodes": len(placer.nodes),
+            "reasons": [{"reason": reason, "nodes": list(where)} for reason, where in decision.reasons],
+            "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}"}
+
+
+def print_why(answer: dict[str, Any], out: TextIO) -> None:
+    pod = answer["pod"]
+    if answer["status"] == "bound":
+        out.write(f"pod {pod} is bound to node {answer['node']}\n")
+    elif answer["status"] == "fits":
+        out.write(f"pod {pod} fits now: node {answer['node']}\n")
+    else:
+        out.write(f"pod {pod} fits nowhere: 0/{answer['nodes']} nodes are available\n")
+        for entry in answer["reasons"]:
+            where = entry["nodes"]
+            shown = ", ".join(where[:5]) + (f", ... ({len(where)} nodes)" if len(where) > 5 else "")
+            out.write(f"  {shown}: {entry['reason']}\n")
+    for line in answer.get("devices", []):
+        out.write(f"  {line}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kubectl dralloc",
+                                     description="dralloc's capacity and placement reports on the live cluster")
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+    parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
+    parser.add_argument("--features", default="", metavar="GATE=true,...",
+                        help="DRA feature gates; gates not named keep their Kubernetes defaults")
+    parser.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
+                        help="whose allocator semantics to follow where upstream changed them")
+    parser.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="devices in use, counters, capacity and fragmentation per class and pool")
+    why_ = sub.add_parser("why", help="where the pod would go now, or why it fits nowhere")
+    why_.add_argument("pod", metavar="POD")
+    why_.add_argument("-n", "--namespace", default="default")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        features = Features.from_gates(parse_gates(args.features), release=args.kubernetes_version)
+    except allocation_errors.AllocationInputError as exc:
+        err.write(f"error: --features: {exc}\n")
+        return EXIT_ERROR
+    try:
+        raws, server = asyncio.run(_list_all(args.kubeconfig, args.context))
+        cluster = cluster_of(raws, err)
+        if args.command == "status":
+            report = status(cluster, features)
+            if args.output == "json":
+                out.write(json.dumps(report, indent=2) + "\n")
+            else:
+                print_status(report, server, out)
+            return EXIT_OK
+        answer = why(cluster, args.namespace, args.pod, features)
+    except (PluginError, inputs.InputError, allocation_errors.AllocationInputError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_ERROR
+    if args.output == "json":
+        out.write(json.dumps(answer, indent=2) + "\n")
+    else:
+        print_why(answer, out)
+    return EXIT_UNSCHEDULABLE if answer["status"] == "unschedulable" else EXIT_OK

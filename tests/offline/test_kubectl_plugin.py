@@ -1,0 +1,143 @@
+"""`kubectl dralloc status` and `kubectl dralloc why POD` against a live API server (the sandbox).
+
+The plugin is run as kubectl runs it: the `kubectl-dralloc` executable the package installs,
+found on PATH by `kubectl dralloc ...` (when kubectl is installed; else called directly).
+The cluster: two nodes of two GPUs each, one GPU of node-a allocated to a bound pod; a
+pending pod that wants two GPUs (it fits only on node-b), one that wants three (it fits
+nowhere) and one whose claim names a class that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.handlers import cluster
+
+from dralloc.sandbox import ThreadedApiServer
+
+Obj = dict[str, Any]
+BIN = pathlib.Path(sys.executable).parent
+PLUGIN = BIN / "kubectl-dralloc"
+KUBECTL = shutil.which("kubectl")
+NAMESPACE = "team-a"
+
+
+def _allocated_claim(name: str, node: str, device: str, pod: Obj) -> Obj:
+    claim = cluster.claim(name, namespace_=NAMESPACE)
+    claim["status"] = {
+        "allocation": {"devices": {"results": [{"request": "gpu", "driver": cluster.DRIVER, "pool": node,
+                                                "device": device}]},
+                       "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                           {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}],
+    }
+    return claim
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    server = ThreadedApiServer().start()
+    try:
+        path = server.write_kubeconfig(tmp_path_factory.mktemp("plugin") / "kubeconfig")
+        server.seed([cluster.namespace(NAMESPACE), cluster.gpu_class("gpu"),
+                     cluster.node("node-a"), cluster.gpu_slice("node-a", 2),
+                     cluster.node("node-b"), cluster.gpu_slice("node-b", 2),
+                     cluster.template("two", count=2, namespace_=NAMESPACE),
+                     cluster.template("three", count=3, namespace_=NAMESPACE),
+                     cluster.template("nowhere", namespace_=NAMESPACE, device_class="no-such-class")])
+        busy = cluster.pod("busy", claim_name="busy-gpu", namespace_=NAMESPACE, scheduler=None)
+        busy["spec"]["nodeName"] = "node-a"
+        (busy,) = server.seed([busy])
+        server.seed([_allocated_claim("busy-gpu", "node-a", "gpu-0", busy),
+                     cluster.pod("wants-two", template_name="two", namespace_=NAMESPACE),
+                     cluster.pod("wants-three", template_name="three", namespace_=NAMESPACE),
+                     cluster.pod("bad-class", template_name="nowhere", namespace_=NAMESPACE)])
+        yield path
+    finally:
+        server.stop()
+
+
+def plugin(kubeconfig: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl dralloc ARGS` (kubectl finds the plugin on PATH), or the plugin itself without kubectl."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "KUBECONFIG": str(kubeconfig)}
+    command = [KUBECTL, "dralloc", *args] if KUBECTL else [str(PLUGIN), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_package_installs_the_plugin_executable() -> None:
+    assert PLUGIN.is_file() and os.access(PLUGIN, os.X_OK)
+
+
+def test_status_reports_use_and_fragmentation_per_class(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "-o", "json", "status")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    gpu = report["utilization"]["classes"]["gpu"]
+    assert (gpu["devices"], gpu["inUse"], gpu["percent"]) == (4, 1, 25.0)
+    pools = report["utilization"]["pools"]
+    assert {name: (p["devices"], p["inUse"]) for name, p in pools.items()} == {
+        f"{cluster.DRIVER}/node-a": (2, 1), f"{cluster.DRIVER}/node-b": (2, 0)}
+    # One free GPU on node-a, two on node-b: two nodes take 1, one node takes 2, none 4.
+    assert report["fragmentation"]["gpu"] == {"1": 2, "2": 1, "4": 0, "8": 0}
+
+
+def test_status_table_reads_like_simulate(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "status")
+    assert done.returncode == 0, done.stderr
+    assert "utilization per class:" in done.stdout
+    assert "gpu  1 / 4 devices in use  (25%)" in done.stdout
+    assert "nodes that can still take N devices of a class:" in done.stdout
+
+
+def test_why_a_pod_that_fits_names_its_node(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "-o", "json", "why", "wants-two", "-n", NAMESPACE)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["status"], answer["node"]) == ("fits", "node-b")
+    assert sorted(answer["devices"]) == [f"{cluster.DRIVER}/node-b/gpu-0", f"{cluster.DRIVER}/node-b/gpu-1"]
+
+
+def test_why_a_pod_that_fits_nowhere_gives_the_reasons_per_node(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "why", "wants-three", "--namespace", NAMESPACE)
+    assert done.returncode == 1, done.stderr
+    assert f"pod {NAMESPACE}/wants-three fits nowhere: 0/2 nodes are available" in done.stdout
+    assert "node-a" in done.stdout and "node-b" in done.stdout and "request gpu" in done.stdout
+
+
+def test_why_a_bound_pod_shows_its_devices(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "why", "busy", "-n", NAMESPACE)
+    assert done.returncode == 0, done.stderr
+    assert "is bound to node node-a" in done.stdout
+    assert f"busy-gpu: {cluster.DRIVER}/node-a/gpu-0" in done.stdout
+
+
+def test_why_a_pod_with_a_bad_class_names_claim_and_class(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "why", "bad-class", "-n", NAMESPACE)
+    assert done.returncode == 2
+    assert "no-such-class" in done.stderr and "request gpu" in done.stderr
+
+
+def test_why_an_unknown_pod_is_an_error_naming_it(kubeconfig: pathlib.Path) -> None:
+    done = plugin(kubeconfig, "why", "no-such-pod", "-n", NAMESPACE)
+    assert done.returncode == 2
+    assert f"pod {NAMESPACE}/no-such-pod: not found" in done.stderr
+
+
+def test_an_unreachable_cluster_is_an_error_naming_it(tmp_path: pathlib.Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "x"}}]}))
+    done = plugin(config, "status")
+    assert done.returncode == 2
+    assert "127.0.0.1:9" in done.stderr
