@@ -31,7 +31,8 @@ CASES: dict[str, Case] = {
         classes=[GPU], slices=[slice_("s1", devices=[VALUELESS, device("gpu-0")])],
         claims=[c0().request("r0", "gpu")],
         expect=raises(errors.InvalidSelectorError,
-                      "class gpu: selector #0: CEL runtime error: attribute links: unsupported attribute value"),
+                      "class gpu: selector #0 on device gpu.example.com/pool-1/gpu-bad: CEL runtime error: "
+                      "attribute links: unsupported attribute value"),
     ),
     "unparsable-version-fails-driver-selector": Case(
         classes=[GPU], slices=[slice_("s1", devices=[BAD_VERSION, device("gpu-0")])],
@@ -42,8 +43,8 @@ CASES: dict[str, Case] = {
         classes=[ANY], slices=[slice_("s1", devices=[VALUELESS])],
         claims=[c0().request("r0", "any", selectors=['device.driver == "gpu.example.com"'])],
         expect=raises(errors.InvalidSelectorError,
-                      "claim default/c0, request r0: selector #0: CEL runtime error: attribute links: "
-                      "unsupported attribute value"),
+                      "claim default/c0, request r0: selector #0 on device gpu.example.com/pool-1/gpu-bad: "
+                      "CEL runtime error: attribute links: unsupported attribute value"),
     ),
     "valueless-attribute-after-the-chosen-device-is-never-reached": Case(
         classes=[GPU], slices=[slice_("s1", devices=[device("gpu-0"), VALUELESS])],

@@ -28,7 +28,7 @@ and cover, with the gates that govern them randomly on or off:
   case: a pool whose first device is shared, one claim of alike adminAccess requests;
 - for 1.37 (`case(seed, "1.37")`, `_with_1_37`): its alpha gates, compatibility groups,
   fractional capacity ranges, skipNodeOperations with the node's declaredFeatures, and
-  derived attributes with their gate off.
+  derived attributes (with their gate off: refused; on: computed for constraints).
 """
 
 from __future__ import annotations
@@ -66,6 +66,22 @@ BAD_SELECTORS = (
     f'{GUARDED}.model == "x"',  # a device without the attribute: runtime error
     f'{GUARDED}.numa ==',  # does not compile
     f'{GUARDED}.numa + 1',  # not a bool
+)
+# Derived attributes (DRADerivedAttributes): what a request computes for a constraint to compare.
+DERIVED = (
+    f'"numa" in {GUARDED} ? {GUARDED}.numa : -1',
+    f'{GUARDED}.?numa.orValue(0) % 2',
+    f'"model" in {GUARDED} ? {GUARDED}.model : "none"',
+    'device.driver', '1', '"x"', 'true', '[0, 1]', '[1]', 'semver("1.0.0")',
+    f'"numas" in {GUARDED} ? {GUARDED}.numas : [7]',
+    f'{GUARDED}.?ver.orValue(semver("0.0.1"))',
+    'device.allowMultipleAllocations',
+)
+BAD_DERIVED = (
+    f'{GUARDED}.numa',  # fails on a device without the attribute
+    '1.5',  # not an attribute type: does not compile
+    'dyn(1.5)',  # compiles, fails at run time
+    f'{GUARDED}.numa +',  # syntax error
 )
 CONSTRAINT_ATTRIBUTES = (
     "a.example.com/numa", "a.example.com/numa", "a.example.com/numa", "a.example.com/model",
@@ -391,10 +407,10 @@ def _with_1_37(case: dict[str, Any], rng: random.Random) -> None:
     1.37 case without these): its alpha gates (each on or off), compatibility groups on counter
     consumption, fractional `validRange`s on a capacity (and milli-unit capacity requests),
     `skipNodeOperations` on slices and the node's declaredFeatures, and derived attributes on a
-    request (only with DRADerivedAttributes off: dralloc does not compute them, see
-    docs/allocation.md)."""
+    request (with DRADerivedAttributes off: refused; on: named as one of the claim's constraint
+    attributes, computed by CEL, now and then failing to compile or on some device)."""
     features = case["features"]
-    features += [g for g in GATES_1_37 if chance(rng, 0.25 if g != "DRADerivedAttributes" else 0.05)]
+    features += [g for g in GATES_1_37 if chance(rng, 0.25)]
     features.sort()
     groups = (["g1"], ["g2"], ["g1", "g2"], [])
     for s in case["objects"]["resourceSlices"]:
@@ -419,8 +435,18 @@ def _with_1_37(case: dict[str, Any], rng: random.Random) -> None:
             if chance(rng, 0.15) and "DRAConsumableCapacity" in features:
                 body.setdefault("capacity", {}).setdefault("requests", {})["cores"] = rng.choice(
                     ["300m", "750m", "1", "1200m", "2500m"])
-            if chance(rng, 0.03) and "DRADerivedAttributes" not in features:
-                body["derivedAttributes"] = [{"name": "a.example.com/double", "expression": "2"}]
+            if "DRADerivedAttributes" not in features:
+                if chance(rng, 0.03):
+                    body["derivedAttributes"] = [{"name": "a.example.com/double", "expression": "2"}]
+                continue
+            constraints = claim["spec"]["devices"].get("constraints") or []
+            names = sorted({c.get("matchAttribute") or c.get("distinctAttribute") for c in constraints} - {None})
+            if names and chance(rng, 0.4):
+                # Named as a constraint's attribute (the API requires a constraint to use each one).
+                chosen = rng.sample(names, rng.choice([1, 1, min(2, len(names))]))
+                body["derivedAttributes"] = [
+                    {"name": name, "expression": rng.choice(DERIVED if chance(rng, 0.9) else BAD_DERIVED)}
+                    for name in chosen]
 
 
 def case(seed: int, release: str = "1.37") -> dict[str, Any]:

@@ -69,7 +69,8 @@ def test_class_failing_at_run_time_fails_only_its_pods(apiserver: Cluster, opera
                      and e, what="the bad pod's SchedulerError naming the CEL error")
     (bad_claim,) = [c["metadata"]["name"] for c in helpers.claims(apiserver) if c["metadata"]["name"].startswith("bad-pod")]
     assert bad_claim in found["message"] and "request gpu" in found["message"]
-    assert f"class {broken}: selector #0: CEL runtime error" in found["message"]
+    # 1.37's wording (the operator follows the server's release): the device that failed is named.
+    assert f"class {broken}: selector #0 on device {cluster.DRIVER}/" in found["message"]
     assert "no such overload" in found["message"]
 
     apiserver.request("PATCH", f"/apis/resource.k8s.io/v1/deviceclasses/{broken}",

@@ -16,6 +16,10 @@ one, a list attribute (DRAListTypeAttributes) is the set of its elements, and
   that request; dralloc enforces the API's stated meaning (SPEC.md, surprises).
   Upstream 1.37 does the same.
 
+A request's derived attributes (DRADerivedAttributes) take the place of the published
+attribute of the same name for the devices taken for that request: computed by CEL when a
+constraint covering the request first looks at the device (`selectors.derived_attribute`).
+
 A value that cannot be compared (an attribute without a value; a list with
 DRAListTypeAttributes off) equals nothing: see `Constraint._elements`.
 """
@@ -24,8 +28,10 @@ from __future__ import annotations
 
 import abc
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from dralloc.allocation import selectors
 from dralloc.allocation.pools import DeviceInfo
 
 Element = tuple[str, object]
@@ -38,12 +44,22 @@ class UnsupportedValue(Exception):
     """An attribute without a value of a type this allocator understands."""
 
 
-def elements(info: DeviceInfo, attribute: str, *, list_types: bool) -> frozenset[Element] | None:
-    """The typed elements of the attribute, None when the device lacks it."""
-    value = info.attributes.get(attribute)
-    if value is None:
-        return None
-    found = value.kind_and_value()
+def elements(info: DeviceInfo, attribute: str, *, list_types: bool,
+             derived: Mapping[str, str] | None = None) -> frozenset[Element] | None:
+    """The typed elements of the attribute, None when the device lacks it.
+
+    `derived`: the request's derived attributes (name -> CEL expression); one of them with
+    this name is computed for the device instead of reading what the driver published.
+    """
+    expression = derived.get(attribute) if derived else None
+    found: tuple[str, Any] | None
+    if expression is not None:
+        found = selectors.derived_attribute(info, attribute, expression)
+    else:
+        value = info.attributes.get(attribute)
+        if value is None:
+            return None
+        found = value.kind_and_value()
     if found is None:
         raise UnsupportedValue(attribute)
     kind, raw = found
@@ -70,7 +86,8 @@ class Constraint(abc.ABC):
             return True
         return subrequest is not None and f"{request}/{subrequest}" in self.requests
 
-    def _elements(self, info: DeviceInfo, *, first: bool) -> frozenset[Element] | None:
+    def _elements(self, info: DeviceInfo, derived: Mapping[str, str] | None, *,
+                  first: bool) -> frozenset[Element] | None:
         """The device's elements; None when it lacks the attribute or its value cannot satisfy
         the constraint.
 
@@ -81,15 +98,19 @@ class Constraint(abc.ABC):
         (sets of elements) a device without a value never satisfies the constraint.
         """
         try:
-            return elements(info, self.attribute, list_types=self.list_types)
+            return elements(info, self.attribute, list_types=self.list_types, derived=derived)
         except UnsupportedValue:
             if first and not self.list_types:
                 return frozenset({("unsupported", info.id)})
             return None
 
     @abc.abstractmethod
-    def add(self, info: DeviceInfo) -> bool:
-        """Take the device into account; False (and nothing recorded) when it breaks the constraint."""
+    def add(self, info: DeviceInfo, derived: Mapping[str, str] | None = None) -> bool:
+        """Take the device into account; False (and nothing recorded) when it breaks the constraint.
+
+        `derived`: the derived attributes of the request the device is taken for.
+        Raises InvalidDerivedAttributeError when one of them cannot be computed for the device.
+        """
 
     @abc.abstractmethod
     def remove(self) -> None:
@@ -105,8 +126,8 @@ class MatchAttribute(Constraint):
         super().__init__(requests, attribute, list_types=list_types, owner=owner)
         self._stack: list[frozenset[Element]] = []
 
-    def add(self, info: DeviceInfo) -> bool:
-        values = self._elements(info, first=not self._stack)
+    def add(self, info: DeviceInfo, derived: Mapping[str, str] | None = None) -> bool:
+        values = self._elements(info, derived, first=not self._stack)
         if values is None:
             return False
         if self._stack:
@@ -134,8 +155,8 @@ class DistinctAttribute(Constraint):
         self._taken: Counter[Element] = Counter()
         self._stack: list[frozenset[Element]] = []
 
-    def add(self, info: DeviceInfo) -> bool:
-        values = self._elements(info, first=not self._stack)
+    def add(self, info: DeviceInfo, derived: Mapping[str, str] | None = None) -> bool:
+        values = self._elements(info, derived, first=not self._stack)
         if values is None:
             return False
         if any(self._taken[v] for v in values):

@@ -30,6 +30,10 @@ class InvalidSelectorError(AllocationInputError):
     """A CEL selector is empty, does not compile, or fails at run time."""
 
 
+class InvalidDerivedAttributeError(AllocationInputError):
+    """A request's derived attribute does not compile, or fails (or gives no attribute) on a device."""
+
+
 class FeatureDisabledError(AllocationInputError):
     """A claim uses a field whose feature gate is off."""
 

@@ -96,7 +96,7 @@ class DeviceInfo:
         self.binding_failure_conditions = device.binding_failure_conditions
         self.binds_to_node = bool(device.binds_to_node)
         self.per_device_node = bool(spec.per_device_node_selection)
-        self.selector_results: dict[str, Any] = {}
+        self.selector_results: dict[Any, Any] = {}
 
     def node_fields(self) -> tuple[str | None, nodes.NodeSelector | None]:
         """The nodeName / nodeSelector that restrict where this device can be used."""

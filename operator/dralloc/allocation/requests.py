@@ -39,6 +39,8 @@ class RequestPlan:
     admin_access: bool
     tolerations: tuple[taints.DeviceToleration, ...]
     capacity: Mapping[str, Quantity] | None
+    # DRADerivedAttributes: attribute name -> CEL expression, read by claim constraints.
+    derived: Mapping[str, str] = dataclasses.field(default_factory=dict)
     all_devices: list[tuple[Pool, DeviceInfo]] = dataclasses.field(default_factory=list)
     # position in the node's candidate order -> passes selectors etc. (filled lazily by the search)
     selectable: dict[int, bool] = dataclasses.field(default_factory=dict)
@@ -77,14 +79,17 @@ def _plan_one(
         source, label, display = exact, f"request {base_name}", base_name
         admin = exact.admin_access
     owner = f"claim {ref}, request {display}"
+    derived: dict[str, str] = {}
     if source.derived_attributes and features.at_least_1_37:
         # 1.37 refuses rather than ignores them (a scheduler behind its API server's gates).
         if not features.derived_attributes:
             raise errors.FeatureDisabledError(
                 f"claim {ref}, request {sub.name if sub is not None else base_name}: "
                 f"cannot handle request with derived attributes, the feature is disabled")
-        raise errors.UnsupportedFieldError(
-            f"{owner}: derivedAttributes (DRADerivedAttributes, alpha in 1.37) are not supported by dralloc")
+        # Compiled and computed only when a constraint looks at a device (as upstream: an
+        # expression that does not compile fails the claim only if some device reaches it).
+        for attribute in source.derived_attributes:
+            derived[str(attribute.get("name", ""))] = str(attribute.get("expression", ""))
     selectors.check_present(source.selectors, owner)
     if admin is not None and not features.admin_access:
         raise errors.FeatureDisabledError(f"{owner}: admin access is requested, but the feature is disabled")
@@ -128,6 +133,7 @@ def _plan_one(
         admin_access=bool(admin),
         tolerations=tuple(source.tolerations),
         capacity=capacity_requests,
+        derived=derived,
     )
 
 

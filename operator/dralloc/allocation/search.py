@@ -168,12 +168,13 @@ class Search:
         return not device_class.spec.selectors or selectors.all_match(
             info, device_class.spec.selectors,
             owner=f"claim {request.claim_ref}, request {request.name}: class {device_class.metadata.name}",
-            view=self.cel_view)
+            view=self.cel_view, release_1_37_wording=self.features.at_least_1_37)
 
     def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
         return not request.selectors or selectors.all_match(info, request.selectors,
                                                             owner=f"claim {request.claim_ref}, request {request.name}",
-                                                            view=self.cel_view)
+                                                            view=self.cel_view,
+                                                            release_1_37_wording=self.features.at_least_1_37)
 
     def node_usable(self, info: DeviceInfo) -> bool:
         """Per-device node selection: whether this device can be used from the node."""
@@ -243,8 +244,12 @@ class Search:
 
     # ---- taking and giving back one device --------------------------------------------
 
-    def take(self, claim_index: int, request: RequestPlan, pool: Pool, info: DeviceInfo, *, must: bool) -> Pick | None:
-        """allocateDevice: the in-call checks; on success everything is reserved and recorded."""
+    def take(self, claim_index: int, request: RequestPlan, pool: Pool, info: DeviceInfo, *, must: bool,
+             room: tuple[bool, dict[str, Quantity] | None] | None = None) -> Pick | None:
+        """allocateDevice: the in-call checks; on success everything is reserved and recorded.
+
+        `room`: `capacity_amounts(..., in_call=True)` when the caller already computed it.
+        """
         if self.in_use(request, info, claim_index):
             return None
         if info.slice.spec.skip_node_operations and not self.node_operations_optional:
@@ -263,7 +268,7 @@ class Search:
         for constraint in claim.constraints:
             if not constraint.covers(request.base_name, request.sub_name):
                 continue
-            if constraint.add(info):
+            if constraint.add(info, request.derived):
                 added.append(constraint)
                 continue
             for done in reversed(added):
@@ -278,7 +283,7 @@ class Search:
             return None
         # Capacity last, as upstream: a device an `All` request must take fails its constraints
         # with an error even when it would not have had the capacity either.
-        fits, amounts = self.capacity_amounts(request, info, in_call=True)
+        fits, amounts = room if room is not None else self.capacity_amounts(request, info, in_call=True)
         if not fits:
             for done in reversed(added):
                 done.remove()
@@ -373,7 +378,12 @@ class Search:
                 continue
             if not self.selectable(request, position - 1):
                 continue
-            pick = self.take(ci, request, pool, info, must=False)
+            # Capacity before the in-call checks, as upstream's allocateOne (CmpRequestOverCapacity):
+            # a device without room never reaches the constraints, whose derived attributes can fail.
+            room = self.capacity_amounts(request, info, in_call=True)
+            if not room[0]:
+                continue
+            pick = self.take(ci, request, pool, info, must=False, room=room)
             if pick is None:
                 continue
             outcome = self.allocate_one(ci, ri, si, di + 1, in_sub, position)

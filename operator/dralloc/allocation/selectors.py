@@ -16,11 +16,12 @@ import dataclasses
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from dralloc.allocation import errors
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceInfo
+from dralloc.cel import derived as cel_derived
 from dralloc.cel import devices as cel_devices
 from dralloc.cel import selectors as cel_selectors
 from dralloc.model import classes
@@ -126,8 +127,18 @@ def _driver_literal(expression: str) -> str | None:
     return match.group(1) if match.group(1) is not None else match.group(2)
 
 
-def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view: CelView = FULL_VIEW) -> bool:
-    """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors."""
+# Upstream 1.37's cel.EnhanceRuntimeError: what it appends to a runtime error about a missing key.
+NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) "
+                    "or guarding the check with has() for optional fields")
+
+
+def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view: CelView = FULL_VIEW,
+             release_1_37_wording: bool = True) -> bool:
+    """Whether the device satisfies one selector. Raises InvalidSelectorError on CEL errors.
+
+    `release_1_37_wording`: a runtime error names the device ("selector #0 on device D/P/N")
+    and a missing key gets upstream 1.37's hint (cel.EnhanceRuntimeError); 1.36 had neither.
+    """
     key = _key(view, expression)
     cached = info.selector_results.get(key)
     if cached is not None:
@@ -158,16 +169,55 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
     kind, message = cached
     STATS.errors += 1
     # The failure is cached per device; the message names whoever reached it this time.
+    if kind == "runtime" and release_1_37_wording:
+        if "no such key:" in message:
+            message += NO_SUCH_KEY_HINT
+        raise errors.InvalidSelectorError(f"{owner}: selector #{index} on device {info.id}: CEL runtime error: {message}")
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
 
 
 def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, owner: str,
-              view: CelView = FULL_VIEW) -> bool:
+              view: CelView = FULL_VIEW, release_1_37_wording: bool = True) -> bool:
     for index, selector in enumerate(selectors):
         assert selector.cel is not None  # checked by check_present before the search
-        if not evaluate(info, selector.cel.expression, owner=owner, index=index, view=view):
+        if not evaluate(info, selector.cel.expression, owner=owner, index=index, view=view,
+                        release_1_37_wording=release_1_37_wording):
             return False
     return True
+
+
+def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str, Any]:
+    """The value a request's derived attribute `name` computes for the device, as
+    `DeviceAttribute.kind_and_value` gives a published one; memoized on the device.
+
+    Raises InvalidDerivedAttributeError with upstream's words: "compile derived attribute
+    NAME failed: ..." or "evaluate derived attribute NAME on device D/P/N failed: ...".
+    Derived attributes exist only in the experimental variant, which shows CEL the whole
+    device (the full view).
+    """
+    key = (_DERIVED, expression)
+    cached = info.selector_results.get(key)
+    if cached is None:
+        try:
+            program = cel_derived.compile_derived(expression)
+        except cel_selectors.CELCompileError as exc:
+            cached = ("compile", str(exc))
+        else:
+            try:
+                cached = ("value", program.evaluate(_env(info, FULL_VIEW)))
+            except cel_selectors.CELRuntimeError as exc:
+                cached = ("evaluate", str(exc))
+        info.selector_results[key] = cached
+    outcome, detail = cached
+    if outcome == "value":
+        return cast(tuple[str, Any], detail)
+    if outcome == "compile":
+        raise errors.InvalidDerivedAttributeError(f"compile derived attribute {name} failed: {detail}")
+    raise errors.InvalidDerivedAttributeError(
+        f"evaluate derived attribute {name} on device {info.id} failed: {detail}")
+
+
+_DERIVED = "__derived__"
 
 
 def compile_check(expression: str, *, owner: str, index: int) -> None:

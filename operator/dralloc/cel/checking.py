@@ -23,6 +23,8 @@ run time ("no such overload").
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -249,7 +251,8 @@ def _position(node: lark.Tree[Any] | lark.Token) -> tuple[int, int]:
     return 1, 1
 
 
-def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
+def check(tree: lark.Tree[Any], text: str = "", *,
+          result: Callable[[str], str | None] | None = None) -> list[Issue]:
     """All compile errors in a parsed selector, in source order.
 
     Name errors first (undeclared references, macro misuse); only a selector without them
@@ -271,11 +274,26 @@ def check(tree: lark.Tree[Any], text: str = "") -> list[Issue]:
         issues = [Issue(p.message, *_line_column(text, p.offset)) if p.offset >= 0
                   else Issue(p.message, 1, 1, positional=False) for p in problems]
         return sorted(issues, key=lambda issue: (issue.line, issue.column))
-    if kind not in (typecheck.BOOL, typecheck.DYN, typecheck.UNKNOWN):
-        # What we did not model prints as dyn (cel-go would name it); the outcome is the same.
-        shown = kind.replace(typecheck.UNKNOWN, typecheck.DYN)
-        return [Issue(f"must evaluate to bool or the unknown type, not {shown}", 1, 1, positional=False)]
+    refused = (result or selector_result)(kind)
+    if refused is not None:
+        return [Issue(refused, 1, 1, positional=False)]
     return []
+
+
+def shown_type(kind: str) -> str:
+    """A static type as cel-go prints it in the output type checks."""
+    # What we did not model prints as dyn (cel-go would name it); the outcome is the same.
+    # An empty literal's free element type prints as dyn; cel-go names null's type null_type.
+    shown = kind.replace(typecheck.UNKNOWN, typecheck.DYN)
+    shown = re.sub(rf"\b{typecheck.FREE}\b", typecheck.DYN, shown)
+    return re.sub(rf"\b{typecheck.NULL}\b", "null_type", shown)
+
+
+def selector_result(kind: str) -> str | None:
+    """Why a selector of this static type is refused (it must give a bool), None when it is not."""
+    if kind in (typecheck.BOOL, typecheck.DYN, typecheck.UNKNOWN):
+        return None
+    return f"must evaluate to bool or the unknown type, not {shown_type(kind)}"
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
