@@ -117,8 +117,10 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--workload", action="append", default=[], metavar="FILE",
                    help="ResourceClaims, Pods and workload controllers (+ ResourceClaimTemplates) to place, in "
                    "file order; default: every unallocated claim of the snapshot")
-    p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread"),
-                   help="node choice (default first-fit: first node by name where the allocator succeeds)")
+    p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread", "fragmentation-aware"),
+                   help="node choice (default first-fit: first node by name where the allocator succeeds; "
+                   "fragmentation-aware: the node and devices that leave the least capacity unusable for the "
+                   "workload's request shapes)")
     _feature_flags(p)
     p.add_argument("--placements-out", metavar="FILE",
                    help="write one line per placed item: NAME NODE REQUEST=DRIVER/POOL/DEVICE ...")

@@ -131,5 +131,5 @@ class TestPolicyNames:
             cluster({"a": 0}, policy="best-fit")
 
     def test_known_policies(self) -> None:
-        """The Placer knows exactly first-fit, binpack and spread."""
-        assert placement.POLICIES == ("first-fit", "binpack", "spread")
+        """The Placer knows exactly first-fit, binpack, spread and fragmentation-aware."""
+        assert placement.POLICIES == ("first-fit", "binpack", "spread", "fragmentation-aware")

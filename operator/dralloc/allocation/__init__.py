@@ -14,6 +14,7 @@ input. Claims are allocated together: all of them or none.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 
@@ -77,10 +78,20 @@ def allocate(
     budget: int | None = DEFAULT_BUDGET,
     share_ids: ShareIdFactory | None = None,
     explain: bool = True,
+    prefer: Sequence[DeviceID] = (),
 ) -> outcomes.Outcome:
-    """Allocate all `claims` together on `node`, first fit in upstream's order."""
+    """Allocate all `claims` together on `node`, first fit in upstream's order.
+
+    `prefer`: devices to try first, in this order, before the rest in upstream's order (a
+    placement policy's device choice, e.g. fragmentation-aware); the search and its checks
+    are unchanged, so the result is valid whatever the order, and upstream's without it.
+    """
     claim_list = list(claims)
     scope = snapshot.slices.scope_for(node, features)
+    if prefer:
+        rank = {device: position for position, device in enumerate(prefer)}
+        last = len(rank)
+        scope = dataclasses.replace(scope, order=tuple(sorted(scope.order, key=lambda e: rank.get(e[1].id, last))))
     pools = scope.pools
     search = Search(
         claims=[],

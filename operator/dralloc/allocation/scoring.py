@@ -1,4 +1,4 @@
-"""Choosing among nodes where the claims fit: FirstFit, BinPack, Spread.
+"""Choosing among nodes where the claims fit: FirstFit, BinPack, Spread, FragmentationAware.
 
 Upstream has no scoring: the scheduler takes the first node that fits (in our
 offline tools: node-name order). dralloc scores nodes where the allocation
@@ -8,7 +8,10 @@ succeeded by how much of the node's devices would then be in use:
 - `binpack`: the most used node (share of its devices in use) where the claims
   fit, so whole nodes (and whole GPUs behind partitions) stay free for large
   requests;
-- `spread`: the least used node where they fit.
+- `spread`: the least used node where they fit;
+- `fragmentation-aware`: the node and devices whose choice makes the least of the free
+  capacity unusable for the workload's request shapes (fragmentation.py; the Placer
+  orders nodes and devices by it, scheduling/fragmenting.py).
 
 Nodes are tried in that order and the first fit wins, so a placement costs one
 allocator call per node tried, not one per node.
@@ -25,7 +28,7 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
 
-POLICIES = ("first-fit", "binpack", "spread")
+POLICIES = ("first-fit", "binpack", "spread", "fragmentation-aware")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 
 POLICY_NAME = "default"
 TLS_CLOSE_GRACE = 0.25  # seconds the loop keeps running for closing TLS connections (cleanup)
-STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread"}
+STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
+              "FragmentationAware": "fragmentation-aware"}
 RELISTED = (
     ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
     ("ResourceSlice", resources.RESOURCE_SLICES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),

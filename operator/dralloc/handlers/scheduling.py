@@ -225,6 +225,21 @@ def error_message(exc: BaseException) -> str:
     return failures.internal_error(exc)
 
 
+def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) -> None:
+    """The fragmentation-aware policy weighs choices by the shapes of the pods waiting."""
+    if placer.model is None:
+        return
+    items = []
+    for pod in queue:
+        try:
+            item = _item_for(rt, pod)
+        except Exception:  # the pod's own decision reports its error; here it only does not count
+            continue
+        if isinstance(item, placement.Item):
+            items.append(item)
+    placer.expect(items)
+
+
 async def run_pass(rt: Runtime) -> PassResult:
     """One pass over the ready pods. Decisions are synchronous; writes follow each decision.
 
@@ -241,6 +256,7 @@ async def run_pass(rt: Runtime) -> PassResult:
         return result
     await _report_unreadable(rt)
     placer = rt.views.placer(rt.policy)
+    _expect_queue(rt, placer, pods_now)
     # The changes the placer's view includes. The pass awaits between pods (status writes, Events),
     # and changes arriving meanwhile are not in the view: a pod found not to fit is retried on any
     # change after this count, not after the count when its result is recorded.

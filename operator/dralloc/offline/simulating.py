@@ -381,6 +381,12 @@ def place_workload(placer: placement.Placer, workload: list[object],
     results: list[ItemResult] = []
     classes = list(placer.snapshot.classes.values())
     progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
+    if placer.model is not None:
+        # The fragmentation-aware policy weighs choices by the shapes still to come: here the
+        # whole workload is the queue.
+        placer.expect(_pod_item(_defaulted(o), templates, claims_by_ref, classes) if isinstance(o, model_pods.Pod)
+                      else placement.Item(name=o.metadata.name, claims=(o,))
+                      for o in workload if isinstance(o, model_pods.Pod | model_claims.ResourceClaim))
     for done, obj in enumerate(workload):
         if isinstance(obj, model_pods.Pod):
             item = _pod_item(_defaulted(obj), templates, claims_by_ref, classes)

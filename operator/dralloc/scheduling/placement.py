@@ -28,14 +28,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from dralloc import allocation
-from dralloc.allocation import errors, nodeaffinity, outcomes, scoring
+from dralloc.allocation import errors, fragmentation, nodeaffinity, outcomes, scoring
 from dralloc.allocation.features import Features
-from dralloc.allocation.pools import NodeView
+from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import nodes, pods
-from dralloc.scheduling import nodefit
+from dralloc.scheduling import fragmenting, nodefit
 
 POLICIES = scoring.POLICIES
 
@@ -206,9 +206,17 @@ class Placer:
         else:
             self.usage = list(node_usage(self.nodes, bound_pods).values())
             self._own_usage = set(range(len(self.nodes)))
-        # Device use per node orders nodes for BinPack/Spread; FirstFit never looks at it.
-        self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views] if policy != "first-fit"
-                        else [scoring.NodeUse(0, 0)] * len(self.views))
+        # Device use per node orders nodes for BinPack/Spread; the others never look at it.
+        self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views]
+                        if policy in ("binpack", "spread") else [scoring.NodeUse(0, 0)] * len(self.views))
+        self.model = (fragmenting.ClusterModel(snapshot=snapshot, views=self.views, node_list=self.nodes,
+                                               usage=self.usage, features=features)
+                      if policy == "fragmentation-aware" else None)
+        # Without `expect`, the fragmentation-aware policy learns the shapes from the items it is
+        # asked to place (recent arrivals), all of them weighing the same.
+        self._expected = False
+        self._arrivals: dict[tuple[object, ...], list[object]] = {}
+        self._arrivals_since = 0
         self.release_epoch = [0] * len(self.nodes)
         self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
         # family -> node index -> (epoch, smallest count proven not to fit then); see `_family`.
@@ -228,8 +236,55 @@ class Placer:
         scheduling constraints), without names: items of one shape are interchangeable."""
         return self._shapes.of(item)
 
+    def expect(self, items: Iterable[Item]) -> None:
+        """The fragmentation-aware policy's distribution of request shapes: these items (a queue,
+        a whole workload), each counting once. No effect under the other policies."""
+        if self.model is None:
+            return
+        counts: dict[tuple[object, ...], list[object]] = {}
+        for item in items:
+            shape = self._model_shape(item)
+            if shape is not None:
+                entry = counts.setdefault(shape.key(), [shape, 0])
+                entry[1] = int(entry[1]) + 1  # type: ignore[call-overload]
+        self.model.expect((s, w) for s, w in counts.values())  # type: ignore[misc]
+        self._expected = True
+
+    def _model_shape(self, item: Item) -> fragmentation.Shape | None:
+        assert self.model is not None
+        if item.allocated:
+            return None  # a shared claim pins nodes: not a shape the measure describes
+        requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
+        return self.model.shape(item.claims, requests)
+
+    def _learn(self, shape: fragmentation.Shape) -> None:
+        """An arrival joins the distribution; the measure is rebuilt for a new shape, and every
+        256 arrivals for the weights (each rebuild forgets the memoized choices)."""
+        assert self.model is not None
+        key = shape.key()
+        entry = self._arrivals.get(key)
+        self._arrivals_since += 1
+        if entry is None:
+            self._arrivals[key] = [shape, 1]
+        else:
+            entry[1] = int(entry[1]) + 1  # type: ignore[call-overload]
+        if entry is None or self._arrivals_since >= 256:
+            self._arrivals_since = 0
+            self.model.expect((s, w) for s, w in self._arrivals.values())  # type: ignore[misc]
+
+    def _candidates(self, item: Item, shape: str) -> Iterable[tuple[int, tuple[DeviceID, ...]]]:
+        """Node indexes in the order to try them, each with devices to try first."""
+        if self.model is None:
+            return ((index, ()) for index in self._order(shape))
+        model_shape = self._model_shape(item)
+        if model_shape is None:
+            return ((index, ()) for index in range(len(self.nodes)))
+        if not self._expected:
+            self._learn(model_shape)
+        return self.model.order(model_shape)
+
     def _order(self, shape: str) -> Iterable[int]:
-        if self.policy == "first-fit":
+        if self.policy in ("first-fit", "fragmentation-aware"):
             return range(self._first_unknown.get(shape, 0), len(self.nodes))
         sign = -1 if self.policy == "binpack" else 1
         return sorted(range(len(self.nodes)),
@@ -308,7 +363,7 @@ class Placer:
             self._advance(shape)  # a smaller count of its family may have failed on the next nodes
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
-        for index in self._order(shape):
+        for index, prefer in self._candidates(item, shape):
             if self._known_failure(shape, index):
                 continue
             if self.misfit(item, index, requests) is not None:
@@ -318,7 +373,7 @@ class Placer:
             try:
                 outcome = allocation.allocate(
                     self.snapshot, item.claims, self.views[index], features=self.features,
-                    budget=self.budget, explain=False,
+                    budget=self.budget, explain=False, prefer=prefer,
                 )
             except errors.InvalidPoolOnNodeError:
                 # Upstream's ErrFailedAllocationOnNode: this node does not fit; others may.
@@ -392,6 +447,9 @@ class Placer:
     def _refresh_use(self, results: Sequence[model_claims.AllocationResult], *, extra_node: int | None) -> None:
         if self.policy == "first-fit":
             return  # node order does not depend on use
+        if self.model is not None:
+            self._refresh_model(results, extra_node=extra_node)
+            return
         touched = {extra_node} if extra_node is not None else set()
         pools = {(r.driver, r.pool) for a in results for r in a.devices.results}
         if pools and self.policy != "first-fit":
@@ -401,3 +459,12 @@ class Placer:
         for i in touched:
             if i is not None:
                 self.devices[i] = scoring.node_use(self.snapshot, self.views[i], self.features)
+
+    def _refresh_model(self, results: Sequence[model_claims.AllocationResult], *, extra_node: int | None) -> None:
+        assert self.model is not None
+        touched = {extra_node} if extra_node is not None else set()
+        for allocation_ in results:
+            for result in allocation_.devices.results:
+                touched.update(self.model.nodes_of_pool.get((result.driver, result.pool), ()))
+        for i in sorted(touched):
+            self.model.refresh(i, self.snapshot.allocated, self.usage[i])

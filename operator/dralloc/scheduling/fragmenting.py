@@ -1,0 +1,249 @@
+"""The cluster and items as the fragmentation measure sees them (`allocation.fragmentation`).
+
+`ClusterModel` turns what the Placer holds (nodes, the allocator snapshot, the
+resources pods use per node) into per-node states for the measure, turns an item
+into a `Shape`, keeps the states current as placements are committed, and
+answers "in which order should this item try the nodes, and which devices first".
+
+What is modelled: `exactly` requests in ExactCount mode (a firstAvailable request
+by its first subrequest), their class and request selectors and the capacity the
+allocator would consume (request policies applied); CPU and memory of a pod. What
+is not (constraints, All mode, admin access, counters) is simply not measured: an
+item whose shape cannot be modelled gets no device preference and tries the
+nodes by name, and a shape that cannot be modelled does not count in the
+distribution. The allocator decides every placement, so a model that is only an
+approximation can make a choice worse, never invalid.
+
+Devices are grouped by signature (driver, attributes, capacities, shareable):
+selectors are evaluated once per signature, not once per device, which is what
+keeps this cheap on thousands of identical GPUs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from fractions import Fraction
+
+from dralloc.allocation import capacity, errors, selectors
+from dralloc.allocation.features import Features
+from dralloc.allocation.fragmentation import DeviceDemand, DeviceState, Measure, NodeState, Shape, Signature
+from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView
+from dralloc.allocation.snapshots import AllocatedState, Snapshot
+from dralloc.model import claims as model_claims
+from dralloc.model import classes as model_classes
+from dralloc.model import nodes as model_nodes
+from dralloc.scheduling import nodefit
+
+RESOURCES = ("cpu", "memory")  # node resources whose stranding the measure counts
+UNLIMITED = 2**62  # a node that does not advertise a resource does not limit it here
+
+
+def _request_key(request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest) -> str:
+    return json.dumps(request.model_dump(mode="json", by_alias=True, exclude_defaults=True), sort_keys=True)
+
+
+class ClusterModel:
+    """Per-node device and resource states for the fragmentation measure. Pure, not thread-safe."""
+
+    def __init__(self, *, snapshot: Snapshot, views: Sequence[NodeView], node_list: Sequence[model_nodes.Node],
+                 usage: Sequence[nodefit.NodeUsage], features: Features) -> None:
+        self.features = features
+        self.view = selectors.view_of(features)
+        self.classes = snapshot.classes
+        self._signature_of: dict[str, int] = {}
+        self.signatures: list[Signature] = []
+        self.representatives: list[DeviceInfo] = []
+        self.dimensions: list[tuple[str, ...]] = []  # capacity names per signature ((): one unit)
+        self.devices: list[list[DeviceInfo]] = []
+        self.device_signatures: list[list[int]] = []
+        seen: set[DeviceID] = set()
+        for view in views:
+            infos, sigs = [], []
+            for _, info in snapshot.slices.scope_for(view, features).order:
+                if info.id in seen:
+                    continue  # a device many nodes can use (allNodes) is measured on the first only
+                seen.add(info.id)
+                infos.append(info)
+                sigs.append(self._signature(info))
+            self.devices.append(infos)
+            self.device_signatures.append(sigs)
+        # (driver, pool) -> the nodes whose measured devices are in it: whose state a result changes.
+        self.nodes_of_pool: dict[tuple[str, str], list[int]] = {}
+        for index, infos in enumerate(self.devices):
+            for key in sorted({(info.id.driver, info.id.pool) for info in infos}):
+                self.nodes_of_pool.setdefault(key, []).append(index)
+        self.allocatable = [tuple(self._allocatable(n, name) for name in RESOURCES) for n in node_list]
+        self._demands: dict[str, dict[int, tuple[Fraction, ...]] | None] = {}
+        self.measure = Measure(self.signatures, ())
+        # States are interned: nodes in one state share one id, one group (indexes in name order)
+        # and one memoized choice per shape; hashing every node's state per decision would not do.
+        self._ids: dict[NodeState, int] = {}
+        self._state_of: list[NodeState] = []
+        self._groups: dict[int, list[int]] = {}
+        self._shape_ids: dict[tuple[object, ...], int] = {}
+        self._choices: dict[tuple[int, int], tuple[Fraction, tuple[int, ...]] | None] = {}
+        self.state_ids: list[int] = []
+        for index in range(len(views)):
+            state_id = self._intern(self._state(index, snapshot.allocated, usage[index]))
+            self.state_ids.append(state_id)
+            self._groups.setdefault(state_id, []).append(index)
+
+    # ---- building ---------------------------------------------------------------------
+
+    @staticmethod
+    def _allocatable(node: model_nodes.Node, name: str) -> int:
+        quantity = node.status.allocatable.get(name)
+        return quantity.nanos if quantity is not None else UNLIMITED
+
+    def _shareable(self, info: DeviceInfo) -> bool:
+        return self.features.consumable_capacity and info.allow_multiple
+
+    def _signature(self, info: DeviceInfo) -> int:
+        shareable = self._shareable(info)
+        key = json.dumps([info.driver, shareable,
+                          {k: v.model_dump(mode="json", by_alias=True) for k, v in info.attributes.items()},
+                          {k: v.model_dump(mode="json", by_alias=True) for k, v in info.capacity.items()}],
+                         sort_keys=True)
+        known = self._signature_of.get(key)
+        if known is not None:
+            return known
+        names = tuple(sorted(info.capacity)) if shareable else ()
+        totals = tuple(info.capacity[n].value.value for n in names) if names else (Fraction(1),)
+        self._signature_of[key] = len(self.signatures)
+        self.signatures.append(Signature(totals, shareable))
+        self.representatives.append(info)
+        self.dimensions.append(names)
+        return len(self.signatures) - 1
+
+    def _device_state(self, info: DeviceInfo, sig: int, allocated: AllocatedState) -> DeviceState:
+        totals = self.signatures[sig].totals
+        if info.id in allocated.exclusive:
+            return sig, tuple(Fraction(0) for _ in totals)
+        names = self.dimensions[sig]
+        if not names:  # one unit: free unless some allocation holds it
+            return sig, (Fraction(0) if info.id in allocated.shared else Fraction(1),)
+        consumed = allocated.consumed_capacity.get(info.id, {})
+        return sig, tuple(t - consumed.get(n, Fraction(0)) for n, t in zip(names, totals, strict=True))
+
+    def _state(self, index: int, allocated: AllocatedState, usage: nodefit.NodeUsage) -> NodeState:
+        devices = tuple(self._device_state(info, sig, allocated)
+                        for info, sig in zip(self.devices[index], self.device_signatures[index], strict=True))
+        left = tuple(total - usage.requests.get(name, 0) if total != UNLIMITED else UNLIMITED
+                     for name, total in zip(RESOURCES, self.allocatable[index], strict=True))
+        return devices, left
+
+    def _intern(self, state: NodeState) -> int:
+        known = self._ids.get(state)
+        if known is None:
+            known = self._ids[state] = len(self._state_of)
+            self._state_of.append(state)
+        return known
+
+    def state(self, index: int) -> NodeState:
+        return self._state_of[self.state_ids[index]]
+
+    def refresh(self, index: int, allocated: AllocatedState, usage: nodefit.NodeUsage) -> None:
+        """The node's state after a commit or release on it."""
+        new = self._intern(self._state(index, allocated, usage))
+        old = self.state_ids[index]
+        if new == old:
+            return
+        members = self._groups[old]
+        members.remove(index)
+        if not members:
+            del self._groups[old]
+        bisect.insort(self._groups.setdefault(new, []), index)
+        self.state_ids[index] = new
+
+    def _amounts(self, request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest
+                 ) -> dict[int, tuple[Fraction, ...]] | None:
+        """Signature -> what one device of the request takes of it; None when not modelled."""
+        key = _request_key(request)
+        if key in self._demands:
+            return self._demands[key]
+        result: dict[int, tuple[Fraction, ...]] | None = {}
+        device_class: model_classes.DeviceClass | None = self.classes.get(request.device_class_name)
+        if device_class is None:
+            result = None
+        else:
+            assert result is not None
+            wanted = request.capacity.requests if request.capacity is not None else None
+            for sig, info in enumerate(self.representatives):
+                try:
+                    if not (selectors.all_match(info, device_class.spec.selectors, owner="fragmentation model",
+                                                view=self.view)
+                            and selectors.all_match(info, request.selectors, owner="fragmentation model",
+                                                    view=self.view)):
+                        continue
+                except errors.AllocationInputError:
+                    continue  # the allocator reports the error when the item is placed
+                names = self.dimensions[sig]
+                if not names:
+                    result[sig] = (Fraction(1),)
+                    continue
+                amounts = capacity.consumption(wanted, info.capacity, step_format=self.features.at_least_1_37,
+                                               fractional=self.features.fractional_capacity_range)
+                if amounts is not None:
+                    result[sig] = tuple(amounts[n].value for n in names)
+        self._demands[key] = result
+        return result
+
+    def shape(self, claims: Sequence[model_claims.ResourceClaim], requests: Mapping[str, int] | None) -> Shape | None:
+        """The item as the measure sees it; None when some request is not modelled."""
+        demands = []
+        for claim in claims:
+            if claim.spec.devices.constraints:
+                return None
+            for request in claim.spec.devices.requests:
+                chosen: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest | None = request.exactly
+                if chosen is None and request.first_available:
+                    chosen = request.first_available[0]
+                if chosen is None or chosen.allocation_mode not in (None, model_claims.ALLOCATION_MODE_EXACT_COUNT):
+                    return None
+                if isinstance(chosen, model_claims.ExactDeviceRequest) and chosen.admin_access:
+                    return None
+                amounts = self._amounts(chosen)
+                if amounts is None:
+                    return None
+                count = chosen.count if chosen.count is not None else 1
+                demands.append(DeviceDemand(count, amounts))
+        wanted = requests or {}
+        return Shape(tuple(demands), tuple(wanted.get(name, 0) for name in RESOURCES))
+
+    def expect(self, shapes: Iterable[tuple[Shape, int]]) -> None:
+        """The workload's shapes and how often each occurs (the queue, recent arrivals)."""
+        self.measure = Measure(self.signatures, list(shapes))
+        self._choices.clear()
+
+    # ---- choosing ---------------------------------------------------------------------
+
+    def order(self, shape: Shape) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
+        """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
+        fragmentation first, ties by name, each with its devices in the order to try them; then
+        every other node by name, with no preference (the model's fit is a necessary condition
+        of its own: the allocator has the last word)."""
+        shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
+        ranked: dict[Fraction, list[list[int]]] = {}
+        rest: list[list[int]] = []
+        for state_id, members in self._groups.items():
+            key = (shape_id, state_id)
+            if key in self._choices:
+                choice = self._choices[key]
+            else:
+                choice = self._choices[key] = self.measure.choose(self._state_of[state_id], shape)
+            if choice is None:
+                rest.append(members)
+            else:
+                ranked.setdefault(choice[0], []).append(members)
+        # Nodes of one state are alike: one choice serves them all; equal growths merge by name.
+        for growth in sorted(ranked):
+            for index in heapq.merge(*ranked[growth]):
+                positions = self._choices[(shape_id, self.state_ids[index])]
+                assert positions is not None
+                infos = self.devices[index]
+                yield index, tuple(infos[p].id for p in positions[1])
+        for index in heapq.merge(*rest):
+            yield index, ()
