@@ -81,3 +81,18 @@ def test_the_table_covers_each_library() -> None:
     assert {"true", "false"} <= set().union(*answers.values())
     for marker, kinds in answers.items():
         assert "true" in kinds, marker
+
+
+def test_every_declared_function_has_a_case() -> None:
+    """Every function dralloc declares (its compile-time checker's names) is called in some case
+    upstream answered, so that none is declared or behaves without upstream's word on it."""
+    import re
+
+    from dralloc.cel import functions
+
+    called = "\n".join(case["expression"] for case in _DATA["cases"])
+    names = functions.GLOBAL_FUNCTIONS | functions.MEMBER_FUNCTIONS | functions.QUALIFIED_FUNCTIONS
+    missing = sorted(name for name in names if re.fullmatch(r"[A-Za-z_][\w.]*", name)
+                     and not re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", called)
+                     and not re.search(rf"\.{re.escape(name)}\s*\(", called))
+    assert missing == []

@@ -87,3 +87,32 @@ async def test_several_causes_are_aggregated_in_brackets(http: Http) -> None:
     assert status["message"].startswith('DeviceClass.resource.k8s.io "two" is invalid: [spec.selectors[0]')
     assert ", spec.selectors[1].cel.expression: Invalid value: \"(b\": compilation failed: " in status["message"]
     assert status["message"].endswith("]")
+
+
+def _url_and_format_cases() -> list[tuple[str, str | None]]:
+    """Selectors over the URLs and Format libraries from tests/cel/upstream_1_37.json, with what
+    upstream's cel-go checker said of them: its compile error, or None when they compiled."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parents[1] / "cel" / "upstream_1_37.json").read_text())
+    cases = []
+    for case in data["cases"]:
+        expression, upstream = case["expression"], case["upstream"]
+        # The sandbox's checker does not model optional syntax or string.format's clause checks.
+        if not any(m in expression for m in ("url(", "isURL(", "format.", "getQuery")) \
+                or any(m in expression for m in (".?", "[?", ".format(")):
+            continue
+        cases.append((expression, upstream.removeprefix("compile: ") if upstream.startswith("compile: ") else None))
+    return cases
+
+
+def test_url_and_format_selectors_check_as_upstream() -> None:
+    """kube-apiserver declares the URLs and Format libraries (`url`, `isURL`, the URL getters,
+    `format.named`, `format.dns1123Label()` and the other formats, `validate`): selectors using
+    them are accepted, and misuses refused with cel-go's words."""
+    cases = _url_and_format_cases()
+    assert len(cases) > 1000 and any(want is None for _, want in cases) and any(want for _, want in cases)
+    wrong = [(expression, want, got) for expression, want in cases
+             if (got := celerrors.compile_error(expression)) != want]
+    assert wrong == []

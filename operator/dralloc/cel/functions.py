@@ -93,6 +93,25 @@ def string(value: Any) -> Any:
     return base_functions["string"](value)
 
 
+# strconv.ParseBool's spellings, which cel-go's string-to-bool conversion accepts.
+_BOOL_SPELLINGS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+                   "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+@operators.propagates_errors
+def bool_(value: Any) -> Any:
+    """CEL's `bool()`: a bool, or a string as Go's strconv.ParseBool reads it (celpy's reads
+    only "true"/"false" and words its failure as Python's int() does)."""
+    if isinstance(value, celtypes.BoolType):
+        return value
+    if isinstance(value, str):
+        parsed = _BOOL_SPELLINGS.get(str(value))
+        if parsed is None:
+            raise ValueError("type conversion error from 'string' to 'bool'")
+        return operators.cel_bool(parsed)
+    raise operators.no_such_overload("bool", value)
+
+
 @operators.propagates_errors
 def duration(value: Any) -> Any:
     """CEL's `duration()`; Go's ParseDuration also takes a bare "0", which celpy's does not."""
@@ -179,6 +198,7 @@ _OWN: dict[str, Callable[..., Any]] = {
     **library_urls.FUNCTIONS,
     **library_format.FUNCTIONS,
     "string": string,
+    "bool": bool_,
     "type": type_of,
     "duration": duration,
 }

@@ -95,7 +95,7 @@ def isInteger(value: Any) -> celtypes.BoolType:
 def asInteger(value: Any) -> celtypes.IntType:
     q = _receiver(value, "asInteger")
     if not _fits_int64(q):
-        raise ValueError(f"cannot convert value to integer: {q}")
+        raise ValueError("cannot convert value to integer")  # upstream names no value
     return celtypes.IntType(int(q.value))
 
 

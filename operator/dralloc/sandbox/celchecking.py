@@ -281,6 +281,9 @@ class Checker:
 
     def _call(self, node: Node, name: str, kinds: list[str], args: list[Node]) -> str:
         overloads = celenv.GLOBALS.get(name)
+        if overloads is None and name in celenv.METHODS:
+            # A method called as a function is declared, just without such an overload (cel-go).
+            overloads = []
         if overloads is None:
             return self.report(self.position(node), f"undeclared reference to '{name}' (in container '')")
         for params, result in overloads:

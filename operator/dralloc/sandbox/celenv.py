@@ -3,7 +3,7 @@
 Types are named as cel-go prints them (`int`, `list(dyn)`, `kubernetes.Quantity`,
 `kubernetes.DRADevice`). `device` is the one variable; `GLOBALS` and `METHODS` hold the
 functions of the standard library and the Kubernetes libraries (quantity, semver, URL,
-IP and CIDR, strings, lists, sets, optionals) that a selector may call, each with its
+format, IP and CIDR, strings, lists, sets, optionals) that a selector may call, each with its
 overloads: parameter patterns (a type, "list", "map" or "any") and the result type.
 A name missing here is an undeclared reference to the checker, so the tables err on
 the side of listing too much: `dyn` receivers and arguments match every overload.
@@ -17,6 +17,10 @@ DEVICE = "kubernetes.DRADevice"
 QUANTITY = "kubernetes.Quantity"
 SEMVER = "kubernetes.Semver"
 URL = "kubernetes.URL"
+FORMAT = "kubernetes.NamedFormat"
+# The Format library's constant formats: `format.dns1123Label()` and the others.
+FORMAT_NAMES = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+                "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime")
 IP = "kubernetes.IP"
 CIDR = "kubernetes.CIDR"
 DURATION = "google.protobuf.Duration"
@@ -32,7 +36,15 @@ Overload = tuple[tuple[str, ...], str]  # (parameter patterns, result); patterns
 _S, _I = "string", "int"
 GLOBALS: dict[str, list[Overload]] = {
     "size": [((_S,), _I), (("bytes",), _I), (("list",), _I), (("map",), _I)],
-    **{name: [(("any",), name)] for name in ("int", "uint", "double", "string", "bool", "bytes")},
+    # cel-go's conversion overloads (string() also of IPs and CIDRs): string(url(...)) does not compile.
+    **{name: [((kind,), name) for kind in kinds] for name, kinds in {
+        "int": ("int", "uint", "double", "string", DURATION, TIMESTAMP),
+        "uint": ("uint", "int", "double", "string"),
+        "double": ("double", "int", "uint", "string"),
+        "string": ("string", BOOL, "int", "uint", "double", "bytes", DURATION, TIMESTAMP, IP, CIDR),
+        "bool": (BOOL, "string"),
+        "bytes": ("bytes", "string"),
+    }.items()},
     "type": [(("any",), "type")],
     "dyn": [(("any",), DYN)],
     "duration": [((_S,), DURATION)],
@@ -41,6 +53,8 @@ GLOBALS: dict[str, list[Overload]] = {
     "quantity": [((_S,), QUANTITY)], "isQuantity": [((_S,), BOOL)],
     "semver": [((_S,), SEMVER), ((_S, BOOL), SEMVER)], "isSemver": [((_S,), BOOL), ((_S, BOOL), BOOL)],
     "url": [((_S,), URL)], "isURL": [((_S,), BOOL)],
+    "format.named": [((_S,), DYN)],  # an optional format; optionals are dyn here
+    **{f"format.{name}": [((), FORMAT)] for name in FORMAT_NAMES},
     "ip": [((_S,), IP)], "isIP": [((_S,), BOOL)],
     "cidr": [((_S,), CIDR)], "isCIDR": [((_S,), BOOL)],
     "strings.quote": [((_S,), _S)],
@@ -79,6 +93,7 @@ METHODS: dict[str, list[Method]] = {
     **{name: [(SEMVER, (), _I)] for name in ("major", "minor", "patch")},
     **{name: [(URL, (), _S)] for name in ("getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
     "getQuery": [(URL, (), "map(string, list(string))")],
+    "validate": [(FORMAT, (_S,), DYN)],  # an optional list of errors
     "family": [(IP, (), _I)],
     **{name: [(IP, (), BOOL)] for name in ("isUnspecified", "isLoopback", "isLinkLocalMulticast",
                                            "isLinkLocalUnicast", "isGlobalUnicast", "isCanonical")},
