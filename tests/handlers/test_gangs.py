@@ -11,9 +11,18 @@ import fnmatch
 import json
 from typing import Any
 
+import pytest
 import yaml
 from tests.handlers import cluster, helpers
-from tests.handlers.conftest import REPO, Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import (
+    REPO,
+    Cluster,
+    OperatorThread,
+    crds,
+    operator_settings,
+    real_mode,
+    wait_for,
+)
 
 from dralloc.sandbox import Faults
 
@@ -485,3 +494,46 @@ def test_a_podgroup_claim_from_a_template_is_created_for_the_group_and_shared_by
                 and not c["metadata"]["name"].startswith("fabricated-")], "a member got its own claim for the entry"
     assert len(set(_nodes(apiserver, pods).values())) == 2
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+@pytest.mark.sandbox(kubernetes_version="1.36")
+def test_on_1_36_the_served_v1alpha2_podgroups_are_found_and_used(
+        request: pytest.FixtureRequest, apiserver: Cluster, operator: OperatorThread) -> None:
+    """A sandbox running as 1.36 serves scheduling.k8s.io/v1alpha2 only: the operator finds it by
+    discovery, places a gang of a v1alpha2 PodGroup (topology key, a claim from its template) as one,
+    and owns the PodGroup's claim by the served version."""
+    if real_mode(request.config):
+        pytest.skip("the real control plane is 1.37: it serves v1beta1 (the other tests show it)")
+    rack = "topology.example.com/rack"
+    names = _setup(apiserver, {"node-a0": 1, "node-b0": 1, "node-b1": 1},
+                   labels={"node-a0": {rack: "a"}, "node-b0": {rack: "b"}, "node-b1": {rack: "b"}})
+    fabric, driver = apiserver.name("fabric"), "fabric.example.com"
+    apiserver.seed([
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": fabric},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": apiserver.name("fabric")},
+         "spec": {"driver": driver, "allNodes": True,
+                  "pool": {"name": apiserver.name("fabric"), "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "link-0"}]}},
+        cluster.template("fabric-link", device_class=fabric),
+    ])
+    group = pod_group("old", 2, topology=rack)
+    group["apiVersion"] = "scheduling.k8s.io/v1alpha2"
+    group["spec"]["resourceClaims"] = [{"name": "link", "resourceClaimTemplateName": "fabric-link"}]
+    apiserver.seed([group])
+    pods = ["o0", "o1"]
+    objs = []
+    for p in pods:
+        obj = member(p, "gpus-1", "old")
+        obj["spec"]["resourceClaims"].append({"name": "link", "resourceClaimTemplateName": "fabric-link"})
+        objs.append(obj)
+    apiserver.seed(objs)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert set(_nodes(apiserver, pods).values()) == {names["node-b0"], names["node-b1"]}
+    stored = apiserver.get("scheduling.k8s.io/v1alpha2", "PodGroup", "old", apiserver.namespace) or {}
+    (recorded,) = stored["status"]["resourceClaimStatuses"]
+    link = helpers.claim(apiserver, recorded["resourceClaimName"])
+    assert link["metadata"]["ownerReferences"][0]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert link["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                              "name": "old", "uid": stored["metadata"]["uid"]}]
+    wait_for(lambda: helpers.events(apiserver, "GangPlaced"), what="the PodGroup's GangPlaced Event")

@@ -72,13 +72,14 @@ class ApiServer:
         history: int = 20_000,  # watch events kept for resuming
         bookmark_interval: float = 30.0,
         validate_schemas: bool = True,
+        kubernetes_version: str = "1.37",  # the release it runs as: 1.36 serves scheduling.k8s.io/v1alpha2
     ) -> None:
         tokens = [token] if isinstance(token, str) else list(token or ())
         self.tokens = frozenset(tokens)
         self.token = tokens[0] if tokens else None  # the one write_kubeconfig() uses
         self.host, self.port = host, port
         self.state_file = pathlib.Path(state_file) if state_file else None
-        self.registry = resources.Registry()
+        self.registry = resources.Registry(kubernetes_version)
         self.hub = watches.Hub(history)
         self.admission = admission.Admission(validate_schemas=validate_schemas,
                                              namespace_labels=self._namespace_labels, node=self._node,
@@ -355,7 +356,7 @@ class ApiServer:
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok")
         if path == "/version":
-            return respond(discovery.VERSION_INFO)
+            return respond(discovery.version_info(self.registry.release))
         if path == "/api":
             return respond(discovery.api_versions(f"{self.host}:{self.port}"))
         if path == "/apis":

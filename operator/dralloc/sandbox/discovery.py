@@ -27,6 +27,12 @@ VERSION_INFO: Obj = {
 }
 
 
+def version_info(release: str) -> Obj:
+    """GET /version of a sandbox running as `release` ("1.36", "1.37")."""
+    minor = release.split(".")[1]
+    return {**VERSION_INFO, "minor": minor, "gitVersion": f"v1.{minor}.0-dralloc-sandbox"}
+
+
 def api_versions(host: str) -> Obj:
     return {"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}

@@ -133,8 +133,15 @@ _MODERN_EVENT_FIELDS = tuple((f, f) for f in (
 _RES = "resource.k8s.io"
 
 
-def builtin_types() -> list[ResourceType]:
-    """Every built-in type, in the order discovery lists them."""
+RELEASES = ("1.36", "1.37")  # what a sandbox can run as (`ApiServer(kubernetes_version=...)`)
+
+
+def builtin_types(release: str = "1.37") -> list[ResourceType]:
+    """Every built-in type of the release, in the order discovery lists them."""
+    if release not in RELEASES:
+        raise ValueError(f"kubernetes_version {release!r}: the sandbox runs as one of {', '.join(RELEASES)}")
+    # GenericWorkload's gang API: v1beta1 from 1.37, v1alpha2 in 1.36 (another shape; sandbox/workloads.py).
+    scheduling = "v1beta1" if release == "1.37" else "v1alpha2"
     rt = ResourceType
     types = [
         rt("", "v1", "namespaces", "Namespace", False, ("ns",), status=True,
@@ -160,8 +167,8 @@ def builtin_types() -> list[ResourceType]:
         rt(_RES, "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, status=True,
            storage_api=f"{_RES}/v1"),
         # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).
-        rt("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True),
-        rt("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, status=True),
+        rt("scheduling.k8s.io", scheduling, "workloads", "Workload", True),
+        rt("scheduling.k8s.io", scheduling, "podgroups", "PodGroup", True, status=True),
         rt("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
            ("crd", "crds"), ("api-extensions",), status=True),
     ]
@@ -171,9 +178,10 @@ def builtin_types() -> list[ResourceType]:
 class Registry:
     """The served types by (group, version, plural), growing and shrinking with CRDs."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: str = "1.37") -> None:
+        self.release = release
         self._types: dict[tuple[str, str, str], ResourceType] = {}
-        for t in builtin_types():
+        for t in builtin_types(release):
             self._types[(t.group, t.version, t.plural)] = t
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:

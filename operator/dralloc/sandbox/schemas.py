@@ -25,10 +25,20 @@ def _load(strict: bool, name: str) -> Any:
     return json.loads(ref.read_text())
 
 
+# 1.37 no longer serves scheduling.k8s.io/v1alpha2 (1.36's gang API, GenericWorkload): a sandbox
+# running as 1.36 serves it (resources.builtin_types), with 1.36's own definitions of it.
+OLDER_DEFINITIONS = {"1.36.0": "io.k8s.api.scheduling.v1alpha2."}
+
+
 @functools.cache
 def definitions(strict: bool = False) -> dict[str, Schema]:
     """Definition name (`io.k8s.api.core.v1.Pod`) -> JSON schema, refs as `#/$defs/NAME`."""
     loaded: dict[str, Schema] = _load(strict, "_definitions.json")["$defs"]
+    for version, prefix in OLDER_DEFINITIONS.items():
+        folder = f"kubernetes-json-schema/v{version}-local" + ("-strict" if strict else "")
+        ref = importlib_resources.files("kubernetes_validate").joinpath(f"{folder}/_definitions.json")
+        older: dict[str, Schema] = json.loads(ref.read_text())["$defs"]
+        loaded.update({name: schema for name, schema in older.items() if name.startswith(prefix)})
     return loaded
 
 

@@ -13,6 +13,15 @@ CompositePodGroup and PodGroupPreemptionPolicy off. So, as upstream's strategies
 - a PodGroupTemplate without `schedulingConstraints` shows it as `null` (its JSON tag has
   no omitempty).
 
+Running as 1.36 (`ApiServer(kubernetes_version="1.36")`) the sandbox serves `v1alpha2` instead,
+1.36's shape (k8s.io/api v0.36 scheduling/v1alpha2): `spec.podGroupTemplateRef.workload`
+(`workloadName`, `podGroupTemplateName`) instead of `workloadRef`, `disruptionMode` a string
+(`Pod` / `PodGroup`), no composite templates and no preemptionPolicy (unknown fields there).
+WorkloadAwarePreemption, which gates `disruptionMode`, `priorityClassName` and `priority` in
+1.36, is taken as off (alpha): those fields are dropped on create like any disabled gate's,
+so no Priority admission and no default. The rules shared with v1beta1 below apply to both;
+the 1.36 shape has not been checked against a real 1.36 server (e2e builds 1.37 only).
+
 Validation is upstream's declarative validation (pkg/apis/scheduling/v1beta1
 zz_generated.validations.go) after the hand-written rules (pkg/apis/scheduling/validation),
 with its messages: unions (`must specify one of: `basic`, `gang``), `minCount` required and
@@ -160,6 +169,9 @@ def _claims(path: str, new: list[Obj], old: list[Obj] | None, creating: bool, ca
                 _invalid(f"{where}.{field}", claim[field], names.dns1123_subdomain(claim[field]), causes)
 
 
+ALPHA = "v1alpha2"  # 1.36's version of the API (its disruptionMode is dropped on create: see above)
+
+
 def _disruption(path: str, new: Obj | None, old: Obj | None, creating: bool, causes: Causes) -> None:
     if not _changed(new, old, creating):
         return
@@ -182,7 +194,8 @@ def _priority_fields(path: str, new: Obj, old: Obj | None, causes: Causes) -> No
                                               f"{HIGHEST_USER_PRIORITY}"))
 
 
-def _workload_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, causes: Causes) -> None:
+def _workload_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, causes: Causes, *,
+                  template_field: str = "templateName") -> None:
     if not _changed(new, old, creating):
         return
     if not creating:
@@ -190,7 +203,7 @@ def _workload_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, c
         return
     if new is None:
         return
-    for field, rule in (("workloadName", names.dns1123_subdomain), ("templateName", names.namespace_name)):
+    for field, rule in (("workloadName", names.dns1123_subdomain), (template_field, names.namespace_name)):
         value = new.get(field, "")
         if not value:
             causes.append((f"{path}.{field}", "Required value"))
@@ -198,13 +211,30 @@ def _workload_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, c
             _invalid(f"{path}.{field}", value, rule(value), causes)
 
 
+def _template_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, causes: Causes) -> None:
+    """v1alpha2 spec.podGroupTemplateRef: a union of one member, `workload`."""
+    if not _changed(new, old, creating):
+        return
+    if not creating:
+        causes.append((path, _IMMUTABLE))
+        return
+    if new is None:
+        return
+    _union(path, new, ("workload",), causes)
+    _workload_ref(f"{path}.workload", new.get("workload"), None, True, causes, template_field="podGroupTemplateName")
+
+
 # ---- PodGroup ---------------------------------------------------------------------------------
 
-def _pod_group_spec(spec: Obj, old: Obj | None) -> Causes:
+def _pod_group_spec(spec: Obj, old: Obj | None, *, alpha: bool = False) -> Causes:
     causes: Causes = []
     creating = old is None
     before = old or {}
-    _workload_ref("spec.workloadRef", spec.get("workloadRef"), before.get("workloadRef"), creating, causes)
+    if alpha:
+        _template_ref("spec.podGroupTemplateRef", spec.get("podGroupTemplateRef"), before.get("podGroupTemplateRef"),
+                      creating, causes)
+    else:
+        _workload_ref("spec.workloadRef", spec.get("workloadRef"), before.get("workloadRef"), creating, causes)
     _scheduling_policy("spec.schedulingPolicy", spec.get("schedulingPolicy") or {},
                        None if creating else before.get("schedulingPolicy") or {}, causes)
     _constraints("spec.schedulingConstraints", spec.get("schedulingConstraints"),
@@ -370,12 +400,26 @@ def default(obj: Obj, old: Obj | None) -> None:
         if not old_spec.get("compositePodGroupTemplates"):
             spec.pop("compositePodGroupTemplates", None)  # CompositePodGroup is off
         old_templates = {t.get("name"): t for t in old_spec.get("podGroupTemplates") or []}
+        alpha = str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}")
         for template in spec.get("podGroupTemplates") or []:
-            if not (old_templates.get(template.get("name")) or {}).get("preemptionPolicy"):
+            before = old_templates.get(template.get("name")) or {}
+            if not before.get("preemptionPolicy"):
                 template.pop("preemptionPolicy", None)  # PodGroupPreemptionPolicy is off
+            for field in ("disruptionMode", "priorityClassName", "priority") if alpha else ():
+                if field not in before:
+                    template.pop(field, None)  # 1.36: WorkloadAwarePreemption is off
             template.setdefault("schedulingConstraints", None)
         return
     if obj.get("kind") != "PodGroup":
+        return
+    if str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}"):
+        if old is None:
+            obj["status"] = {}
+        for field in ("disruptionMode", "priorityClassName", "priority"):  # WorkloadAwarePreemption is off
+            if field not in old_spec:
+                spec.pop(field, None)
+        spec.setdefault("podGroupTemplateRef", None)  # no omitempty on its JSON tag
+        _in_struct_order(spec, _ALPHA_POD_GROUP_SPEC_ORDER)
         return
     if old is None:
         obj["status"] = {}
@@ -391,6 +435,8 @@ def default(obj: Obj, old: Obj | None) -> None:
     _in_struct_order(spec, _POD_GROUP_SPEC_ORDER)
 
 
+_ALPHA_POD_GROUP_SPEC_ORDER = ("podGroupTemplateRef", "schedulingPolicy", "schedulingConstraints", "resourceClaims",
+                               "disruptionMode", "priorityClassName", "priority")
 _POD_GROUP_SPEC_ORDER = ("parentCompositePodGroupName", "workloadRef", "schedulingPolicy", "schedulingConstraints",
                          "resourceClaims", "disruptionMode", "priorityClassName", "priority", "preemptionPolicy")
 
@@ -433,7 +479,7 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
     if kind == "PodGroup":
         if subresource == "status":
             return _pod_group_status(obj)
-        return _pod_group_spec(spec, old_spec)
+        return _pod_group_spec(spec, old_spec, alpha=str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}"))
     return []
 
 
