@@ -38,7 +38,7 @@ ONE = Fraction(1)
 class Signature:
     """What the policy knows of a device kind: the totals of its dimensions (capacities, or one unit)."""
 
-    totals: tuple[Fraction, ...]
+    totals: tuple[Amount, ...]
     shareable: bool
 
 
@@ -47,7 +47,7 @@ class DeviceDemand:
     """One request: `count` devices, each of a signature in `amounts` (what it takes of each dimension)."""
 
     count: int
-    amounts: Mapping[int, tuple[Fraction, ...]]  # signature id -> amount per dimension
+    amounts: Mapping[int, tuple[Amount, ...]]  # signature id -> amount per dimension
 
     def key(self) -> tuple[object, ...]:
         return (self.count, tuple(sorted(self.amounts.items())))
@@ -64,40 +64,77 @@ class Shape:
         return (tuple(d.key() for d in self.devices), self.resources)
 
 
+Amount = int | Fraction  # exact amounts; ints where they are whole (most are: cheaper to compare)
+
 # A device's state: (signature id, free amount per dimension). A node's: its devices in the
 # allocator's order and the resources left.
-DeviceState = tuple[int, tuple[Fraction, ...]]
+DeviceState = tuple[int, tuple[Amount, ...]]
 NodeState = tuple[tuple[DeviceState, ...], tuple[int, ...]]
 
 
 class Measure:
-    """Expected fragmentation of node states for one weighted set of shapes, memoized per state."""
+    """Expected fragmentation of node states for one weighted set of shapes, memoized per state.
+
+    The shapes are grouped by their device requests: whether a device can serve a request,
+    how many usable devices a request finds and what the others leave unusable are computed
+    once per group and state, and each shape of the group only adds its node-resource check
+    (shapes differ mostly in CPU and memory). Per-device answers are memoized per device
+    state, which repeat across thousands of alike GPUs.
+    """
 
     def __init__(self, signatures: Sequence[Signature], shapes: Sequence[tuple[Shape, int]]) -> None:
         self.signatures = list(signatures)
-        merged: dict[tuple[object, ...], list[object]] = {}
+        merged: dict[tuple[object, ...], tuple[Shape, int]] = {}
         for shape, weight in shapes:
             if weight <= 0 or not shape.devices:
                 continue  # a shape without devices cannot be left without devices by a choice
-            entry = merged.setdefault(shape.key(), [shape, 0])
-            entry[1] = int(entry[1]) + weight  # type: ignore[call-overload]
-        # Sorted by key: the sum is exact anyway, the order only keeps runs reproducible.
-        self.shapes: list[tuple[Shape, int]] = [(s, w) for s, w in (tuple(v) for k, v in sorted(  # type: ignore[misc]
-            merged.items(), key=lambda kv: repr(kv[0])))]
+            known = merged.get(shape.key())
+            merged[shape.key()] = (shape, weight + (known[1] if known is not None else 0))
+        # Sorted by key: the sums are exact anyway; the order only keeps runs reproducible.
+        self.shapes = [merged[k] for k in sorted(merged, key=repr)]
         self.total_weight = sum(w for _, w in self.shapes)
+        self._demand_ids: dict[tuple[object, ...], int] = {}
+        self._demands: list[DeviceDemand] = []
+        groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
+        for shape, weight in self.shapes:
+            ids = tuple(self._demand_id(d) for d in shape.devices)
+            groups.setdefault(ids, []).append((shape.resources, weight))
+        # (demand ids with their counts, [(resources, weight)]) per group of alike device requests
+        self._groups = [(tuple((i, self._demands[i].count) for i in ids), members)
+                        for ids, members in sorted(groups.items())]
         self._memo: dict[NodeState, Fraction] = {}
+        self._usable: dict[tuple[DeviceState, int], bool] = {}
+        self._shares: dict[DeviceState, Fraction] = {}
+
+    def _demand_id(self, demand: DeviceDemand) -> int:
+        key = demand.key()
+        known = self._demand_ids.get(key)
+        if known is None:
+            known = self._demand_ids[key] = len(self._demands)
+            self._demands.append(demand)
+        return known
 
     def share(self, device: DeviceState) -> Fraction:
         """The free part of one device, in device units."""
-        signature = self.signatures[device[0]]
-        if not signature.totals:
-            return ZERO
-        return min(free / total for free, total in zip(device[1], signature.totals, strict=True))
+        known = self._shares.get(device)
+        if known is None:
+            signature = self.signatures[device[0]]
+            known = ZERO if not signature.totals else min(
+                Fraction(free) / total for free, total in zip(device[1], signature.totals, strict=True))
+            self._shares[device] = known
+        return known
 
     @staticmethod
     def usable(device: DeviceState, demand: DeviceDemand) -> bool:
         amounts = demand.amounts.get(device[0])
         return amounts is not None and all(f >= a for f, a in zip(device[1], amounts, strict=True))
+
+    def _usable_by(self, device: DeviceState, demand_id: int) -> bool:
+        key = (device, demand_id)
+        known = self._usable.get(key)
+        if known is None:
+            known = self._usable[key] = self.usable(device, self._demands[demand_id])
+        return known
 
     def fits(self, state: NodeState, shape: Shape) -> bool:
         """A necessary condition for the shape to fit the node (each request on its own)."""
@@ -115,29 +152,39 @@ class Measure:
         return True
 
     def fragmentation(self, state: NodeState) -> Fraction:
-        """The node's expected fragmentation (device units, times the total weight: kept integral)."""
+        """The node's expected fragmentation, in device units times weights (the total weight
+        divides every node alike, so it is left out)."""
         known = self._memo.get(state)
         if known is not None:
             return known
-        devices = state[0]
+        devices, left = state
         shares = [self.share(d) for d in devices]
         free = sum(shares, ZERO)
         total = ZERO
         if free:
-            for shape, weight in self.shapes:
-                if not self.fits(state, shape):
-                    total += weight * free
-                    continue
+            for demands, members in self._groups:
+                devices_fit = True
                 unusable = ZERO
-                for device, share in zip(devices, shares, strict=True):
-                    if share and not any(self.usable(device, d) for d in shape.devices):
-                        unusable += share
-                total += weight * unusable
+                usable_any = [False] * len(devices)
+                for demand_id, count in demands:
+                    found = 0
+                    for position, device in enumerate(devices):
+                        if self._usable_by(device, demand_id):
+                            found += 1
+                            usable_any[position] = True
+                    devices_fit = devices_fit and found >= count
+                if devices_fit:
+                    unusable = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), ZERO)
+                for resources, weight in members:
+                    if devices_fit and all(need <= have for need, have in zip(resources, left, strict=True)):
+                        total += weight * unusable
+                    else:
+                        total += weight * free
         self._memo[state] = total
         return total
 
     @staticmethod
-    def take(device: DeviceState, amounts: tuple[Fraction, ...]) -> DeviceState:
+    def take(device: DeviceState, amounts: tuple[Amount, ...]) -> DeviceState:
         return device[0], tuple(f - a for f, a in zip(device[1], amounts, strict=True))
 
     def choose(self, state: NodeState, shape: Shape) -> tuple[Fraction, tuple[int, ...]] | None:
@@ -154,11 +201,12 @@ class Measure:
         resources = tuple(left - need for left, need in zip(state[1], shape.resources, strict=True))
         taken: list[int] = []
         for demand in shape.devices:
+            demand_id = self._demand_id(demand)
             for _ in range(demand.count):
                 best: tuple[Fraction, int] | None = None
                 seen: set[DeviceState] = set()
                 for position, device in enumerate(devices):
-                    if device in seen or not self.usable(device, demand) or (
+                    if device in seen or not self._usable_by(device, demand_id) or (
                             position in taken and not self.signatures[device[0]].shareable):
                         continue
                     seen.add(device)  # equal devices give equal results: the earliest stands for all

@@ -29,7 +29,15 @@ from fractions import Fraction
 
 from dralloc.allocation import capacity, errors, selectors
 from dralloc.allocation.features import Features
-from dralloc.allocation.fragmentation import DeviceDemand, DeviceState, Measure, NodeState, Shape, Signature
+from dralloc.allocation.fragmentation import (
+    Amount,
+    DeviceDemand,
+    DeviceState,
+    Measure,
+    NodeState,
+    Shape,
+    Signature,
+)
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import claims as model_claims
@@ -39,6 +47,11 @@ from dralloc.scheduling import nodefit
 
 RESOURCES = ("cpu", "memory")  # node resources whose stranding the measure counts
 UNLIMITED = 2**62  # a node that does not advertise a resource does not limit it here
+
+
+def _exact(value: Fraction) -> Amount:
+    """Whole amounts as ints: the measure compares them millions of times, ints are cheaper."""
+    return value.numerator if value.denominator == 1 else value
 
 
 def _request_key(request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest) -> str:
@@ -76,7 +89,7 @@ class ClusterModel:
             for key in sorted({(info.id.driver, info.id.pool) for info in infos}):
                 self.nodes_of_pool.setdefault(key, []).append(index)
         self.allocatable = [tuple(self._allocatable(n, name) for name in RESOURCES) for n in node_list]
-        self._demands: dict[str, dict[int, tuple[Fraction, ...]] | None] = {}
+        self._demands: dict[str, dict[int, tuple[Amount, ...]] | None] = {}
         self.measure = Measure(self.signatures, ())
         # States are interned: nodes in one state share one id, one group (indexes in name order)
         # and one memoized choice per shape; hashing every node's state per decision would not do.
@@ -111,7 +124,7 @@ class ClusterModel:
         if known is not None:
             return known
         names = tuple(sorted(info.capacity)) if shareable else ()
-        totals = tuple(info.capacity[n].value.value for n in names) if names else (Fraction(1),)
+        totals = tuple(_exact(info.capacity[n].value.value) for n in names) if names else (1,)
         self._signature_of[key] = len(self.signatures)
         self.signatures.append(Signature(totals, shareable))
         self.representatives.append(info)
@@ -121,12 +134,12 @@ class ClusterModel:
     def _device_state(self, info: DeviceInfo, sig: int, allocated: AllocatedState) -> DeviceState:
         totals = self.signatures[sig].totals
         if info.id in allocated.exclusive:
-            return sig, tuple(Fraction(0) for _ in totals)
+            return sig, tuple(0 for _ in totals)
         names = self.dimensions[sig]
         if not names:  # one unit: free unless some allocation holds it
-            return sig, (Fraction(0) if info.id in allocated.shared else Fraction(1),)
+            return sig, (0 if info.id in allocated.shared else 1,)
         consumed = allocated.consumed_capacity.get(info.id, {})
-        return sig, tuple(t - consumed.get(n, Fraction(0)) for n, t in zip(names, totals, strict=True))
+        return sig, tuple(_exact(Fraction(t) - consumed.get(n, Fraction(0))) for n, t in zip(names, totals, strict=True))
 
     def _state(self, index: int, allocated: AllocatedState, usage: nodefit.NodeUsage) -> NodeState:
         devices = tuple(self._device_state(info, sig, allocated)
@@ -159,12 +172,12 @@ class ClusterModel:
         self.state_ids[index] = new
 
     def _amounts(self, request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest
-                 ) -> dict[int, tuple[Fraction, ...]] | None:
+                 ) -> dict[int, tuple[Amount, ...]] | None:
         """Signature -> what one device of the request takes of it; None when not modelled."""
         key = _request_key(request)
         if key in self._demands:
             return self._demands[key]
-        result: dict[int, tuple[Fraction, ...]] | None = {}
+        result: dict[int, tuple[Amount, ...]] | None = {}
         device_class: model_classes.DeviceClass | None = self.classes.get(request.device_class_name)
         if device_class is None:
             result = None
@@ -182,12 +195,12 @@ class ClusterModel:
                     continue  # the allocator reports the error when the item is placed
                 names = self.dimensions[sig]
                 if not names:
-                    result[sig] = (Fraction(1),)
+                    result[sig] = (1,)
                     continue
                 amounts = capacity.consumption(wanted, info.capacity, step_format=self.features.at_least_1_37,
                                                fractional=self.features.fractional_capacity_range)
                 if amounts is not None:
-                    result[sig] = tuple(amounts[n].value for n in names)
+                    result[sig] = tuple(_exact(amounts[n].value) for n in names)
         self._demands[key] = result
         return result
 
