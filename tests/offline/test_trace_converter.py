@@ -1,0 +1,97 @@
+"""bench/traces.py: Alibaba GPU trace rows as DRA objects, and what simulate makes of them.
+
+Rows are copied from the trace files (openb, ../shared/traces/alibaba-gpu-v2023); the
+converted objects are placed by `dralloc simulate` to check they mean what they say.
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+
+import pytest
+from bench import traces
+
+from dralloc.offline import simulating
+
+NODES = """sn,cpu_milli,memory_mib,gpu,model
+openb-node-0000,64000,262144,2,P100
+openb-node-0227,96000,393216,8,G2
+openb-node-1400,32000,262144,0,
+"""
+PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0
+openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061
+openb-pod-0017,88000,327680,8,1000,G2,LS,Running,0,1,0
+openb-pod-0030,4000,15258,0,0,,BE,Running,0,1,0
+openb-pod-0044,6000,12288,1,460,P100|T4,LS,Running,0,1,0
+"""
+
+
+def _write(tmp_path: pathlib.Path, name: str, text: str) -> pathlib.Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_rows_become_nodes_slices_and_claims(tmp_path: pathlib.Path) -> None:
+    """GPU nodes only; each GPU multi-allocatable with compute 1000 and its model; a share asks for
+    its milli-GPUs, whole GPUs for 1000 each, gpu_spec becomes a selector on the model."""
+    trace_nodes = traces.read_nodes(_write(tmp_path, "n.csv", NODES))
+    assert [(n.name, n.gpus, n.model) for n in trace_nodes] == [("openb-node-0000", 2, "P100"),
+                                                                ("openb-node-0227", 8, "G2")]
+    objects = traces.snapshot_objects(trace_nodes)
+    node = next(o for o in objects if o["kind"] == "Node")
+    assert node["status"]["allocatable"]["cpu"] == "64000m" and node["status"]["allocatable"]["memory"] == "262144Mi"
+    slice_ = next(o for o in objects if o["kind"] == "ResourceSlice")
+    assert [d["name"] for d in slice_["spec"]["devices"]] == ["gpu-0", "gpu-1"]
+    assert slice_["spec"]["devices"][0] == {"name": "gpu-0", "allowMultipleAllocations": True,
+                                            "attributes": {"model": {"string": "P100"}, "index": {"int": 0}},
+                                            "capacity": {"compute": {"value": "1000"}}}
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", PODS))
+    workload = traces.workload_objects(tasks)
+    templates = {o["metadata"]["name"]: o for o in workload if o["kind"] == "ResourceClaimTemplate"}
+    assert list(templates) == ["gpu-1x1000-any", "gpu-1x460-any", "gpu-8x1000-g2", "gpu-1x460-p100-t4"]
+    exactly = templates["gpu-1x460-p100-t4"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["count"] == 1 and exactly["capacity"] == {"requests": {"compute": "460"}}
+    assert exactly["selectors"][0]["cel"]["expression"] == \
+        'device.attributes["gpu.trace.dralloc.dev"].model in ["P100", "T4"]'
+    pods = [o for o in workload if o["kind"] == "Pod"]
+    assert "resourceClaims" not in pods[3]["spec"]  # no GPU: cpu and memory only
+    assert pods[2]["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu-8x1000-g2"}]
+
+    (tmp_path / "out").mkdir()
+    traces._dump(objects, tmp_path / "out" / "snapshot.yaml")
+    traces._dump(workload, tmp_path / "out" / "workload.yaml")
+    out = io.StringIO()
+    code = simulating.run(simulating.Request(snapshot_files=[str(tmp_path / "out" / "snapshot.yaml")],
+                                             workload_files=[str(tmp_path / "out" / "workload.yaml")],
+                                             placements_out=str(tmp_path / "placed.txt")), out, io.StringIO())
+    assert code == simulating.EXIT_ALL_PLACED, out.getvalue()
+    placed = dict(line.split(" ", 1) for line in (tmp_path / "placed.txt").read_text().splitlines())
+    # The two shares fit one P100 together (460 + 460 <= 1000); the 8-GPU task takes the G2 node.
+    assert placed["openb-pod-0000"] == "openb-node-0000 gpu=gpu.trace.dralloc.dev/openb-node-0000/gpu-0"
+    assert placed["openb-pod-0001"] == "openb-node-0000 gpu=gpu.trace.dralloc.dev/openb-node-0000/gpu-1"
+    assert placed["openb-pod-0044"] == "openb-node-0000 gpu=gpu.trace.dralloc.dev/openb-node-0000/gpu-1"
+    assert placed["openb-pod-0017"].startswith("openb-node-0227 ")
+
+
+def test_bad_rows_name_file_line_and_column(tmp_path: pathlib.Path) -> None:
+    bad = _write(tmp_path, "p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1000,10,2,500\n")
+    with pytest.raises(traces.TraceError, match=r"p.csv line 2: column gpu_milli: 500 with num_gpu 2"):
+        traces.read_tasks(bad)
+    missing = _write(tmp_path, "n.csv", "sn,cpu_milli,gpu,model\n")
+    with pytest.raises(traces.TraceError, match=r"n.csv: header: missing column\(s\) memory_mib"):
+        traces.read_nodes(missing)
+    word = _write(tmp_path, "q.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,lots,10,1,500\n")
+    with pytest.raises(traces.TraceError, match=r"q.csv line 2: column cpu_milli: 'lots' is not a number"):
+        traces.read_tasks(word)
+
+
+def test_inflation_is_seeded_and_reaches_the_multiple(tmp_path: pathlib.Path) -> None:
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", PODS))
+    drawn = traces.inflate(tasks, 10, factor=1.3, seed=7)
+    assert drawn == traces.inflate(tasks, 10, factor=1.3, seed=7)
+    asked = sum(t.gpu_request_milli for t in drawn)
+    assert asked >= 13_000 and asked - drawn[-1].gpu_request_milli < 13_000  # stops at the first that reaches it
+    assert len({t.name for t in drawn}) == len(drawn)
