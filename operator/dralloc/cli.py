@@ -129,6 +129,9 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("-o", "--output", default="table", choices=("table", "json"), help="report format")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument("--compare-policies", action="store_true",
+                   help="place the workload under every policy (--policy is not used) and print one row each: "
+                   "items placed, placed before the first failure, decisions/s, devices and capacity in use")
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
@@ -138,7 +141,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     features = _features(args)
     if features is None:
         return simulating.EXIT_INPUT_ERROR
-    return simulating.run(simulating.Request(
+    request = simulating.Request(
         snapshot_files=args.files,
         workload_files=args.workload,
         policy=args.policy,
@@ -147,7 +150,12 @@ def _run_simulate(args: argparse.Namespace) -> int:
         output=args.output,
         progress=args.progress,
         budget=args.budget if args.budget is not None else allocation.DEFAULT_BUDGET,
-    ))
+    )
+    if args.compare_policies:
+        from dralloc.offline import comparing
+
+        return comparing.run(request, sys.stdout, sys.stderr)
+    return simulating.run(request)
 
 
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,10 +7,12 @@ converted objects are placed by `dralloc simulate` to check they mean what they 
 from __future__ import annotations
 
 import io
+import json
 import pathlib
 
 import pytest
 from bench import traces
+from tests.offline.conftest import Invoke
 
 from dralloc.offline import simulating
 
@@ -95,3 +97,52 @@ def test_inflation_is_seeded_and_reaches_the_multiple(tmp_path: pathlib.Path) ->
     asked = sum(t.gpu_request_milli for t in drawn)
     assert asked >= 13_000 and asked - drawn[-1].gpu_request_milli < 13_000  # stops at the first that reaches it
     assert len({t.name for t in drawn}) == len(drawn)
+
+
+CLUSTER = """sn,cpu_milli,memory_mib,gpu,model
+node-a,32000,65536,2,T4
+"""
+# Two T4s: 300 + 700 fill one, a whole GPU takes the other, the last 300 finds no room.
+SHARES = """name,cpu_milli,memory_mib,num_gpu,gpu_milli
+s300,1000,1024,1,300
+s700,1000,1024,1,700
+w0,1000,1024,1,1000
+s300b,1000,1024,1,300
+"""
+
+
+def _trace_files(tmp_path: pathlib.Path) -> tuple[str, str]:
+    nodes_ = traces.read_nodes(_write(tmp_path, "n.csv", CLUSTER))
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", SHARES))
+    traces._dump(traces.snapshot_objects(nodes_), tmp_path / "s.yaml")
+    traces._dump(traces.workload_objects(tasks), tmp_path / "w.yaml")
+    return str(tmp_path / "s.yaml"), str(tmp_path / "w.yaml")
+
+
+def test_simulate_policy_fragmentation_aware(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """`--policy fragmentation-aware` through the command line: the 700 completes gpu-0 (not gpu-1, which
+    would leave two partly used GPUs and no room for the whole one)."""
+    snapshot, workload = _trace_files(tmp_path)
+    out = tmp_path / "placed.txt"
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--policy", "fragmentation-aware",
+                  "--placements-out", str(out))
+    assert run.code == 1, run.err
+    assert out.read_text().splitlines() == [
+        "s300 node-a gpu=gpu.trace.dralloc.dev/node-a/gpu-0",
+        "s700 node-a gpu=gpu.trace.dralloc.dev/node-a/gpu-0",
+        "w0 node-a gpu=gpu.trace.dralloc.dev/node-a/gpu-1",
+    ]
+
+
+def test_compare_policies(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """One row per policy, from the same inputs; JSON has the counts; exit 1 when some policy left items."""
+    snapshot, workload = _trace_files(tmp_path)
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--compare-policies")
+    assert run.code == 1, run.err
+    lines = run.out.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["first-fit", "binpack", "spread", "fragmentation-aware"]
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--compare-policies", "-o", "json")
+    rows = {r["policy"]: r for r in json.loads(run.out)["policies"]}
+    assert {p: (r["placed"], r["items"], r["placedBeforeFirstFailure"]) for p, r in rows.items()} == {
+        p: (3, 4, 3) for p in ("first-fit", "binpack", "spread", "fragmentation-aware")}
+    assert rows["first-fit"]["classes"]["gpu"]["capacity"]["compute"]["percent"] == 100.0

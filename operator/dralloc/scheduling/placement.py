@@ -215,6 +215,7 @@ class Placer:
         # Without `expect`, the fragmentation-aware policy learns the shapes from the items it is
         # asked to place (recent arrivals), all of them weighing the same.
         self._expected = False
+        self._pool_nodes: dict[tuple[str, str], list[int]] | None = None
         self._arrivals: dict[tuple[object, ...], list[object]] = {}
         self._arrivals_since = 0
         self.release_epoch = [0] * len(self.nodes)
@@ -452,10 +453,16 @@ class Placer:
             return
         touched = {extra_node} if extra_node is not None else set()
         pools = {(r.driver, r.pool) for a in results for r in a.devices.results}
-        if pools and self.policy != "first-fit":
-            for i, view in enumerate(self.views):
-                if any((p.id.driver, p.id.pool) in pools for p in self.snapshot.slices.pools_for(view, self.features)):
-                    touched.add(i)
+        if pools:
+            if self._pool_nodes is None:
+                # Which nodes see each pool: the slices do not change while a Placer lives, and
+                # asking every node per commit made BinPack and Spread quadratic on large clusters.
+                self._pool_nodes = {}
+                for i, view in enumerate(self.views):
+                    for pool in self.snapshot.slices.pools_for(view, self.features):
+                        self._pool_nodes.setdefault((pool.id.driver, pool.id.pool), []).append(i)
+            for key in pools:
+                touched.update(self._pool_nodes.get(key, ()))
         for i in touched:
             if i is not None:
                 self.devices[i] = scoring.node_use(self.snapshot, self.views[i], self.features)
