@@ -140,7 +140,7 @@ def _check(expression: str, expected: object, env: devices.DeviceEnv | None = No
     pytest.param(f'{_G}.model.upperAscii() == "A100" && "AbC".lowerAscii() == "abc"', True, id="case"),
     pytest.param(f"{_G}.model.size() == 4 && size({_G}.tags) == 2", True, id="size"),
     pytest.param(f"{_G}.numa.size() == 1", "no such overload", id="size-of-int"),
-    pytest.param(f'{_G}.numa.startsWith("1")', "AttributeError", id="starts-with-on-int"),
+    pytest.param(f'{_G}.numa.startsWith("1")', "no such overload", id="starts-with-on-int"),
 ])
 def test_construct(expression: str, expected: object) -> None:
     """Fast path, reference and expectation agree."""

@@ -12,7 +12,7 @@ be a module-level function of an importable module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from celpy import celtypes
@@ -64,15 +64,115 @@ def isLessThan(receiver: Any, other: Any) -> Any:
 @operators.propagates_errors
 def indexOf(receiver: Any, *args: Any) -> Any:
     if isinstance(receiver, str):
-        return library_strings.index_of(receiver, *args)
+        return _string_index("indexOf", library_strings.index_of, receiver, *args)
     return library_lists.index_of(receiver, *args)
 
 
 @operators.propagates_errors
 def lastIndexOf(receiver: Any, *args: Any) -> Any:
     if isinstance(receiver, str):
-        return library_strings.last_index_of(receiver, *args)
+        return _string_index("lastIndexOf", library_strings.last_index_of, receiver, *args)
     return library_lists.last_index_of(receiver, *args)
+
+
+def _string_index(name: str, function: Callable[..., Any], receiver: str, *args: Any) -> Any:
+    try:
+        return function(receiver, *args)
+    except TypeError as exc:
+        if not str(exc).startswith("no such overload:"):
+            raise
+        raise operators.no_such_overload(name, receiver, *args) from None
+
+
+def _strings(receiver: Any, argument: Any) -> tuple[str, str]:
+    if not isinstance(receiver, str) or not isinstance(argument, str):
+        raise TypeError("no such overload")  # cel-go's standard string functions name nothing
+    return str(receiver), str(argument)
+
+
+@operators.propagates_errors
+def startsWith(receiver: Any, prefix: Any) -> celtypes.BoolType:
+    text, part = _strings(receiver, prefix)
+    return operators.cel_bool(text.startswith(part))
+
+
+@operators.propagates_errors
+def endsWith(receiver: Any, suffix: Any) -> celtypes.BoolType:
+    text, part = _strings(receiver, suffix)
+    return operators.cel_bool(text.endswith(part))
+
+
+@operators.propagates_errors
+def contains(receiver: Any, part: Any) -> celtypes.BoolType:
+    text, sub = _strings(receiver, part)
+    return operators.cel_bool(sub in text)
+
+
+@operators.propagates_errors
+def size(value: Any) -> celtypes.IntType:
+    if isinstance(value, str | bytes | list) or isinstance(value, Mapping):
+        return operators.cel_int(len(value))
+    raise TypeError("no such overload: size")  # cel-go's wording, without the argument types
+
+
+def _time_part(name: str, receiver: Any, *args: Any) -> Any:
+    """A timestamp or duration getter; other receivers and a time zone that is not a string fail
+    as cel-go words it (celpy would raise AttributeError)."""
+    timestamp = isinstance(receiver, celtypes.TimestampType)
+    if not (timestamp or isinstance(receiver, celtypes.DurationType)) \
+            or (args and not (timestamp and all(isinstance(a, str) for a in args))):
+        raise operators.no_such_overload(name, receiver, *args)
+    return base_functions[name](receiver, *args)
+
+
+@operators.propagates_errors
+def getDate(receiver: Any, *args: Any) -> Any:
+    return _time_part("getDate", receiver, *args)
+
+
+@operators.propagates_errors
+def getDayOfMonth(receiver: Any, *args: Any) -> Any:
+    return _time_part("getDayOfMonth", receiver, *args)
+
+
+@operators.propagates_errors
+def getDayOfWeek(receiver: Any, *args: Any) -> Any:
+    return _time_part("getDayOfWeek", receiver, *args)
+
+
+@operators.propagates_errors
+def getDayOfYear(receiver: Any, *args: Any) -> Any:
+    return _time_part("getDayOfYear", receiver, *args)
+
+
+@operators.propagates_errors
+def getFullYear(receiver: Any, *args: Any) -> Any:
+    return _time_part("getFullYear", receiver, *args)
+
+
+@operators.propagates_errors
+def getMonth(receiver: Any, *args: Any) -> Any:
+    return _time_part("getMonth", receiver, *args)
+
+
+@operators.propagates_errors
+def getHours(receiver: Any, *args: Any) -> Any:
+    return _time_part("getHours", receiver, *args)
+
+
+@operators.propagates_errors
+def getMilliseconds(receiver: Any, *args: Any) -> Any:
+    return _time_part("getMilliseconds", receiver, *args)
+
+
+@operators.propagates_errors
+def getMinutes(receiver: Any, *args: Any) -> Any:
+    return _time_part("getMinutes", receiver, *args)
+
+
+@operators.propagates_errors
+def getSeconds(receiver: Any, *args: Any) -> Any:
+    return _time_part("getSeconds", receiver, *args)
 
 
 @operators.propagates_errors
@@ -199,6 +299,10 @@ _OWN: dict[str, Callable[..., Any]] = {
     **library_format.FUNCTIONS,
     "string": string,
     "bool": bool_,
+    "startsWith": startsWith, "endsWith": endsWith, "contains": contains, "size": size,
+    "getDate": getDate, "getDayOfMonth": getDayOfMonth, "getDayOfWeek": getDayOfWeek, "getDayOfYear": getDayOfYear,
+    "getFullYear": getFullYear, "getMonth": getMonth, "getHours": getHours, "getMilliseconds": getMilliseconds,
+    "getMinutes": getMinutes, "getSeconds": getSeconds,
     "type": type_of,
     "duration": duration,
 }

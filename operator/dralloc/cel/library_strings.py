@@ -43,6 +43,7 @@ def _str(value: Any, function: str) -> str:
 
 
 @operators.propagates_errors
+@operators.names_overload("charAt")
 def charAt(text: Any, position: Any) -> _S:
     s, i = _str(text, "charAt"), _int(position, "charAt")
     if i < 0 or i > len(s):
@@ -68,16 +69,19 @@ def last_index_of(text: str, sub: Any, offset: Any = None) -> celtypes.IntType:
 
 
 @operators.propagates_errors
+@operators.names_overload("lowerAscii")
 def lowerAscii(text: Any) -> _S:
     return _S("".join(c.lower() if c.isascii() else c for c in _str(text, "lowerAscii")))
 
 
 @operators.propagates_errors
+@operators.names_overload("upperAscii")
 def upperAscii(text: Any) -> _S:
     return _S("".join(c.upper() if c.isascii() else c for c in _str(text, "upperAscii")))
 
 
 @operators.propagates_errors
+@operators.names_overload("replace")
 def replace(text: Any, old: Any, new: Any, limit: Any = None) -> _S:
     s, o, n = _str(text, "replace"), _str(old, "replace"), _str(new, "replace")
     count = -1 if limit is None else _int(limit, "replace")
@@ -85,6 +89,7 @@ def replace(text: Any, old: Any, new: Any, limit: Any = None) -> _S:
 
 
 @operators.propagates_errors
+@operators.names_overload("split")
 def split(text: Any, separator: Any, limit: Any = None) -> celtypes.ListType:
     s, sep = _str(text, "split"), _str(separator, "split")
     n = -1 if limit is None else _int(limit, "split")
@@ -99,6 +104,7 @@ def split(text: Any, separator: Any, limit: Any = None) -> celtypes.ListType:
 
 
 @operators.propagates_errors
+@operators.names_overload("substring")
 def substring(text: Any, start: Any, end: Any = None) -> _S:
     s = _str(text, "substring")
     i = _int(start, "substring")
@@ -113,11 +119,13 @@ def substring(text: Any, start: Any, end: Any = None) -> _S:
 
 
 @operators.propagates_errors
+@operators.names_overload("trim")
 def trim(text: Any) -> _S:
     return _S(_str(text, "trim").strip())
 
 
 @operators.propagates_errors
+@operators.names_overload("join")
 def join(items: Any, separator: Any = None) -> _S:
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise TypeError(f"no such overload: {operators.type_name(items)}.join()")
@@ -178,17 +186,25 @@ def _go_regexp_reason(reason: str) -> str:
 @operators.propagates_errors
 def matches(text: Any, pattern: Any) -> celtypes.BoolType:
     """CEL's `matches` (RE2, unanchored), replacing celpy's to keep errors quiet and typed."""
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        raise TypeError("no such overload")  # cel-go's standard string functions name nothing
     return operators.cel_bool(_regex(pattern, "matches").search(_str(text, "matches")) is not None)
 
 
 @operators.propagates_errors
+@operators.names_overload("find")
 def find(text: Any, pattern: Any) -> _S:
+    if not isinstance(text, str):
+        raise TypeError("no such overload")  # the regex library's wording for a receiver of another type
     match = _regex(pattern, "find").search(_str(text, "find"))
     return _S(match.group(0) if match else "")
 
 
 @operators.propagates_errors
+@operators.names_overload("findAll")
 def findAll(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
+    if not isinstance(text, str):
+        raise TypeError("no such overload")  # the regex library's wording for a receiver of another type
     s = _str(text, "findAll")
     n = -1 if limit is None else _int(limit, "findAll")
     if n == 0:
@@ -206,6 +222,7 @@ _QUOTE_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r
 
 
 @operators.propagates_errors
+@operators.names_overload("strings.quote")
 def strings_quote(text: Any) -> _S:
     return _S('"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in _str(text, "strings.quote")) + '"')
 
@@ -445,6 +462,7 @@ def parse_clause(text: str, start: int) -> tuple[int, str, int | None]:
 
 
 @operators.propagates_errors
+@operators.names_overload("format")
 def string_format(text: Any, arguments: Any) -> _S:
     template = _str(text, "format")
     if not isinstance(arguments, list):

@@ -84,12 +84,33 @@ def type_name(value: Any) -> str:
 
 # By class name: those modules import this one.
 _OTHER_TYPE_NAMES = {"Semver": "kubernetes.Semver", "IP": "net.IP", "CIDR": "net.CIDR",
+                     "TimestampType": "google.protobuf.Timestamp", "DurationType": "google.protobuf.Duration",
                      "Optional": "optional_type", "URL": "kubernetes.URL", "NamedFormat": "kubernetes.NamedFormat"}
 
 
 def no_such_overload(function: str, *args: Any) -> TypeError:
     """cel-go's runtime dispatch failure: `no such overload: f(receiver type, argument types...)`."""
     return TypeError(f"no such overload: {function}({', '.join(type_name(a) for a in args)})")
+
+
+def names_overload(function: str) -> Callable[[_F], _F]:
+    """A library function whose argument checks fail as cel-go's extension functions do: one
+    "no such overload: f(receiver type, argument types...)" naming every argument, whichever
+    of them was of the wrong type."""
+
+    def decorate(implementation: _F) -> _F:
+        @functools.wraps(implementation)
+        def checked(*args: Any) -> Any:
+            try:
+                return implementation(*args)
+            except TypeError as exc:
+                if not str(exc).startswith("no such overload:"):  # a bare one is worded as intended
+                    raise
+                raise no_such_overload(function, *args) from None
+
+        return cast(_F, checked)
+
+    return decorate
 
 
 # Kubernetes' opaque types answer `==` with another type as an error (cel-go calls the left
