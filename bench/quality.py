@@ -113,34 +113,34 @@ def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask]
                 continue
             if task.num_gpu > node.gpus or task.cpu_milli > node.cpu_milli or task.memory_mib > node.memory_mib:
                 continue
-            x = model.NewBoolVar(f"x{t}_{n}")
+            x = model.new_bool_var(f"x{t}_{n}")
             options.append(x)
             node_vars[n].append((t, x))
             if task.num_gpu == 0:
                 continue
-            gpus = [model.NewBoolVar(f"g{t}_{n}_{g}") for g in range(node.gpus)]
-            model.Add(sum(gpus) == task.num_gpu * x)
+            gpus = [model.new_bool_var(f"g{t}_{n}_{g}") for g in range(node.gpus)]
+            model.add(sum(gpus) == task.num_gpu * x)
             milli = task.gpu_milli if task.num_gpu == 1 else traces.MILLI
             for g, var in enumerate(gpus):
                 gpu_use[n][g].append((milli, var))
         if options:
-            model.Add(sum(options) <= 1)
+            model.add(sum(options) <= 1)
         placed.append(sum(options) if options else 0)
     for n, node in enumerate(nodes):
-        model.Add(sum(tasks[t].cpu_milli * x for t, x in node_vars[n]) <= node.cpu_milli)
-        model.Add(sum(tasks[t].memory_mib * x for t, x in node_vars[n]) <= node.memory_mib)
+        model.add(sum(tasks[t].cpu_milli * x for t, x in node_vars[n]) <= node.cpu_milli)
+        model.add(sum(tasks[t].memory_mib * x for t, x in node_vars[n]) <= node.memory_mib)
         for uses in gpu_use[n]:
             if uses:
-                model.Add(sum(m * v for m, v in uses) <= traces.MILLI)
-    model.Maximize(sum(placed))
+                model.add(sum(m * v for m, v in uses) <= traces.MILLI)
+    model.maximize(sum(placed))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1  # a shared machine; and deterministic
     solver.parameters.random_seed = 0
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return 0, len(tasks), False
-    return int(solver.ObjectiveValue()), int(solver.BestObjectiveBound()), status == cp_model.OPTIMAL
+    return int(solver.objective_value), int(solver.best_objective_bound), status == cp_model.OPTIMAL
 
 
 def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.TraceTask], *, instances: int,

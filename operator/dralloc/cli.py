@@ -132,6 +132,9 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--compare-policies", action="store_true",
                    help="place the workload under every policy (--policy is not used) and print one row each: "
                    "items placed, placed before the first failure, decisions/s, devices and capacity in use")
+    p.add_argument("--optimal", type=float, nargs="?", const=60.0, default=None, metavar="SECONDS",
+                   help="also report how many items an exact solver (OR-Tools CP-SAT, pip install ortools) could "
+                   "place together, proven or with its bound after SECONDS (default 60)")
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
@@ -150,6 +153,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         output=args.output,
         progress=args.progress,
         budget=args.budget if args.budget is not None else allocation.DEFAULT_BUDGET,
+        optimal=args.optimal,
     )
     if args.compare_policies:
         from dralloc.offline import comparing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import pathlib
+import sys
 
 import pytest
 from bench import traces
@@ -146,3 +147,41 @@ def test_compare_policies(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
     assert {p: (r["placed"], r["items"], r["placedBeforeFirstFailure"]) for p, r in rows.items()} == {
         p: (3, 4, 3) for p in ("first-fit", "binpack", "spread", "fragmentation-aware")}
     assert rows["first-fit"]["classes"]["gpu"]["capacity"]["compute"]["percent"] == 100.0
+
+
+GREEDY_LOSES = """name,cpu_milli,memory_mib,num_gpu,gpu_milli
+whole,1000,1024,1,1000
+half-a,1000,1024,1,500
+half-b,1000,1024,1,500
+"""
+
+
+def _one_gpu(tmp_path: pathlib.Path) -> tuple[str, str]:
+    nodes_ = traces.read_nodes(_write(tmp_path, "n1.csv", "sn,cpu_milli,memory_mib,gpu,model\nnode-a,32000,65536,1,T4\n"))
+    tasks = traces.read_tasks(_write(tmp_path, "p1.csv", GREEDY_LOSES))
+    traces._dump(traces.snapshot_objects(nodes_), tmp_path / "s1.yaml")
+    traces._dump(traces.workload_objects(tasks), tmp_path / "w1.yaml")
+    return str(tmp_path / "s1.yaml"), str(tmp_path / "w1.yaml")
+
+
+def test_optimal_places_more_than_arrival_order(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """One GPU: the whole-GPU task arrives first and takes it; the two halves would have placed 2."""
+    pytest.importorskip("ortools")
+    snapshot, workload = _one_gpu(tmp_path)
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--optimal", "10", "-o", "json")
+    assert run.code == 1, run.err
+    report = json.loads(run.out)
+    assert report["placed"] == 1
+    assert {k: report["optimal"][k] for k in ("items", "left_out", "best", "bound", "proven")} == {
+        "items": 3, "left_out": 0, "best": 2, "bound": 2, "proven": True}
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--optimal", "10")
+    assert "an exact solver places 2 (optimal) of the 3 modelled items together" in run.out
+
+
+def test_optimal_without_ortools_names_the_package(dralloc: Invoke, tmp_path: pathlib.Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot, workload = _one_gpu(tmp_path)
+    monkeypatch.setitem(sys.modules, "ortools.sat.python", None)  # import fails as if not installed
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--optimal")
+    assert run.code == 2
+    assert run.err == "error: --optimal needs OR-Tools' CP-SAT solver, which is not installed: pip install ortools\n"

@@ -16,6 +16,7 @@ apart from items that found no room, and make the exit code 2.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import sys
 import time
@@ -35,7 +36,7 @@ from dralloc.model import conversion
 from dralloc.model import pods as model_pods
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import allocating, heap, inputs
+from dralloc.offline import allocating, heap, inputs, optimizing
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -55,6 +56,7 @@ class Request:
     output: str = "table"
     budget: int | None = allocation.DEFAULT_BUDGET
     progress: bool | None = None  # None: only when stderr is a terminal
+    optimal: float | None = None  # seconds for the exact solver (--optimal); None: not asked
 
 
 @dataclasses.dataclass
@@ -340,7 +342,16 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
     with heap.LongLived() as long_lived:
         placer, workload, templates, claims_by_ref = prepare(request, err)
         long_lived.built()
-        return _place_all(placer, workload, templates, claims_by_ref, request, err)
+        optimum = None
+        if request.optimal is not None:
+            # On the cluster as the snapshot has it, before any placement: its own model.
+            fresh = prepare(dataclasses.replace(request, policy="fragmentation-aware"), io.StringIO())[0]
+            items = items_of(workload, templates, claims_by_ref, list(fresh.snapshot.classes.values()))
+            optimum = optimizing.solve(fresh, items, time_limit=request.optimal)
+        report = _place_all(placer, workload, templates, claims_by_ref, request, err)
+        if optimum is not None:
+            report["optimal"] = optimum.as_dict()
+        return report
 
 
 def prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[object],
@@ -373,6 +384,15 @@ def _place_all(placer: placement.Placer, workload: list[object],
     return _report(placer, results, elapsed, request.features)
 
 
+def items_of(workload: list[object], templates: dict[str, model_claims.ResourceClaimTemplate],
+             claims_by_ref: dict[str, model_claims.ResourceClaim], classes: Sequence[model_classes.DeviceClass]
+             ) -> list[placement.Item]:
+    """The workload as items, as placed from the start (a shared claim counts with each pod)."""
+    return [_pod_item(_defaulted(o), templates, claims_by_ref, classes) if isinstance(o, model_pods.Pod)
+            else placement.Item(name=o.metadata.name, claims=(o,))
+            for o in workload if isinstance(o, model_pods.Pod | model_claims.ResourceClaim)]
+
+
 def place_workload(placer: placement.Placer, workload: list[object],
                    templates: dict[str, model_claims.ResourceClaimTemplate],
                    claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
@@ -384,9 +404,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
     if placer.model is not None:
         # The fragmentation-aware policy weighs choices by the shapes still to come: here the
         # whole workload is the queue.
-        placer.expect(_pod_item(_defaulted(o), templates, claims_by_ref, classes) if isinstance(o, model_pods.Pod)
-                      else placement.Item(name=o.metadata.name, claims=(o,))
-                      for o in workload if isinstance(o, model_pods.Pod | model_claims.ResourceClaim))
+        placer.expect(items_of(workload, templates, claims_by_ref, classes))
     for done, obj in enumerate(workload):
         if isinstance(obj, model_pods.Pod):
             item = _pod_item(_defaulted(obj), templates, claims_by_ref, classes)
@@ -474,6 +492,12 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
     failed = f", {report['errors']} invalid" if report["errors"] else ""
     out.write(f"placed {report['placed']} of {report['items']} items{failed} in {report['seconds']:.3f} s "
               f"({report['placementsPerSecond']:.0f} placements/s, {report['allocatorCalls']} allocator calls)\n")
+    optimum = report.get("optimal")
+    if optimum is not None:
+        found = (f"{optimum['best']} (optimal)" if optimum["proven"] else
+                 f"{optimum['best']}, and no assignment more than {optimum['bound']} (time limit reached)")
+        left = f"; {optimum['left_out']} items not modelled, left out" if optimum["left_out"] else ""
+        out.write(f"an exact solver places {found} of the {optimum['items']} modelled items together{left}\n")
     if report["unplaced"]:
         out.write(f"\nunplaced ({len(report['unplaced'])}):\n")
         for entry in report["unplaced"][:50]:
@@ -500,6 +524,9 @@ def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) 
     try:
         report = simulate(request, err)
     except (inputs.InputError, errors.AllocationInputError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_INPUT_ERROR
+    except optimizing.SolverMissing as exc:
         err.write(f"error: {exc}\n")
         return EXIT_INPUT_ERROR
     if request.placements_out:
