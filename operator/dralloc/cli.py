@@ -135,6 +135,9 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--optimal", type=float, nargs="?", const=60.0, default=None, metavar="SECONDS",
                    help="also report how many items an exact solver (OR-Tools CP-SAT, pip install ortools) could "
                    "place together, proven or with its bound after SECONDS (default 60)")
+    p.add_argument("--add-nodes", metavar="FILE",
+                   help="a Node and its ResourceSlices: report the fewest such nodes that would let the unplaced "
+                   "items fit (added to the cluster as the simulation leaves it)")
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
@@ -154,6 +157,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         progress=args.progress,
         budget=args.budget if args.budget is not None else allocation.DEFAULT_BUDGET,
         optimal=args.optimal,
+        add_nodes=args.add_nodes,
     )
     if args.compare_policies:
         from dralloc.offline import comparing

@@ -185,3 +185,31 @@ def test_optimal_without_ortools_names_the_package(dralloc: Invoke, tmp_path: pa
     run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--optimal")
     assert run.code == 2
     assert run.err == "error: --optimal needs OR-Tools' CP-SAT solver, which is not installed: pip install ortools\n"
+
+
+def test_add_nodes_counts_the_fewest_copies(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """One 1-GPU node, four whole-GPU tasks and an 8-GPU one: three more 1-GPU nodes place the three
+    left over; two 2-GPU nodes do too; the 8-GPU task fits no copy and is named."""
+    nodes_ = traces.read_nodes(_write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nnode-a,32000,65536,1,T4\n"))
+    tasks = [task_ for task_ in traces.read_tasks(_write(tmp_path, "p.csv", (
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" + "".join(f"w{i},1000,1024,1,1000\n" for i in range(4))
+        + "big,1000,1024,8,1000\n")))]
+    traces._dump(traces.snapshot_objects(nodes_), tmp_path / "s.yaml")
+    traces._dump(traces.workload_objects(tasks), tmp_path / "w.yaml")
+    for gpus, expected in ((1, 3), (2, 2)):
+        traces._dump(traces.node_objects(traces.TraceNode("spare", 32000, 65536, gpus, "T4")), tmp_path / "t.yaml")
+        run = dralloc("simulate", "-f", str(tmp_path / "s.yaml"), "--workload", str(tmp_path / "w.yaml"),
+                      "--add-nodes", str(tmp_path / "t.yaml"), "-o", "json")
+        assert run.code == 1, run.err
+        assert json.loads(run.out)["addNodes"] == {"template": "spare", "items": 3, "unfit": ["big"],
+                                                   "nodes": expected}, gpus
+
+
+def test_add_nodes_template_errors_name_the_file(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    snapshot, workload = _one_gpu(tmp_path)
+    objects = traces.node_objects(traces.TraceNode("x", 1000, 1024, 1, "T4")) + \
+        traces.node_objects(traces.TraceNode("y", 1000, 1024, 1, "T4"))
+    traces._dump(objects, tmp_path / "two.yaml")
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--add-nodes", str(tmp_path / "two.yaml"))
+    assert run.code == 2
+    assert run.err == f"error: --add-nodes {tmp_path / 'two.yaml'}: expected exactly one Node, found 2\n"

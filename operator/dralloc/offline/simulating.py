@@ -36,7 +36,7 @@ from dralloc.model import conversion
 from dralloc.model import pods as model_pods
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import allocating, heap, inputs, optimizing
+from dralloc.offline import adding, allocating, heap, inputs, optimizing
 from dralloc.scheduling import placement
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -57,6 +57,7 @@ class Request:
     budget: int | None = allocation.DEFAULT_BUDGET
     progress: bool | None = None  # None: only when stderr is a terminal
     optimal: float | None = None  # seconds for the exact solver (--optimal); None: not asked
+    add_nodes: str | None = None  # a Node + ResourceSlices file: how many such nodes the leftovers need
 
 
 @dataclasses.dataclass
@@ -348,9 +349,15 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
             fresh = prepare(dataclasses.replace(request, policy="fragmentation-aware"), io.StringIO())[0]
             items = items_of(workload, templates, claims_by_ref, list(fresh.snapshot.classes.values()))
             optimum = optimizing.solve(fresh, items, time_limit=request.optimal)
-        report = _place_all(placer, workload, templates, claims_by_ref, request, err)
+        template = adding.read_template(request.add_nodes) if request.add_nodes else None
+        start = time.perf_counter()
+        results = place_workload(placer, workload, templates, claims_by_ref, request, err)
+        report = _report(placer, results, time.perf_counter() - start, request.features)
         if optimum is not None:
             report["optimal"] = optimum.as_dict()
+        if template is not None:
+            unplaced = [r.item for r in results if r.placement is None and not r.error]
+            report["addNodes"] = adding.fewest(placer, template, unplaced, request.features)
         return report
 
 
@@ -371,17 +378,6 @@ def prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[objec
     templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
     claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
     return placer, workload, templates, claims_by_ref
-
-
-def _place_all(placer: placement.Placer, workload: list[object],
-               templates: dict[str, model_claims.ResourceClaimTemplate],
-               claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
-               ) -> dict[str, Any]:
-    """Place the workload items in order, then the report (placement-only seconds included)."""
-    start = time.perf_counter()
-    results = place_workload(placer, workload, templates, claims_by_ref, request, err)
-    elapsed = time.perf_counter() - start
-    return _report(placer, results, elapsed, request.features)
 
 
 def items_of(workload: list[object], templates: dict[str, model_claims.ResourceClaimTemplate],
@@ -498,6 +494,16 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
                  f"{optimum['best']}, and no assignment more than {optimum['bound']} (time limit reached)")
         left = f"; {optimum['left_out']} items not modelled, left out" if optimum["left_out"] else ""
         out.write(f"an exact solver places {found} of the {optimum['items']} modelled items together{left}\n")
+    added = report.get("addNodes")
+    if added is not None:
+        unfit = (f"; {len(added['unfit'])} fit no empty {added['template']} at all (e.g. {added['unfit'][0]})"
+                 if added["unfit"] else "")
+        if added["nodes"] is None:
+            out.write(f"more than {adding.MAX_NODES} nodes like {added['template']} would be needed for the "
+                      f"{added['items']} unplaced items{unfit}\n")
+        else:
+            out.write(f"{added['nodes']} more node(s) like {added['template']} would let the {added['items']} "
+                      f"unplaced items that fit one be placed{unfit}\n")
     if report["unplaced"]:
         out.write(f"\nunplaced ({len(report['unplaced'])}):\n")
         for entry in report["unplaced"][:50]:
