@@ -145,6 +145,23 @@ for _operation in API_OPERATIONS:
 
 
 ClusterSource = Callable[[], Mapping[str, Iterable[tuple[tuple[str, ...], float]]]]
+# The cluster source's key, metric name, help and label names of the capacity gauges.
+CAPACITY_FAMILIES = (
+    ("device_taints", "dralloc_class_devices_tainted",
+     "Devices per driver and DeviceClass with a taint of each effect in effect (slice or DeviceTaintRule).",
+     ("driver", "device_class", "effect")),
+    ("pools", "dralloc_pools",
+     "Pools per driver and DeviceClass by how many free devices of the class they have (buckets).",
+     ("driver", "device_class", "free_devices")),
+    ("counters", "dralloc_shared_counters",
+     "Shared counters (ResourceSlice sharedCounters) per driver, counter set and counter: total and used by "
+     "allocated devices, summed over pools, in the counter's base unit.", ("driver", "counter_set", "counter", "state")),
+    ("capacity", "dralloc_consumable_capacity",
+     "Consumable capacity of devices that allow multiple allocations, per driver, DeviceClass and capacity: "
+     "total and used, in the capacity's base unit.", ("driver", "device_class", "capacity", "state")),
+    ("claim_states", "dralloc_resource_claims_by_state",
+     "ResourceClaims by lifecycle state: pending, allocated (not reserved), reserved, deallocating.", ("state",)),
+)
 
 
 class _ClusterCollector(Collector):
@@ -166,7 +183,7 @@ class _ClusterCollector(Collector):
         for labels, value in values.get("resource_claims", ()):
             claims.add_metric(list(labels), value)
         devices = GaugeMetricFamily(
-            "dralloc_devices", "Devices per driver and DeviceClass, by state (total, allocated, tainted).",
+            "dralloc_devices", "Devices per driver and DeviceClass, by state (total, allocated, free, tainted).",
             labels=["driver", "device_class", "state"])
         for labels, value in values.get("devices", ()):
             devices.add_metric(list(labels), value)
@@ -180,7 +197,15 @@ class _ClusterCollector(Collector):
             "dralloc_cel_selector_results", "CEL selector evaluations by outcome since start.", labels=["outcome"])
         for labels, value in values.get("cel", ()):
             cel.add_metric(list(labels), value)
-        return [claims, devices, queue, cel]
+        # The capacity view (state/capacity.py): no pool, node or claim names, so the series count
+        # does not grow with the cluster.
+        families = [claims, devices, queue, cel]
+        for key, name, text, names in CAPACITY_FAMILIES:
+            family = GaugeMetricFamily(name, text, labels=list(names))
+            for labels, value in values.get(key, ()):
+                family.add_metric(list(labels), value)
+            families.append(family)
+        return families
 
 
 _collector = _ClusterCollector()

@@ -28,7 +28,12 @@ def exported() -> dict[str, dict[str, set[str]]]:
     """sample name -> label name -> values seen."""
     sample_source = {
         "resource_claims": [(("true", "false", "resource_claim_template"), 1.0)],
-        "devices": [(("gpu.example.com", "gpu", "total"), 1.0)],
+        "devices": [(("gpu.example.com", "gpu", state), 1.0) for state in ("total", "allocated", "free", "tainted")],
+        "device_taints": [(("gpu.example.com", "gpu", "NoExecute"), 1.0)],
+        "pools": [(("gpu.example.com", "gpu", "2-3"), 1.0)],
+        "counters": [(("gpu.example.com", "gpu-0", "memory", state), 1.0) for state in ("total", "used")],
+        "capacity": [(("nic.example.com", "nic", "bandwidth", state), 1.0) for state in ("total", "used")],
+        "claim_states": [((state,), 1.0) for state in ("pending", "allocated", "reserved", "deallocating")],
         "queue": [(("pending",), 1.0)],
         "cel": [(("cached",), 1.0)],
     }

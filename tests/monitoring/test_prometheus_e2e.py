@@ -13,7 +13,8 @@ ServiceMonitor's relabelling gives a dralloc pod (namespace, service, pod), whic
 The scenario, in order, each phase waiting (with a generous deadline) for the alert meant
 for it to be `firing` in Prometheus's /api/v1/alerts:
 
-1. fill: pods take every GPU; nothing is pending or firing;
+1. fill: pods take every GPU, half of a partitioned GPU and a share of a NIC; nothing is pending
+   or firing;
 2. an unschedulable pod (no GPU left): DrallocPodsUnschedulable;
 3. bad claims: a pod whose claim names a DeviceClass that does not exist, and a gang
    (PodGroup) one of whose members does the same: DrallocAllocationErrors, DrallocPodsInError;
@@ -27,7 +28,8 @@ for it to be `firing` in Prometheus's /api/v1/alerts:
 8. recovery: faults cleared, the class created, the taint removed: every pod placed, the
    queue empty in Prometheus, the queue alerts resolved;
 9. every dashboard query returns data over the run (each metric it names exists, each label
-   it groups or matches by occurs with the value it wants);
+   it groups or matches by occurs with the value it wants), and so does every query README.md
+   offers SREs;
 10. the operator stopped: DrallocDown.
 """
 
@@ -150,6 +152,31 @@ def _class(name: str, driver: str) -> Obj:
             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
 
 
+def _partitions_and_nic() -> list[Obj]:
+    """A node whose GPU is shared out as two halves (a 40Gi counter set, 20Gi each) and whose NIC allows
+    multiple allocations (10G of bandwidth), their classes, and templates for one half and a 2G share:
+    what the counter and consumable-capacity panels show."""
+    pool = {"name": "node-parts", "generation": 1, "resourceSliceCount": 2}
+    halves = [{"name": f"half-{i}", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]}
+              for i in range(2)]
+    nic = {"name": "nic-0", "allowMultipleAllocations": True,
+           "capacity": {"bandwidth": {"value": "10G", "requestPolicy": {"default": "1G", "validRange": {"min": "1G"}}}}}
+    share = cluster.template("share", device_class="nic")
+    share["spec"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"bandwidth": "2G"}}
+    return [
+        cluster.node("node-parts"), _class("half", "parts.example.com"), _class("nic", "nic.example.com"),
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "parts-counters"},
+         "spec": {"driver": "parts.example.com", "nodeName": "node-parts", "pool": pool,
+                  "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "parts-devices"},
+         "spec": {"driver": "parts.example.com", "nodeName": "node-parts", "pool": pool, "devices": halves}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "nic"},
+         "spec": {"driver": "nic.example.com", "nodeName": "node-parts",
+                  "pool": {"name": "node-parts", "generation": 1, "resourceSliceCount": 1}, "devices": [nic]}},
+        cluster.template("half", device_class="half"), share,
+    ]
+
+
 def _node_of(sandbox: SandboxCluster, name: str) -> str | None:
     pod = sandbox.get("v1", "Pod", name, sandbox.namespace) or {}
     return (pod.get("spec") or {}).get("nodeName")
@@ -182,6 +209,14 @@ def _checks(expr: str) -> list[str]:
     return out
 
 
+def readme_queries() -> list[str]:
+    """The PromQL of README.md's ```promql blocks, one query per line or `;`-separated part."""
+    text = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```promql\n(.*?)```", text, flags=re.S)
+    return [part.strip() for block in blocks for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith("#") for part in line.split(";") if part.strip()]
+
+
 def _has_data(prom: prometheus.Prometheus, expr: str, start: float, end: float) -> bool:
     """Some series of the panel's query has a number (not NaN) somewhere in [start, end]."""
     data = prom.api("query_range", query=expr.replace("$__rate_interval", "1m"), start=f"{start:.3f}",
@@ -207,9 +242,11 @@ def test_alerts_fire_and_panels_show_data_on_a_live_operator(
     sandbox.seed([cluster.gpu_class("gpu"), cluster.template("one"), _class("spare", "spare.example.com")])
     for node in nodes:
         sandbox.seed([cluster.node(node), cluster.gpu_slice(node, GPUS_PER_NODE)])
+    sandbox.seed(_partitions_and_nic())
     fill = [f"fill-{i}" for i in range(FILL_NODES * GPUS_PER_NODE)]
     sandbox.seed([cluster.pod(name, template_name="one") for name in fill])
-    wait(lambda: all(_node_of(sandbox, p) for p in fill), "every fill pod bound", extra=status)
+    sandbox.seed([cluster.pod("half", template_name="half"), cluster.pod("share", template_name="share")])
+    wait(lambda: all(_node_of(sandbox, p) for p in [*fill, "half", "share"]), "every fill pod bound", extra=status)
     wait(lambda: _scalar(prom, 'max(dralloc_scheduling_queue_pods{state="pending"})') == 0, "the queue empty")
     assert prom.alert_states() == {}, "a healthy, full cluster fires nothing"
 
@@ -277,11 +314,19 @@ def test_alerts_fire_and_panels_show_data_on_a_live_operator(
                if not prom.query(check)]
     assert not missing, "metrics or labels the panels name that Prometheus never saw:\n" + "\n".join(missing)
 
+    # The queries README.md offers SREs: each parses and has answered during the run.
+    silent = [q for q in readme_queries() if not _has_data(prom, q, started, end)]
+    assert not silent, "README queries without an answer:\n" + "\n".join(silent)
+
     # 10. the operator gone.
     operator.stop()
     expect("DrallocDown", "operator stopped")
     assert set(fired) == {a["alert"] for a in prometheus.alerts(prometheus.rule_file())}
     print("\n".join(f"{name}: fired in phase '{phase}'" for name, phase in fired.items()))
+
+
+def test_readme_has_queries_to_check() -> None:
+    assert len(readme_queries()) >= 8 and all("dralloc_" in q for q in readme_queries())
 
 
 def test_the_panel_checks_catch_a_typo() -> None:

@@ -29,6 +29,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.kube.session import Session
+from dralloc.state import capacity
 
 logger = logging.getLogger(__name__)
 
@@ -311,18 +312,9 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
                                                   for o in claim.metadata.owner_references) else "resource_claim"
         key = ("true" if allocation else "false", "true" if admin else "false", source)
         claims[key] = claims.get(key, 0) + 1
-    devices: dict[tuple[str, ...], float] = {}
-    snapshot = rt.views.snapshot()
-    busy = set(snapshot.allocated.exclusive) | snapshot.allocated.shared
-    for s in snapshot.slices.slices:
-        for info in snapshot.slices.device_infos(s):
-            classes = [name for name, c in snapshot.classes.items() if selectors.in_class(info, c)] or ["none"]
-            tainted = bool(info.taints) or info.id in snapshot.extra_taints
-            for class_name in classes:
-                for state, counted in (("total", True), ("allocated", info.id in busy), ("tainted", tainted)):
-                    if counted:
-                        key = (info.driver, class_name, state)
-                        devices[key] = devices.get(key, 0) + 1
+    # Which class each device is in is computed once per slice, class or taint-rule change; a scrape
+    # only looks the devices up in the allocated state.
+    capacities = capacity.device_gauges(rt.views.inventory(), rt.views.snapshot().allocated)
     now_changes = rt.cluster.relevant_changes
     queue = {"pending": 0.0, "backoff": 0.0, "unschedulable": 0.0, "error": 0.0}
     settings = rt.settings.scheduling
@@ -342,7 +334,8 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
     stats = selectors.STATS
     return {
         "resource_claims": list(claims.items()),
-        "devices": list(devices.items()),
+        **capacities,
+        "claim_states": capacity.claim_gauges(rt.cluster.claims.all()),
         "queue": [((k,), v) for k, v in queue.items()],
         "cel": [(("cached",), float(stats.cached)), (("evaluated",), float(stats.evaluated)),
                 (("error",), float(stats.errors))],

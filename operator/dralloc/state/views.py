@@ -16,6 +16,7 @@ from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import nodes
 from dralloc.scheduling import nodefit, placement
+from dralloc.state import capacity
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
 
@@ -33,6 +34,8 @@ class Views:
         self._usage_key: tuple[int, int] = (-1, -1)
         self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
         self._effective_key: tuple[int, ...] = ()
+        self._inventory: capacity.Inventory | None = None
+        self._inventory_key: tuple[int, ...] = ()
 
     def slice_index(self) -> SliceIndex:
         key = (self.cluster.slices.version,)
@@ -60,6 +63,16 @@ class Views:
             )
             self._snapshot_key = key
         return self._snapshot
+
+    def inventory(self) -> capacity.Inventory:
+        """The devices' classes, taint effects and counter sets for the capacity gauges (claims not involved)."""
+        key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.taint_rules.version)
+        if self._inventory is None or key != self._inventory_key:
+            # Unchanged classes and rules: the devices of unchanged slices are reused.
+            same = self._inventory is not None and self._inventory_key[1:] == key[1:]
+            self._inventory = capacity.Inventory.build(self.snapshot(), self._inventory if same else None)
+            self._inventory_key = key
+        return self._inventory
 
     def effective_taints(self) -> dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]]:
         """Per tainted device, its slice taints and the DeviceTaintRule taints that select it."""

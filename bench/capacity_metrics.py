@@ -1,0 +1,58 @@
+"""The capacity gauges (dralloc.state.capacity) at fleet size: series count and cost per scrape.
+
+A 5,000-node GPU fleet (tests/monitoring/test_capacity_metrics.fleet: 8 GPUs per node, each a
+counter set with two MIG halves, a shareable NIC per node; classes gpu, mig, nic). Prints the
+number of capacity series, the time to build the inventory (once per slice, class or taint-rule
+change) and the time of one scrape's counting (`device_gauges`), next to what the scrape cost
+before the inventory existed: classifying every device against every class on each scrape.
+Numbers, never assertions (bench/ habit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1]), str(pathlib.Path(__file__).resolve().parents[1] / "operator")]
+
+from tests.monitoring.test_capacity_metrics import _exported_series, fleet  # noqa: E402
+
+from dralloc.allocation import selectors  # noqa: E402
+from dralloc.state import capacity  # noqa: E402
+
+
+def _per_scrape_classification(snap: object) -> None:
+    """What each scrape did before: every device against every class (the CEL results are memoized)."""
+    for s in snap.slices.slices:  # type: ignore[attr-defined]
+        for info in snap.slices.device_infos(s):  # type: ignore[attr-defined]
+            [name for name, c in snap.classes.items() if selectors.in_class(info, c)]  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=5000)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    snap = fleet(args.nodes)
+    print(f"{args.nodes} nodes: snapshot built in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
+    inventory = capacity.Inventory.build(snap)
+    print(f"inventory ({len(inventory.index)} devices): {time.perf_counter() - started:.3f} s "
+          "(when DeviceClasses or DeviceTaintRules change: every device against every class)")
+    started = time.perf_counter()
+    capacity.Inventory.build(snap, inventory)
+    print(f"inventory again, slices unchanged: {time.perf_counter() - started:.3f} s (when a ResourceSlice changes)")
+    for _ in range(2):
+        started = time.perf_counter()
+        capacity.device_gauges(inventory, snap.allocated)
+        print(f"one scrape's counting: {1000 * (time.perf_counter() - started):.1f} ms")
+    started = time.perf_counter()
+    _per_scrape_classification(snap)
+    print(f"classifying every device per scrape (before): {1000 * (time.perf_counter() - started):.1f} ms")
+    print(f"capacity series exported: {_exported_series(snap)}")
+
+
+if __name__ == "__main__":
+    main()

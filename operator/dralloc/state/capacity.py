@@ -1,0 +1,197 @@
+"""The capacity gauges: what DRA devices the cluster has, what is taken, what is free.
+
+kube-state-metrics has no ResourceSlice or ResourceClaim families yet, so dralloc exports
+the capacity view from its own state, with closed label sets whose size does not grow with
+the number of nodes (pools are one per node: they are counted, never named):
+
+- devices per driver and DeviceClass by state (total, allocated, free, tainted) and by taint
+  effect: free means not allocated and without a NoSchedule or NoExecute taint;
+- pools per driver and DeviceClass by how many free devices of the class they have, in
+  buckets (FREE_BUCKETS): the spread a pod asking for N devices meets;
+- shared counters per driver, counter set and counter (total and used, summed over pools);
+- consumable capacity per driver, DeviceClass and capacity name (total and used) of the
+  devices that allow multiple allocations;
+- claims by state (CLAIM_STATES).
+
+A device's classes (a CEL evaluation per device and class), its taint effects, the pools
+and their counter sets change only with ResourceSlices, DeviceClasses and DeviceTaintRules:
+`Inventory.build` counts them once per such change (reusing the devices of the slices that did
+not change), and a scrape only visits the allocated devices.
+
+Plain Python, no I/O: the handlers call it on the event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from fractions import Fraction
+
+from dralloc.allocation import selectors
+from dralloc.allocation.pools import DeviceID, DeviceInfo, PoolID
+from dralloc.allocation.snapshots import AllocatedState, Snapshot
+from dralloc.model import claims as model_claims
+
+Labels = tuple[str, ...]
+Series = list[tuple[Labels, float]]
+
+DEVICE_STATES = ("total", "allocated", "free", "tainted")
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+BLOCKING = frozenset({"NoSchedule", "NoExecute"})  # effects that keep new claims off a device
+# Upper bounds (inclusive) of the free-device buckets of dralloc_pools; the last is open.
+FREE_BUCKETS = (("0", 0), ("1", 1), ("2-3", 3), ("4-7", 7), ("8-15", 15), ("16+", None))
+CLAIM_STATES = ("pending", "allocated", "reserved", "deallocating")
+NO_CLASS = "none"  # devices no DeviceClass selects
+NANO = 10**9
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    id: DeviceID
+    pool: PoolID
+    classes: tuple[str, ...]
+    effects: frozenset[str]
+    consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # (counter set, ((counter, nanos), ...))
+    capacity: tuple[tuple[str, Fraction], ...]  # consumable capacity (allowMultipleAllocations devices only)
+
+
+SliceKey = tuple[str, str, int]  # (name, resourceVersion, generation): a new one for every change
+
+
+@dataclasses.dataclass
+class Inventory:
+    """What does not depend on claims, counted once: a scrape then only visits the allocated devices."""
+
+    by_slice: dict[SliceKey, tuple[Device, ...]]
+    index: dict[DeviceID, Device]
+    devices: dict[Labels, float]  # (driver, class, state) for total and tainted; "free" before allocations
+    effects: dict[Labels, float]  # (driver, class, effect)
+    free_in_pool: dict[tuple[str, str, PoolID], int]  # free before allocations, per (driver, class, pool)
+    capacity: dict[Labels, float]  # (driver, class, capacity) -> total
+    # (driver, counter set) -> counter -> total nano-units, summed over the pools that define the set.
+    counters: dict[tuple[str, str], dict[str, int]]
+
+    @classmethod
+    def build(cls, snapshot: Snapshot, previous: Inventory | None = None) -> Inventory:
+        """The devices of each pool's newest generation, with their classes and taint effects.
+
+        `previous` (built with the same DeviceClasses and taints) lends the devices of every slice
+        it saw unchanged: one slice's update costs one slice's CEL, not the cluster's.
+        """
+        newest: dict[PoolID, int] = {}
+        for s in snapshot.slices.slices:
+            pool = PoolID(s.spec.driver, s.spec.pool.name)
+            newest[pool] = max(newest.get(pool, s.spec.pool.generation), s.spec.pool.generation)
+        known = previous.by_slice if previous is not None else {}
+        inventory = cls({}, {}, {}, {}, {}, {}, {})
+        for s in snapshot.slices.slices:
+            pool = PoolID(s.spec.driver, s.spec.pool.name)
+            if s.spec.pool.generation != newest[pool]:
+                continue  # being replaced: the allocator ignores it too
+            for counter_set in s.spec.shared_counters:
+                totals = inventory.counters.setdefault((s.spec.driver, counter_set.name), {})
+                for name, counter in counter_set.counters.items():
+                    totals[name] = totals.get(name, 0) + counter.value.nanos
+            key = (s.metadata.name, s.metadata.resource_version or "", s.spec.pool.generation)
+            found = known.get(key)
+            if found is None:
+                found = tuple(_device(snapshot, info, pool) for info in snapshot.slices.device_infos(s))
+            inventory.by_slice[key] = found
+            for device in found:
+                inventory._count(device)
+        return inventory
+
+    def _count(self, device: Device) -> None:
+        self.index[device.id] = device
+        driver, unblocked = device.id.driver, not device.effects & BLOCKING
+        for name in device.classes:
+            _add(self.devices, (driver, name, "total"))
+            _add(self.devices, (driver, name, "allocated"), 0.0)
+            _add(self.devices, (driver, name, "free"), 1.0 if unblocked else 0.0)
+            _add(self.devices, (driver, name, "tainted"), 1.0 if device.effects else 0.0)
+            for effect in TAINT_EFFECTS:  # every effect's series exists, 0 or not (closed label set)
+                _add(self.effects, (driver, name, effect), 1.0 if effect in device.effects else 0.0)
+            key = (driver, name, device.pool)
+            self.free_in_pool[key] = self.free_in_pool.get(key, 0) + unblocked
+            for cap, total in device.capacity:
+                _add(self.capacity, (driver, name, cap), float(total))
+
+
+def _device(snapshot: Snapshot, info: DeviceInfo, pool: PoolID) -> Device:
+    classes = tuple(name for name, c in snapshot.classes.items() if selectors.in_class(info, c))
+    effects = frozenset(t.effect for t in (*info.taints, *snapshot.extra_taints.get(info.id, ())))
+    capacity = tuple((name, c.value.value) for name, c in info.capacity.items()) if info.allow_multiple else ()
+    return Device(info.id, pool, classes or (NO_CLASS,), effects, info.consumes, capacity)
+
+
+def _bucket(free: int) -> str:
+    for name, bound in FREE_BUCKETS:
+        if bound is None or free <= bound:
+            return name
+    raise AssertionError("unreachable: the last bucket is open")
+
+
+def _add(out: dict[Labels, float], key: Labels, value: float = 1.0) -> None:
+    out[key] = out.get(key, 0.0) + value
+
+
+def device_gauges(inventory: Inventory, allocated: AllocatedState) -> dict[str, Series]:
+    """The device, pool, counter and capacity gauges for the allocated state now: the inventory's
+    counts, less what the allocated devices take (a visit per allocated device, none per free one)."""
+    devices = dict(inventory.devices)
+    free_in_pool = dict(inventory.free_in_pool)
+    used: dict[tuple[str, str, str], float] = {}
+    capacity_used = dict.fromkeys(inventory.capacity, 0.0)
+    for device_id in set(allocated.exclusive) | allocated.shared:
+        device = inventory.index.get(device_id)
+        if device is None:
+            continue  # allocated on a slice that is gone or replaced
+        driver, unblocked = device_id.driver, not device.effects & BLOCKING
+        consumed = allocated.consumed_capacity.get(device_id, {})
+        whole = device_id in allocated.exclusive
+        for name in device.classes:
+            devices[(driver, name, "allocated")] += 1
+            if unblocked:
+                devices[(driver, name, "free")] -= 1
+                free_in_pool[(driver, name, device.pool)] -= 1
+            for cap, total in device.capacity:
+                capacity_used[(driver, name, cap)] += float(total if whole else min(consumed.get(cap, Fraction(0)), total))
+        for set_name, amounts in device.consumes:
+            for counter, nanos in amounts:
+                key = (driver, set_name, counter)
+                used[key] = used.get(key, 0.0) + nanos
+    pools: dict[Labels, float] = {}
+    for (driver, name, _), free in free_in_pool.items():
+        for bucket, _bound in FREE_BUCKETS:  # every bucket's series exists, 0 or not
+            _add(pools, (driver, name, bucket), 0.0)
+        _add(pools, (driver, name, _bucket(free)))
+    counters: Series = []
+    for (driver, set_name), totals in sorted(inventory.counters.items()):
+        for counter, nanos_total in sorted(totals.items()):
+            counters.append(((driver, set_name, counter, "total"), nanos_total / NANO))
+            counters.append(((driver, set_name, counter, "used"), used.get((driver, set_name, counter), 0.0) / NANO))
+    capacity: Series = []
+    for (driver, name, cap), amount in sorted(inventory.capacity.items()):
+        capacity.append(((driver, name, cap, "total"), amount))
+        capacity.append(((driver, name, cap, "used"), capacity_used[(driver, name, cap)]))
+    return {"devices": list(devices.items()), "device_taints": list(inventory.effects.items()),
+            "pools": list(pools.items()), "counters": counters, "capacity": capacity}
+
+
+def claim_state(claim: model_claims.ResourceClaim) -> str:
+    """pending: no allocation; reserved: allocated and in use by someone (reservedFor); allocated:
+    allocated and in use by nobody (deallocated next, or its consumer is still to be recorded);
+    deallocating: deleted while allocated (the delete-protection finalizer holds it until then)."""
+    allocation = claim.status.allocation
+    if allocation is None:
+        return "pending"
+    if claim.metadata.deletion_timestamp:
+        return "deallocating"
+    return "reserved" if claim.status.reserved_for else "allocated"
+
+
+def claim_gauges(claims: Iterable[model_claims.ResourceClaim]) -> Series:
+    counts = dict.fromkeys(CLAIM_STATES, 0.0)
+    for claim in claims:
+        counts[claim_state(claim)] += 1
+    return [((state,), value) for state, value in counts.items()]

@@ -1,0 +1,150 @@
+"""The capacity gauges (dralloc.state.capacity): what they count, and how many series they make.
+
+Counted on small snapshots built by hand (each number worked out in the test), then on a
+5,000-node cluster shaped like a large GPU fleet to bound the series count: labels name
+drivers, classes, counter sets and capacities, never pools or nodes, so the count does not
+grow with the node count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.builders import claim, class_, device, device_id, result, slice_, snapshot, taint
+
+from dralloc import metrics
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import conversion
+from dralloc.state import capacity
+
+GPU = 'device.driver == "gpu.example.com"'
+SERIES_BOUND_5000_NODES = 200
+
+
+def _gauges(snap: Snapshot) -> dict[str, dict[tuple[str, ...], float]]:
+    """The gauges without their zero series (every state of a class is exported, zero or not)."""
+    out = capacity.device_gauges(capacity.Inventory.build(snap), snap.allocated)
+    return {key: {labels: value for labels, value in series if value} for key, series in out.items()}
+
+
+def test_devices_by_state_count_free_as_untaken_and_unblocked() -> None:
+    """Four GPUs: one allocated, one NoSchedule-tainted, one with a None-effect taint, one plain.
+    Free: the None-tainted one and the plain one (None never blocks); tainted: two."""
+    snap = snapshot(
+        classes=[class_("gpu", GPU)],
+        slices=[slice_("s", devices=[device("gpu-0"), device("gpu-1").taint("broken"),
+                                     device("gpu-2").taint("note", effect="None"), device("gpu-3")])],
+        allocated=[claim("c").allocated(result("r", "gpu-0"))])
+    devices = _gauges(snap)["devices"]
+    assert devices == {("gpu.example.com", "gpu", "total"): 4, ("gpu.example.com", "gpu", "allocated"): 1,
+                       ("gpu.example.com", "gpu", "tainted"): 2, ("gpu.example.com", "gpu", "free"): 2}
+    assert _gauges(snap)["device_taints"] == {("gpu.example.com", "gpu", "NoSchedule"): 1,
+                                              ("gpu.example.com", "gpu", "None"): 1}
+
+
+def test_devices_taken_by_a_rule_taint_and_unclassed_devices() -> None:
+    """A DeviceTaintRule's NoExecute taint counts as the slice's own would; a device no class selects
+    is counted under device_class "none"."""
+    big = class_("big", 'device.attributes["gpu.example.com"].size >= 2')
+    snap = snapshot(classes=[big], slices=[slice_("s", devices=[device("a").attr("size", 2), device("b").attr("size", 1)])])
+    assert _gauges(snap)["devices"] == {("gpu.example.com", "big", "total"): 1, ("gpu.example.com", "big", "free"): 1,
+                                        ("gpu.example.com", "none", "total"): 1,
+                                        ("gpu.example.com", "none", "free"): 1}
+    tainted = snapshot(classes=[big], slices=[slice_("s", devices=[device("a").attr("size", 2)])],
+                       extra_taints={device_id("a"): [taint("broken", effect="NoExecute")]})
+    gauges = _gauges(tainted)
+    assert gauges["devices"] == {("gpu.example.com", "big", "total"): 1, ("gpu.example.com", "big", "tainted"): 1}
+    assert gauges["device_taints"] == {("gpu.example.com", "big", "NoExecute"): 1}
+
+
+def test_pools_by_free_devices() -> None:
+    """Three nodes of 4 GPUs with 0, 1 and 4 allocated: pools with 4, 3 and 0 free ("4-7", "2-3", "0")."""
+    slices = [slice_(f"s{n}", pool=f"node-{n}", node=f"node-{n}", devices=[device(f"gpu-{i}") for i in range(4)])
+              for n in range(3)]
+    taken = [result("r", f"gpu-{i}", pool="node-1") for i in range(1)] + [
+        result("r", f"gpu-{i}", pool="node-2") for i in range(4)]
+    snap = snapshot(classes=[class_("gpu", GPU)], slices=slices, allocated=[claim("c").allocated(*taken)])
+    assert _gauges(snap)["pools"] == {("gpu.example.com", "gpu", "4-7"): 1, ("gpu.example.com", "gpu", "2-3"): 1,
+                                      ("gpu.example.com", "gpu", "0"): 1}
+
+
+def test_shared_counters_sum_the_allocated_partitions() -> None:
+    """Two nodes, each a 40Gi counter set split into two 20Gi partitions; one partition allocated: 20Gi of 80Gi."""
+    slices = [slice_(f"s{n}", pool=f"node-{n}", node=f"node-{n}", counters={"gpu-0-counters": {"memory": "40Gi"}},
+                     devices=[device(f"part-{i}").consumes("gpu-0-counters", {"memory": "20Gi"}) for i in range(2)])
+              for n in range(2)]
+    snap = snapshot(classes=[class_("gpu", GPU)], slices=slices,
+                    allocated=[claim("c").allocated(result("r", "part-0", pool="node-0"))])
+    assert _gauges(snap)["counters"] == {("gpu.example.com", "gpu-0-counters", "memory", "total"): 80 * 2**30,
+                                         ("gpu.example.com", "gpu-0-counters", "memory", "used"): 20 * 2**30}
+
+
+def test_consumable_capacity_used_by_shares_and_whole_allocations() -> None:
+    """Two shareable NICs of 10G bandwidth: one with a 3G share, one allocated whole: 13G of 20G used."""
+    nics = [device(f"nic-{i}").shared().capacity("bandwidth", "10G", min="1G") for i in range(2)]
+    snap = snapshot(classes=[class_("nic", GPU)], slices=[slice_("s", devices=nics)],
+                    allocated=[claim("a").allocated(result("r", "nic-0", share_id="s1", consumed={"bandwidth": "3G"})),
+                               claim("b").allocated(result("r", "nic-1"))])
+    assert _gauges(snap)["capacity"] == {("gpu.example.com", "nic", "bandwidth", "total"): 20e9,
+                                         ("gpu.example.com", "nic", "bandwidth", "used"): 13e9}
+
+
+def _claim(raw_status: dict[str, Any], deleting: bool = False) -> Any:
+    meta: dict[str, Any] = {"name": "c", "namespace": "default"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return conversion.parse(
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+         "spec": {"devices": {"requests": []}}, "status": raw_status})
+
+
+def test_claims_by_state() -> None:
+    allocation = {"devices": {"results": [result("r", "gpu-0")]}}
+    reserved = {"allocation": allocation, "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}
+    claims = [_claim({}), _claim({"allocation": allocation}), _claim(reserved), _claim(reserved),
+              _claim({"allocation": allocation}, deleting=True)]
+    assert dict(capacity.claim_gauges(claims)) == {("pending",): 1, ("allocated",): 1, ("reserved",): 2,
+                                                   ("deallocating",): 1}
+
+
+def fleet(nodes: int, gpus: int = 8) -> Snapshot:
+    """A GPU fleet: `nodes` nodes of `gpus` GPUs (each a 80Gi counter set, whole GPU or two MIG halves),
+    a shareable 100G NIC per node, classes gpu, mig, nic; every third GPU allocated."""
+    slices = []
+    for n in range(nodes):
+        devices = []
+        for g in range(gpus):
+            devices.append(device(f"gpu-{g}").attr("kind", "full").consumes(f"gpu-{g}", {"memory": "80Gi"}))
+            for h in range(2):
+                devices.append(device(f"gpu-{g}-mig-{h}").attr("kind", "mig").consumes(f"gpu-{g}", {"memory": "40Gi"}))
+        counters = {f"gpu-{g}": {"memory": "80Gi"} for g in range(gpus)}
+        slices.append(slice_(f"n{n}-gpus", pool=f"node-{n}", node=f"node-{n}", devices=devices, counters=counters))
+        slices.append(slice_(f"n{n}-nic", driver="nic.example.com", pool=f"node-{n}", node=f"node-{n}",
+                             devices=[device("nic-0").shared().capacity("bandwidth", "100G", min="1G")]))
+    classes = [class_("gpu", 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].kind == "full"'),
+               class_("mig", 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].kind == "mig"'),
+               class_("nic", 'device.driver == "nic.example.com"')]
+    taken = [result("r", f"gpu-{g}", pool=f"node-{n}") for n in range(nodes) for g in range(0, gpus, 3)]
+    return snapshot(classes=classes, slices=[s.build() for s in slices],
+                    allocated=[claim("fleet").allocated(*taken)])
+
+
+def _exported_series(snap: Snapshot) -> int:
+    gauges = capacity.device_gauges(capacity.Inventory.build(snap), snap.allocated)
+    gauges["claim_states"] = capacity.claim_gauges([])
+    metrics.set_cluster_source(lambda: gauges)
+    try:
+        text = generate_latest(metrics.REGISTRY).decode()
+    finally:
+        metrics.set_cluster_source(None)
+    names = {name for _, name, _, _ in metrics.CAPACITY_FAMILIES} | {"dralloc_devices"}
+    return sum(len(f.samples) for f in text_string_to_metric_families(text) if f.name in names)
+
+
+def test_the_series_count_does_not_grow_with_nodes() -> None:
+    """50 and 5,000 nodes export the same number of capacity series (pools are counted, never named)."""
+    small, large = _exported_series(fleet(50)), _exported_series(fleet(5000))
+    assert small == large
+    assert large <= SERIES_BOUND_5000_NODES, large
