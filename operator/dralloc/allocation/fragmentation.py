@@ -10,7 +10,7 @@ fragmentation weighs every shape of the workload by how often it occurs. For eac
 candidate node and device choice, the policy computes how much that expected
 fragmentation grows and picks the least; ties break by node name, then device order.
 
-This module is the measure only: pure, exact (Fractions), no I/O. It sees the cluster
+This module is the measure only: pure, exact (ints or Fractions), no I/O. It sees the cluster
 as the scheduling layer describes it — per node the devices in the allocator's order,
 each as a signature (which shapes may use it, its capacities) and what is free of it,
 plus the node resources left — and the workload as `Shape`s with weights. The
@@ -27,6 +27,7 @@ cannot be shared takes all of its one unit.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
@@ -102,9 +103,19 @@ class Measure:
         # (demand ids with their counts, [(resources, weight)]) per group of alike device requests
         self._groups = [(tuple((i, self._demands[i].count) for i in ids), members)
                         for ids, members in sorted(groups.items())]
-        self._memo: dict[NodeState, Fraction] = {}
+        self._memo: dict[NodeState, Amount] = {}
         self._usable: dict[tuple[DeviceState, int], bool] = {}
-        self._shares: dict[DeviceState, Fraction] = {}
+        self._shares: dict[DeviceState, Amount] = {}
+        # Shares are counted in 1/unit of a device, as ints, when that is exact for every
+        # signature (unit: the least common multiple of the whole totals, 1000 for milli-GPUs):
+        # Fraction arithmetic was most of the policy's time. Amounts that are not whole keep
+        # their shares as Fractions, still exact.
+        unit = 1
+        for signature in self.signatures:
+            for total in signature.totals:
+                if isinstance(total, int) and total > 0:
+                    unit = unit * total // math.gcd(unit, total)
+        self.unit = unit if unit <= 10**12 else 1
 
     def _demand_id(self, demand: DeviceDemand) -> int:
         key = demand.key()
@@ -114,13 +125,15 @@ class Measure:
             self._demands.append(demand)
         return known
 
-    def share(self, device: DeviceState) -> Fraction:
-        """The free part of one device, in device units."""
+    def share(self, device: DeviceState) -> Amount:
+        """The free part of one device, in 1/`unit` of a device."""
         known = self._shares.get(device)
         if known is None:
             signature = self.signatures[device[0]]
-            known = ZERO if not signature.totals else min(
+            exact = ZERO if not signature.totals else min(
                 Fraction(free) / total for free, total in zip(device[1], signature.totals, strict=True))
+            scaled = exact * self.unit
+            known = scaled.numerator if scaled.denominator == 1 else scaled
             self._shares[device] = known
         return known
 
@@ -151,7 +164,7 @@ class Measure:
                 return False
         return True
 
-    def fragmentation(self, state: NodeState) -> Fraction:
+    def fragmentation(self, state: NodeState) -> Amount:
         """The node's expected fragmentation, in device units times weights (the total weight
         divides every node alike, so it is left out)."""
         known = self._memo.get(state)
@@ -159,12 +172,12 @@ class Measure:
             return known
         devices, left = state
         shares = [self.share(d) for d in devices]
-        free = sum(shares, ZERO)
-        total = ZERO
+        free: Amount = sum(shares, 0)
+        total: Amount = 0
         if free:
             for demands, members in self._groups:
                 devices_fit = True
-                unusable = ZERO
+                unusable: Amount = 0
                 usable_any = [False] * len(devices)
                 for demand_id, count in demands:
                     found = 0
@@ -174,7 +187,7 @@ class Measure:
                             usable_any[position] = True
                     devices_fit = devices_fit and found >= count
                 if devices_fit:
-                    unusable = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), ZERO)
+                    unusable = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), 0)
                 for resources, weight in members:
                     if devices_fit and all(need <= have for need, have in zip(resources, left, strict=True)):
                         total += weight * unusable
@@ -187,7 +200,7 @@ class Measure:
     def take(device: DeviceState, amounts: tuple[Amount, ...]) -> DeviceState:
         return device[0], tuple(f - a for f, a in zip(device[1], amounts, strict=True))
 
-    def choose(self, state: NodeState, shape: Shape) -> tuple[Fraction, tuple[int, ...]] | None:
+    def choose(self, state: NodeState, shape: Shape) -> tuple[Amount, tuple[int, ...]] | None:
         """(growth of the expected fragmentation, device positions in the order to take them),
         or None when the shape cannot fit the node.
 
@@ -203,7 +216,7 @@ class Measure:
         for demand in shape.devices:
             demand_id = self._demand_id(demand)
             for _ in range(demand.count):
-                best: tuple[Fraction, int] | None = None
+                best: tuple[Amount, int] | None = None
                 seen: set[DeviceState] = set()
                 for position, device in enumerate(devices):
                     if device in seen or not self._usable_by(device, demand_id) or (

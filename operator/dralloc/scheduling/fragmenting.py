@@ -97,7 +97,7 @@ class ClusterModel:
         self._state_of: list[NodeState] = []
         self._groups: dict[int, list[int]] = {}
         self._shape_ids: dict[tuple[object, ...], int] = {}
-        self._choices: dict[tuple[int, int], tuple[Fraction, tuple[int, ...]] | None] = {}
+        self._choices: dict[tuple[int, int], tuple[Amount, tuple[int, ...]] | None] = {}
         self.state_ids: list[int] = []
         for index in range(len(views)):
             state_id = self._intern(self._state(index, snapshot.allocated, usage[index]))
@@ -239,7 +239,7 @@ class ClusterModel:
         every other node by name, with no preference (the model's fit is a necessary condition
         of its own: the allocator has the last word)."""
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
-        ranked: dict[Fraction, list[list[int]]] = {}
+        ranked: dict[Amount, list[list[int]]] = {}
         rest: list[list[int]] = []
         for state_id, members in self._groups.items():
             key = (shape_id, state_id)
