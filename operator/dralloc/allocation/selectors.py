@@ -8,6 +8,11 @@ that device, as upstream's allocator does.
 
 Errors name the class or claim and the selector index like upstream:
 "class gpu: selector #0: CEL compile error: ...".
+
+The CEL engine (celpy, lark and dralloc.cel's compiler: a good part of a CLI run's start)
+is imported where a selector is compiled or a device's CEL value built, not here: the
+commonest selector, `device.driver == "..."`, needs only the check that the device's
+attributes convert (`dralloc.cel.attributes`, which imports no celpy).
 """
 
 from __future__ import annotations
@@ -16,15 +21,16 @@ import dataclasses
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dralloc.allocation import errors
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceInfo
-from dralloc.cel import derived as cel_derived
-from dralloc.cel import devices as cel_devices
-from dralloc.cel import selectors as cel_selectors
+from dralloc.cel import attributes as cel_attributes
 from dralloc.model import classes
+
+if TYPE_CHECKING:
+    from dralloc.cel import devices as cel_devices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +90,8 @@ def _env(info: DeviceInfo, view: CelView) -> cel_devices.DeviceEnv:
     key = _key(view, _CEL_ENV)
     env = info.selector_results.get(key)
     if env is None:
+        from dralloc.cel import devices as cel_devices  # the CEL engine, on first use (module docstring)
+
         env = cel_devices.device_env(
             driver=info.driver,
             attributes={name: attr.raw() for name, attr in info.device.attributes.items()},
@@ -107,7 +115,7 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
     for attribute in info.device.attributes.values():
         kind, value = attribute.kind_and_value() or (None, None)
         try:
-            cel_devices.check_attribute_value(kind, value, list_values=view.list_values)
+            cel_attributes.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
             return _env(info, view).error
     return None
@@ -154,6 +162,8 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
             device_error = _conversion_error(info, view)
             cached = info.driver == literal if device_error is None else ("runtime", device_error)
         else:
+            from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
+
             try:
                 program = cel_selectors.compile_selector(expression, list_values=view.list_values)
             except cel_selectors.CELCompileError as exc:
@@ -198,6 +208,9 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
     key = (_DERIVED, expression)
     cached = info.selector_results.get(key)
     if cached is None:
+        from dralloc.cel import derived as cel_derived  # the CEL engine, on first use
+        from dralloc.cel import selectors as cel_selectors
+
         try:
             program = cel_derived.compile_derived(expression)
         except cel_selectors.CELCompileError as exc:
@@ -222,6 +235,8 @@ _DERIVED = "__derived__"
 
 def compile_check(expression: str, *, owner: str, index: int) -> None:
     """Raise InvalidSelectorError now if the expression does not compile."""
+    from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
+
     try:
         cel_selectors.compile_selector(expression)
     except cel_selectors.CELCompileError as exc:

@@ -11,11 +11,13 @@ cel-python (`celpy`): our grammar (celpy's plus optional syntax) parses, our che
 compile time, celpy's transpiler (extended in `macros`: `cel.bind`, comprehensions,
 optionals, short-circuiting operators) turns the tree into Python, and our function table
 supplies CEL's heterogeneous equality and the Kubernetes and cel-go libraries (quantity,
-semver, IP/CIDR, strings, format, lists, sets, optionals, regex). `cost` bounds the work
-of one evaluation.
+semver, IP/CIDR, URLs, the Format library, strings, format, lists, sets, optionals, regex).
+`cost` bounds the work of one evaluation. `attributes` and `versions` convert device
+attribute values without celpy, so that a caller checking a device before any selector is
+compiled does not load the engine.
 
 Modules are imported as modules; nothing is re-exported here:
 `selectors` (the public entry points), `devices` (the `device` variable),
-`grammar`, `quickparse`, `checking`, `typecheck`, `macros`, `operators`, `functions`,
-`library_*`, `scopes`, `cost`, `fastpath`.
+`attributes` and `versions` (plain attribute values), `grammar`, `quickparse`, `checking`,
+`typecheck`, `macros`, `operators`, `functions`, `library_*`, `scopes`, `cost`, `fastpath`.
 """

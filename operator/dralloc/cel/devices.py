@@ -37,7 +37,11 @@ from typing import Any
 from celpy import celtypes
 
 from dralloc.cel import scopes
-from dralloc.cel.library_semver import Semver
+
+# Re-exported: the plain conversion lives apart from the CEL engine (attributes).
+from dralloc.cel.attributes import check_attribute_value as check_attribute_value
+from dralloc.cel.attributes import plain_attribute_value as plain_attribute_value
+from dralloc.cel.attributes import split_qualified_name as split_qualified_name
 from dralloc.model.quantities import Quantity
 
 _EMPTY_DOMAIN = celtypes.MapType()
@@ -72,91 +76,6 @@ class DomainMap(celtypes.MapType):
     def get(self, key: Any, default: Any = None) -> Any:
         # Transpiled `device.attributes.foo` reads through get().
         return self[key]
-
-
-def split_qualified_name(name: str, default_domain: str) -> tuple[str, str]:
-    """`gpu.example.com/numa` -> ("gpu.example.com", "numa"); `numa` -> (driver, "numa")."""
-    domain, sep, ident = name.partition("/")
-    if not sep:
-        return default_domain, name
-    return domain, ident
-
-
-def _scalar(kind: str, raw: Any) -> Any:
-    """The plain value of one scalar attribute; ValueError names what is wrong with it."""
-    if kind == "string":
-        if not isinstance(raw, str):
-            raise ValueError(f"string value must be a string, got {raw!r}")
-        return str(raw)
-    if kind == "int":
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise ValueError(f"int value must be an integer, got {raw!r}")
-        if not _INT64_MIN <= raw <= _INT64_MAX:
-            # celtypes words the range error; reuse its message.
-            celtypes.IntType(raw)
-        return int(raw)
-    if kind == "bool":
-        if not isinstance(raw, bool):
-            raise ValueError(f"bool value must be a boolean, got {raw!r}")
-        return bool(raw)
-    if isinstance(raw, str):
-        return _version(raw)
-    return _parse_version(raw)
-
-
-@functools.lru_cache(maxsize=4096)
-def _version(raw: str) -> Semver:
-    # Semver values are immutable and drivers publish few distinct versions: parse each once.
-    return _parse_version(raw)
-
-
-def _parse_version(raw: Any) -> Semver:
-    try:
-        return Semver.parse(raw)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"parse semantic version: {exc}") from None
-
-
-_SCALAR_KINDS = ("int", "bool", "string", "version")
-_LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
-
-
-def plain_attribute_value(raw: Mapping[str, Any], *, list_values: bool = True) -> Any:
-    """The plain value of one attribute in API JSON form, e.g. {"int": 1} or {"strings": [...]}.
-
-    Lists become tuples: the value is shared by every selector evaluated on the device.
-    `list_values=False` is upstream 1.36 with DRAListTypeAttributes off: a list value does
-    not convert ("unsupported attribute value"); 1.37 converts lists whatever the gate.
-    """
-    for kind, scalar_kind in _LIST_KINDS.items():
-        values = raw.get(kind)
-        if values is not None:
-            if not list_values:
-                raise ValueError("unsupported attribute value")
-            return tuple([_scalar(scalar_kind, v) for v in values])
-    for kind in _SCALAR_KINDS:
-        value = raw.get(kind)
-        if value is not None:
-            return _scalar(kind, value)
-    raise ValueError("unsupported attribute value")
-
-
-def check_attribute_value(kind: str | None, value: Any, *, list_values: bool = True) -> None:
-    """Raise ValueError exactly when `plain_attribute_value({kind: value}, list_values=...)` would.
-
-    `kind` None means no value. Builds nothing: for callers that only need to know whether
-    a device converts at all.
-    """
-    if kind is None:
-        raise ValueError("unsupported attribute value")
-    scalar_kind = _LIST_KINDS.get(kind)
-    if scalar_kind is None:
-        _scalar(kind, value)
-        return
-    if not list_values:
-        raise ValueError("unsupported attribute value")
-    for item in value:
-        _scalar(scalar_kind, item)
 
 
 def attribute_value(raw: Mapping[str, Any]) -> Any:
