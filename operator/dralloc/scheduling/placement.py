@@ -26,7 +26,7 @@ import bisect
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from dralloc import allocation
@@ -153,16 +153,24 @@ def _family(item: Item) -> tuple[str, int] | None:
     return json.dumps(spec, sort_keys=True, separators=(",", ":")), count
 
 
-def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlacement:
-    """An explanation computed for another item of the same shape, with this item's claim names."""
+def _renamer(explained: Item, item: Item) -> Callable[[str], str] | None:
+    """Rewrites a reason written for `explained` (same claims' specs) with `item`'s claim names;
+    None when the names are the same."""
     pairs = [(f"claim {a.ref()}", f"claim {b.ref()}") for a, b in zip(explained.claims, item.claims, strict=True)
              if a.ref() != b.ref()]
     if not pairs:
-        return explanation
+        return None
     pattern = re.compile("|".join(re.escape(old) + r"(?=[,:; ]|$)" for old, _ in pairs))
     mapping = dict(pairs)
-    reasons = tuple((pattern.sub(lambda m: mapping[m.group(0)], reason), where)
-                    for reason, where in explanation.reasons)
+    return lambda reason: pattern.sub(lambda m: mapping[m.group(0)], reason)
+
+
+def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlacement:
+    """An explanation computed for another item of the same shape, with this item's claim names."""
+    rename = _renamer(explained, item)
+    if rename is None:
+        return explanation
+    reasons = tuple((rename(reason), where) for reason, where in explanation.reasons)
     return dataclasses.replace(explanation, reasons=reasons)
 
 
@@ -231,6 +239,7 @@ class Placer:
         # changes on commit/release, so an explanation stays true until the next one.
         self._changes = 0
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
+        self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
         self._shapes = _Shapes()
 
     # ---- deciding ---------------------------------------------------------------------
@@ -372,11 +381,15 @@ class Placer:
             self._advance(shape)  # a smaller count of its family may have failed on the next nodes
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
+        device_shape = self._device_shape(item)
         for index, prefer in self._candidates(item, shape):
             if self._known_failure(shape, index):
                 continue
             if self.misfit(item, index, requests) is not None:
                 self._record_failure(shape, index)
+                continue
+            if device_shape is not None and self._known_failure(device_shape, index):
+                self._record_failure(shape, index)  # the claims failed there, for another pod of theirs
                 continue
             self.allocator_calls += 1
             try:
@@ -394,6 +407,8 @@ class Placer:
                 exhausted = True  # not a proven failure: do not remember it
                 continue
             self._record_failure(shape, index, proven=True)
+            if device_shape is not None:
+                self._record_failure(device_shape, index, proven=True)
         if not explain:
             return NoPlacement((), exhausted, explained=False)
         return self.explanation(item, budget_exhausted=exhausted)
@@ -409,22 +424,40 @@ class Placer:
         self._explained[shape] = (self._changes, item, explanation)
         return explanation
 
+    def _device_shape(self, item: Item) -> str | None:
+        """The shape of the item's claims alone, for a pod: what the allocator's answer depends on.
+        A pod's shape also holds its resources and constraints, so pods differing only there (as
+        trace tasks do in CPU and memory) share the allocator's failures and reasons."""
+        if item.pod is None:
+            return None
+        return self._shapes.of(Item(item.name, claims=item.claims))
+
     def explain(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
         """Why the item fits nowhere, grouped by reason. Runs the allocator with explanations."""
         grouped: dict[str, list[str]] = {}
+        device_shape = self._shapes.of(Item(item.name, claims=item.claims))
         for index, node in enumerate(self.nodes):
             reason = self.misfit(item, index)
             if reason is None:
-                try:
-                    outcome = allocation.allocate(
-                        self.snapshot, item.claims, self.views[index], features=self.features, budget=self.budget,
-                    )
-                except errors.InvalidPoolOnNodeError as exc:
-                    reason = str(exc)
+                # The allocator's reason on a node depends on the claims and the cluster only:
+                # remembered per claims' shape and node until the next change.
+                cached = self._node_reasons.get((device_shape, index))
+                if cached is not None and cached[0] == self._changes:
+                    rename = _renamer(cached[1], item)
+                    reason = cached[2] if rename is None else rename(cached[2])
                 else:
-                    if isinstance(outcome, outcomes.Allocated):
-                        continue  # fits now (only when called directly, not after place())
-                    reason = outcome.message()
+                    try:
+                        outcome = allocation.allocate(
+                            self.snapshot, item.claims, self.views[index], features=self.features,
+                            budget=self.budget,
+                        )
+                    except errors.InvalidPoolOnNodeError as exc:
+                        reason = str(exc)
+                    else:
+                        if isinstance(outcome, outcomes.Allocated):
+                            continue  # fits now (only when called directly, not after place())
+                        reason = outcome.message()
+                    self._node_reasons[(device_shape, index)] = (self._changes, item, reason)
             grouped.setdefault(reason, []).append(node.metadata.name)
         ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         return NoPlacement(tuple((r, tuple(sorted(ns))) for r, ns in ordered), budget_exhausted)
