@@ -205,6 +205,22 @@ CASES: dict[str, Case] = {
         message=('Invalid value: "foo(device)": compilation failed: ERROR: <input>:1:4: undeclared reference '
                  "to 'foo' (in container '')"),
     ),
+    "class-cel-url-and-format-accepted": Case(
+        "deviceclasses", device_class('isURL(device.attributes["dra.net"].endpoint) && '
+                                      '!format.dns1123Label().validate(device.attributes["dra.net"].ifName).hasValue()'),
+    ),
+    "class-cel-format-validate-of-int": Case(
+        "deviceclasses", device_class("format.dns1123Label().validate(1).hasValue()"),
+        refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
+        message=('Invalid value: "format.dns1123Label().validate(1).hasValue()": compilation failed: ERROR: '
+                 "<input>:1:31: found no matching overload for 'validate' applied to 'kubernetes.NamedFormat.(int)'"),
+    ),
+    "class-cel-url-compared-with-string": Case(
+        "deviceclasses", device_class('url("/a") == "/a"'),
+        refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
+        message=('Invalid value: "url(\\"/a\\") == \\"/a\\"": compilation failed: ERROR: <input>:1:11: found no '
+                 "matching overload for '_==_' applied to '(kubernetes.URL, string)'"),
+    ),
     "class-cel-empty": Case(
         "deviceclasses", device_class(""),
         refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
