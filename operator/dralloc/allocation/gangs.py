@@ -41,7 +41,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes
+from dralloc.allocation import errors, outcomes, requests
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -161,6 +161,13 @@ def place_gang(
             known = free_devices[node.name] = total - used
         return known
 
+    # A bad claim (a DeviceClass that does not exist, CEL that does not compile, limits exceeded) is an
+    # input error whatever the capacity, as the allocator checks claims before it searches: checked for
+    # every member first, so that neither the counting bound below nor a member that fits nowhere
+    # (which ends the search before later members are tried) passes it off as a gang that does not fit.
+    for member in {m.shape: m for m in members}.values():  # one shape: the same claims up to names
+        requests.plan_claims(list(member.claims), device_classes=snapshot.classes, features=features,
+                             all_devices=lambda plan: [])
     demand = _demand(members, snapshot, features)
     candidates: list[tuple[str | None, list[NodeView]]] = []
     attempts: list[DomainAttempt] = []
