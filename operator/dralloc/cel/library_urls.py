@@ -19,8 +19,9 @@ Two of Go 1.26's GODEBUG defaults apply, as in binaries whose main module says g
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from celpy import celtypes
@@ -198,7 +199,6 @@ class URL:
     omit_host: bool = False
     fragment: bytes = b""
     raw_fragment: str = ""
-    _string: list[str] = field(default_factory=list, repr=False)  # String(), computed once
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, URL):
@@ -231,11 +231,10 @@ class URL:
 
     def string(self) -> str:
         """net/url's URL.String: the URL reassembled."""
-        if not self._string:
-            self._string.append(self._assemble())
-        return self._string[0]
+        return self._assembled
 
-    def _assemble(self) -> str:
+    @functools.cached_property
+    def _assembled(self) -> str:  # computed once: equality and hashing read it
         out = f"{self.scheme}:" if self.scheme else ""
         if self.opaque:
             out += self.opaque
