@@ -14,7 +14,7 @@ def test_defaults_are_kubernetes_1_37() -> None:
     assert Features().gates() == dict(DEFAULTS_1_37)
     assert {name: on for name, on in DEFAULTS_1_37.items() if name not in DEFAULTS_1_36} == {
         "DRADeviceCompatibilityGroups": False, "DRAFractionalCapacityRange": False,
-        "DRAOptionalNodeOperations": False, "DRADerivedAttributes": False}
+        "DRAOptionalNodeOperations": False, "DRADerivedAttributes": False, "DRANodeAllocatableResources": False}
     assert Features(release="1.36").gates() == dict(DEFAULTS_1_36)
 
 

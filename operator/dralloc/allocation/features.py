@@ -3,7 +3,8 @@
 Gates change what the allocator accepts and considers; they are never read from
 the environment. The release (1.36 or 1.37) picks the semantics where upstream's
 allocator changed between the two (docs/allocation.md, "Kubernetes 1.36 and 1.37").
-1.37 knows four more (alpha) gates; the defaults of the others are the same in both.
+1.37 knows four more (alpha) allocator gates, and DRANodeAllocatableResources in its 1.37
+form (the scheduler's node-resource accounting); the defaults of the others are the same.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ DEFAULTS_1_37: Mapping[str, bool] = {
     "DRAFractionalCapacityRange": False,
     "DRAOptionalNodeOperations": False,
     "DRADerivedAttributes": False,
+    # Not an allocator gate: kube-scheduler's DynamicResources plugin accounts node resources
+    # (cpu, memory, ...) that allocated devices map or cost (scheduling/nodeallocatable.py).
+    "DRANodeAllocatableResources": False,
 }
 
 DEFAULTS: Mapping[str, Mapping[str, bool]] = {"1.36": DEFAULTS_1_36, "1.37": DEFAULTS_1_37}
@@ -59,6 +63,7 @@ class Features:
     fractional_capacity_range: bool = False
     optional_node_operations: bool = False
     derived_attributes: bool = False
+    node_allocatable_resources: bool = False
     release: str = DEFAULT_RELEASE
 
     def __post_init__(self) -> None:
@@ -77,6 +82,11 @@ class Features:
         """Features from gate names; gates not named keep their default."""
         known = DEFAULTS.get(release, DEFAULTS_1_37)
         unknown = sorted(set(gates) - set(known))
+        if release == "1.36" and gates.get("DRANodeAllocatableResources"):
+            # The gate exists in 1.36, with another API (nodeAllocatableResourceMappings).
+            raise errors.UnknownFeatureGateError(
+                "DRANodeAllocatableResources: dralloc follows it in Kubernetes 1.37's form "
+                "(device nodeAllocatableResources); 1.36's alpha nodeAllocatableResourceMappings is not reproduced")
         if unknown:
             raise errors.UnknownFeatureGateError(
                 f"unknown feature gate(s) {', '.join(unknown)} in Kubernetes {release}; "
@@ -161,6 +171,7 @@ _FIELD_OF: Mapping[str, str] = {
     "DRAFractionalCapacityRange": "fractional_capacity_range",
     "DRAOptionalNodeOperations": "optional_node_operations",
     "DRADerivedAttributes": "derived_attributes",
+    "DRANodeAllocatableResources": "node_allocatable_resources",
 }
 
 

@@ -244,6 +244,31 @@ def _bound_to(raw: Raw | None, uid: str) -> str | None:
     return (raw.get("spec") or {}).get("nodeName") or None
 
 
+async def _write_node_allocatable(rt: Runtime, pod: pods.Pod, statuses: tuple[Raw, ...]) -> None:
+    """DRANodeAllocatableResources: the pod's status.nodeAllocatableResourceClaimStatuses before
+    the bind, as kube-scheduler's PreBind writes them (the kubelet sizes cgroups from them)."""
+    namespace, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid or ""
+    wanted = list(statuses)
+    for _ in range(RESENDS + 1):
+        try:
+            stored = await writing.merge_patch(
+                rt.require_session(), resources.PODS, name,
+                {"metadata": {"uid": uid}, "status": {"nodeAllocatableResourceClaimStatuses": wanted}},
+                namespace, subresource="status")
+            rt.cluster.apply("Pod", "MODIFIED", stored)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise Refused(str(exc)) from exc
+            got = await read_back(rt, "Pod", resources.PODS, namespace, name)
+            if got is None or (got.get("metadata") or {}).get("uid") != uid:
+                raise Refused(f"pod {namespace}/{name} is gone") from exc
+            if ((got.get("status") or {}).get("nodeAllocatableResourceClaimStatuses") or []) == wanted:
+                return
+    raise Unknown(f"pod {namespace}/{name}: writing nodeAllocatableResourceClaimStatuses kept failing "
+                  "with an unknown outcome")
+
+
 async def _bind(rt: Runtime, pod: pods.Pod, node: str) -> None:
     namespace, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid or ""
     for _ in range(RESENDS + 1):
@@ -330,6 +355,10 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
             operation = "pod-patch"
             await _pin_and_ungate(rt, pod, decision.node)
         else:
+            if decision.node_allocatable:
+                # Gate mode leaves this to kube-scheduler, which computes it again when it binds.
+                operation = "pod-status"
+                await _write_node_allocatable(rt, pod, decision.node_allocatable)
             operation = "bind"
             await _bind(rt, pod, decision.node)
             rt.memory(pod.metadata.uid or "").bound_to = decision.node

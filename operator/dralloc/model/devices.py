@@ -85,6 +85,24 @@ class DeviceCounterConsumption(ApiModel):
     compatibility_groups: tuple[str, ...] = ()  # 1.37, DRADeviceCompatibilityGroups
 
 
+class NodeAllocatableMapping(ApiModel):
+    """1.37, DRANodeAllocatableResources: how an allocation maps onto a node resource."""
+
+    capacity_key: str | None = None
+    capacity_multiplier: Quantity | None = None
+    device_multiplier: Quantity | None = None
+
+
+class NodeAllocatableOverhead(ApiModel):
+    per_pod: Quantity | None = None
+    per_container: Quantity | None = None
+
+
+class NodeAllocatableResource(ApiModel):
+    mapping: NodeAllocatableMapping | None = None
+    overhead: NodeAllocatableOverhead | None = None
+
+
 class Device(ApiModel):
     name: str
     attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
@@ -98,6 +116,8 @@ class Device(ApiModel):
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     allow_multiple_allocations: bool | None = None
+    # 1.37, DRANodeAllocatableResources: node resources (cpu, memory, ...) the device maps or costs.
+    node_allocatable_resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
 
 
 class ResourcePool(ApiModel):

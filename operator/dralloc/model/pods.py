@@ -1,5 +1,6 @@
 """Core v1 Pod subset: what placement and the claim lifecycle read."""
 
+from typing import Any
 
 from pydantic import Field
 
@@ -30,9 +31,14 @@ class Affinity(ApiModel):
     node_affinity: NodeAffinity | None = None
 
 
+class ResourceClaimReference(ApiModel):
+    name: str = ""
+
+
 class ResourceRequirements(ApiModel):
     requests: dict[str, Quantity] = Field(default_factory=dict)
     limits: dict[str, Quantity] = Field(default_factory=dict)
+    claims: tuple[ResourceClaimReference, ...] = ()
 
 
 class Container(ApiModel):
@@ -88,6 +94,8 @@ class PodStatus(ApiModel):
     conditions: tuple[PodCondition, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     nominated_node_name: str | None = None
+    # 1.37, DRANodeAllocatableResources: what the scheduler computed from the pod's claims (API JSON).
+    node_allocatable_resource_claim_statuses: tuple[dict[str, Any], ...] = ()
 
 
 class Pod(Object):

@@ -44,6 +44,18 @@ def pod_requests(pod: pods.Pod) -> dict[str, int]:
     return total
 
 
+def bound_pod_requests(pod: pods.Pod) -> dict[str, int]:
+    """What a bound pod takes of its node: its requests plus the node resources its claims' devices
+    map or cost, as the scheduler recorded them (DRANodeAllocatableResources)."""
+    total = pod_requests(pod)
+    if pod.status.node_allocatable_resource_claim_statuses:
+        from dralloc.scheduling import nodeallocatable
+
+        for name, amount in nodeallocatable.status_demand(pod.status.node_allocatable_resource_claim_statuses).items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
 def tolerates(toleration: pods.Toleration, taint: nodes.Taint) -> bool:
     return taints.toleration_matches(
         key=toleration.key, operator=toleration.operator, value=toleration.value, effect=toleration.effect,

@@ -36,8 +36,8 @@ from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
-from dralloc.model import nodes, pods
-from dralloc.scheduling import fragmenting, nodefit
+from dralloc.model import devices, nodes, pods
+from dralloc.scheduling import fragmenting, nodeallocatable, nodefit
 
 POLICIES = scoring.POLICIES
 
@@ -57,6 +57,9 @@ class Placement:
     node: str
     results: tuple[model_claims.AllocationResult, ...]  # one per item claim
     steps: int = 0
+    # DRANodeAllocatableResources: the pod's status.nodeAllocatableResourceClaimStatuses (API JSON),
+    # written before the bind; empty when no allocated device declares node resources.
+    node_allocatable: tuple[dict[str, object], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +183,7 @@ def node_usage(node_list: Sequence[nodes.Node], bound_pods: Iterable[pods.Pod]) 
     for pod in bound_pods:
         where = usage.get(pod.spec.node_name or "")
         if where is not None and not pod.finished():
-            where.add(nodefit.pod_requests(pod))
+            where.add(nodefit.bound_pod_requests(pod))
     return usage
 
 
@@ -238,6 +241,7 @@ class Placer:
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
         # changes on commit/release, so an explanation stays true until the next one.
         self._changes = 0
+        self._devices_by_id: dict[tuple[str, str, str], devices.Device] | None = None  # see _device_of
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
         self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
         self._shapes = _Shapes()
@@ -368,6 +372,54 @@ class Placer:
             return "a shared claim is allocated for other nodes"
         return None
 
+    def node_allocatable(self, item: Item, index: int, results: Sequence[model_claims.AllocationResult],
+                         requests: Mapping[str, int] | None = None,
+                         ) -> tuple[tuple[dict[str, object], ...], str | None]:
+        """DRANodeAllocatableResources after the claims were allocated on node `index`: the pod's
+        status entries, and why its requests plus its devices' node resources do not fit the
+        node (None when they do). kube-scheduler's DynamicResources Filter, after allocating."""
+        if not self.features.node_allocatable_resources or item.pod is None:
+            return (), None
+        pod = item.pod
+        device_of = self._device_of
+        footprints = []
+        try:
+            for claim, result in zip(item.claims, results, strict=True):
+                found = nodeallocatable.claim_footprint(claim.ref(), result.devices.results, device_of)
+                if found is not None:
+                    footprints.append(found)
+            for claim in item.allocated:
+                allocated = claim.status.allocation
+                if allocated is None:
+                    continue
+                found = nodeallocatable.claim_footprint(claim.ref(), allocated.devices.results, device_of)
+                shared = nodeallocatable.shared_mapped_claim(claim, pod.metadata.uid or "", found)
+                if shared is not None:
+                    return (), shared
+                if found is not None:
+                    footprints.append(found)
+        except nodeallocatable.NodeAllocatableError as exc:
+            return (), str(exc)
+        statuses = nodeallocatable.pod_statuses(pod, footprints)
+        if not statuses:
+            return (), None
+        demand = dict(requests if requests is not None else nodefit.pod_requests(pod))
+        for name, amount in nodeallocatable.status_demand(statuses).items():
+            demand[name] = demand.get(name, 0) + amount
+        reasons = nodeallocatable.insufficient(demand, self.nodes[index].status.allocatable,
+                                               self.usage[index].requests)
+        if reasons:
+            return (), ", ".join(reasons) + " (the pod's requests plus its devices' nodeAllocatableResources)"
+        return tuple(statuses), None
+
+    def _device_of(self, driver: str, pool: str, name: str) -> devices.Device | None:
+        index = self._devices_by_id
+        if index is None:
+            index = {(s.spec.driver, s.spec.pool.name, d.name): d
+                     for s in self.snapshot.slices.slices for d in s.spec.devices}
+            self._devices_by_id = index
+        return index.get((driver, pool, name))
+
     def place(self, item: Item, *, explain: bool = True) -> Placement | NoPlacement:
         """The item's placement, or why there is none.
 
@@ -402,7 +454,14 @@ class Placer:
                 self._record_failure(shape, index)
                 continue
             if isinstance(outcome, outcomes.Allocated):
-                return Placement(self.nodes[index].metadata.name, outcome.results, outcome.steps)
+                statuses, refused = self.node_allocatable(item, index, outcome.results, requests)
+                if refused is None:
+                    return Placement(self.nodes[index].metadata.name, outcome.results, outcome.steps,
+                                     node_allocatable=statuses)
+                # The devices' node resources do not fit with the pod's (upstream checks only the
+                # allocation it found, too): this node fails for the pod, not for its claims.
+                self._record_failure(shape, index, proven=True)
+                continue
             if isinstance(outcome, outcomes.BudgetExhausted):
                 exhausted = True  # not a proven failure: do not remember it
                 continue
@@ -455,7 +514,11 @@ class Placer:
                         reason = str(exc)
                     else:
                         if isinstance(outcome, outcomes.Allocated):
-                            continue  # fits now (only when called directly, not after place())
+                            refused = self.node_allocatable(item, index, outcome.results)[1]
+                            if refused is None:
+                                continue  # fits now (only when called directly, not after place())
+                            grouped.setdefault(refused, []).append(node.metadata.name)
+                            continue  # the pod's own resources: not remembered for its claims' shape
                         reason = outcome.message()
                     self._node_reasons[(device_shape, index)] = (self._changes, item, reason)
             grouped.setdefault(reason, []).append(node.metadata.name)
@@ -470,7 +533,10 @@ class Placer:
         self._changes += 1
         self.snapshot = self.snapshot.with_allocations(placement.results, self.features)
         if item.pod is not None:
-            self._writable_usage(index).add(nodefit.pod_requests(item.pod))
+            requests = nodefit.pod_requests(item.pod)
+            for name, amount in nodeallocatable.status_demand(placement.node_allocatable).items():
+                requests[name] = requests.get(name, 0) + amount
+            self._writable_usage(index).add(requests)
         self._refresh_use(placement.results, extra_node=index)
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
@@ -479,7 +545,7 @@ class Placer:
         self._changes += 1
         self.snapshot = self.snapshot.without_allocations(results, self.features)
         if index is not None and pod is not None:
-            self._writable_usage(index).remove(nodefit.pod_requests(pod))
+            self._writable_usage(index).remove(nodefit.bound_pod_requests(pod))
         # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
         # pod's resources free only its node: forgetting every failure is the simple exact answer.
         self.release_epoch = [epoch + 1 for epoch in self.release_epoch]
