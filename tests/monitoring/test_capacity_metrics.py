@@ -1,7 +1,7 @@
 """The capacity gauges (dralloc.state.capacity): what they count, and how many series they make.
 
-Counted on small snapshots built by hand (each number worked out in the test), then on a
-5,000-node cluster shaped like a large GPU fleet to bound the series count: labels name
+Counted on small snapshots built by hand (each number worked out in the test), then on
+clusters shaped like a large GPU fleet to bound the series count: labels name
 drivers, classes, counter sets and capacities, never pools or nodes, so the count does not
 grow with the node count.
 """
@@ -20,7 +20,7 @@ from dralloc.model import conversion
 from dralloc.state import capacity
 
 GPU = 'device.driver == "gpu.example.com"'
-SERIES_BOUND_5000_NODES = 200
+SERIES_BOUND = 200
 
 
 def _gauges(snap: Snapshot) -> dict[str, dict[tuple[str, ...], float]]:
@@ -144,7 +144,28 @@ def _exported_series(snap: Snapshot) -> int:
 
 
 def test_the_series_count_does_not_grow_with_nodes() -> None:
-    """50 and 5,000 nodes export the same number of capacity series (pools are counted, never named)."""
-    small, large = _exported_series(fleet(50)), _exported_series(fleet(5000))
+    """50 and 1,000 nodes export the same number of capacity series (pools are counted, never named);
+    bench/capacity_metrics.py counts them on 5,000 nodes (the same 61)."""
+    small, large = _exported_series(fleet(50)), _exported_series(fleet(1000))
     assert small == large
-    assert large <= SERIES_BOUND_5000_NODES, large
+    assert large <= SERIES_BOUND, large
+
+
+def test_a_rebuild_after_a_rule_change_reuses_devices_and_sees_the_new_taints() -> None:
+    """Slices unchanged, a DeviceTaintRule added then removed: the inventory built from the previous one
+    counts the rule's taint, then no longer does (the devices' classes are reused, their effects not)."""
+    slices = [slice_("s", devices=[device("gpu-0"), device("gpu-1").taint("own")])]
+    plain = snapshot(classes=[class_("gpu", GPU)], slices=slices)
+    ruled = snapshot(classes=[class_("gpu", GPU)], slices=slices,
+                     extra_taints={device_id("gpu-0"): [taint("broken", effect="NoExecute")]})
+    first = capacity.Inventory.build(plain)
+    second = capacity.Inventory.build(ruled, first)
+    third = capacity.Inventory.build(plain, second)
+
+    def tainted(inventory: capacity.Inventory) -> dict[tuple[str, ...], float]:
+        return {k: v for k, v in inventory.effects.items() if v}
+
+    assert tainted(first) == {("gpu.example.com", "gpu", "NoSchedule"): 1}
+    assert tainted(second) == {("gpu.example.com", "gpu", "NoSchedule"): 1, ("gpu.example.com", "gpu", "NoExecute"): 1}
+    assert tainted(third) == tainted(first)
+    assert second.devices[("gpu.example.com", "gpu", "free")] == 0  # one blocked by its own taint, one by the rule

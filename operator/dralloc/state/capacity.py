@@ -15,8 +15,8 @@ the number of nodes (pools are one per node: they are counted, never named):
 
 A device's classes (a CEL evaluation per device and class), its taint effects, the pools
 and their counter sets change only with ResourceSlices, DeviceClasses and DeviceTaintRules:
-`Inventory.build` counts them once per such change (reusing the devices of the slices that did
-not change), and a scrape only visits the allocated devices.
+`Inventory.build` counts them once per such change (the classes of unchanged slices' devices
+are reused unless a DeviceClass changed), and a scrape only visits the allocated devices.
 
 Plain Python, no I/O: the handlers call it on the event loop.
 """
@@ -50,7 +50,8 @@ class Device:
     id: DeviceID
     pool: PoolID
     classes: tuple[str, ...]
-    effects: frozenset[str]
+    effects: frozenset[str]  # of every taint in effect: its slice's and the DeviceTaintRules'
+    own_effects: frozenset[str]  # of its slice's taints
     consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # (counter set, ((counter, nanos), ...))
     capacity: tuple[tuple[str, Fraction], ...]  # consumable capacity (allowMultipleAllocations devices only)
 
@@ -75,8 +76,9 @@ class Inventory:
     def build(cls, snapshot: Snapshot, previous: Inventory | None = None) -> Inventory:
         """The devices of each pool's newest generation, with their classes and taint effects.
 
-        `previous` (built with the same DeviceClasses and taints) lends the devices of every slice
-        it saw unchanged: one slice's update costs one slice's CEL, not the cluster's.
+        `previous` (built with the same DeviceClasses) lends the devices of every slice it saw
+        unchanged, their taint effects looked up again: one slice's update, or a DeviceTaintRule's,
+        costs no CEL but that slice's.
         """
         newest: dict[PoolID, int] = {}
         for s in snapshot.slices.slices:
@@ -96,6 +98,10 @@ class Inventory:
             found = known.get(key)
             if found is None:
                 found = tuple(_device(snapshot, info, pool) for info in snapshot.slices.device_infos(s))
+            elif snapshot.extra_taints or any(d.effects != d.own_effects for d in found):
+                # The DeviceTaintRules may have changed since: their effects are looked up again.
+                found = tuple(dataclasses.replace(d, effects=d.own_effects | {
+                    t.effect for t in snapshot.extra_taints.get(d.id, ())}) for d in found)
             inventory.by_slice[key] = found
             for device in found:
                 inventory._count(device)
@@ -119,9 +125,10 @@ class Inventory:
 
 def _device(snapshot: Snapshot, info: DeviceInfo, pool: PoolID) -> Device:
     classes = tuple(name for name, c in snapshot.classes.items() if selectors.in_class(info, c))
-    effects = frozenset(t.effect for t in (*info.taints, *snapshot.extra_taints.get(info.id, ())))
+    own = frozenset(t.effect for t in info.taints)
+    effects = own | {t.effect for t in snapshot.extra_taints.get(info.id, ())}
     capacity = tuple((name, c.value.value) for name, c in info.capacity.items()) if info.allow_multiple else ()
-    return Device(info.id, pool, classes or (NO_CLASS,), effects, info.consumes, capacity)
+    return Device(info.id, pool, classes or (NO_CLASS,), effects, own, info.consumes, capacity)
 
 
 def _bucket(free: int) -> str:

@@ -68,8 +68,8 @@ class Views:
         """The devices' classes, taint effects and counter sets for the capacity gauges (claims not involved)."""
         key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.taint_rules.version)
         if self._inventory is None or key != self._inventory_key:
-            # Unchanged classes and rules: the devices of unchanged slices are reused.
-            same = self._inventory is not None and self._inventory_key[1:] == key[1:]
+            # Unchanged DeviceClasses: the devices of unchanged slices keep their classes (no CEL).
+            same = self._inventory is not None and self._inventory_key[1] == key[1]
             self._inventory = capacity.Inventory.build(self.snapshot(), self._inventory if same else None)
             self._inventory_key = key
         return self._inventory
