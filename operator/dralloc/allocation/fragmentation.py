@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 ZERO = Fraction(0)
+UNRANKED = 2**63  # the growth of a choice the measure could not make: after every measured one
 ONE = Fraction(1)
 
 
@@ -202,7 +203,8 @@ class Measure:
 
     def choose(self, state: NodeState, shape: Shape) -> tuple[Amount, tuple[int, ...]] | None:
         """(growth of the expected fragmentation, device positions in the order to take them),
-        or None when the shape cannot fit the node.
+        or None when the shape cannot fit the node (`fits`); (UNRANKED, ()) when it may but the
+        greedy choice below found no devices for every request.
 
         Devices are taken one at a time, request by request, each time the one whose taking
         leaves the least expected fragmentation (ties: the earliest position): greedy, as FGD.
@@ -229,7 +231,9 @@ class Measure:
                     if best is None or value < best[0]:
                         best = (value, position)
                 if best is None:
-                    return None  # two requests competing for the same devices
+                    # Requests competing for the same devices: this greedy order found no way,
+                    # another may; the node is not ruled out, only ranked after all others.
+                    return UNRANKED, ()
                 position = best[1]
                 devices[position] = self.take(devices[position], demand.amounts[devices[position][0]])
                 taken.append(position)

@@ -73,10 +73,14 @@ class ClusterModel:
         self.devices: list[list[DeviceInfo]] = []
         self.device_signatures: list[list[int]] = []
         seen: set[DeviceID] = set()
+        # Whether each node's state is all that decides the model's fit there: not so when some
+        # device is usable from several nodes (measured on the first only, below).
+        self.exact = True
         for view in views:
             infos, sigs = [], []
             for _, info in snapshot.slices.scope_for(view, features).order:
                 if info.id in seen:
+                    self.exact = False
                     continue  # a device many nodes can use (allNodes) is measured on the first only
                 seen.add(info.id)
                 infos.append(info)
@@ -235,9 +239,9 @@ class ClusterModel:
 
     def order(self, shape: Shape) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
-        fragmentation first, ties by name, each with its devices in the order to try them; then
-        every other node by name, with no preference (the model's fit is a necessary condition
-        of its own: the allocator has the last word)."""
+        fragmentation first, ties by name, each with its devices in the order to try them.
+        Nodes where the model rules the shape out follow by name, with no preference, only when
+        the model cannot be sure (devices shared between nodes); the allocator decides."""
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
         ranked: dict[Amount, list[list[int]]] = {}
         rest: list[list[int]] = []
@@ -258,5 +262,10 @@ class ClusterModel:
                 assert positions is not None
                 infos = self.devices[index]
                 yield index, tuple(infos[p].id for p in positions[1])
+        if self.exact:
+            # The model's fit is a necessary condition (CPU and memory as node fit counts them;
+            # selectors on devices alike in everything a selector reads; the allocator's own
+            # capacity arithmetic): the allocator would refuse these nodes, so they are not asked.
+            return
         for index in heapq.merge(*rest):
             yield index, ()
