@@ -29,7 +29,8 @@ GANG_RESULTS = ("placed", "unfit", "budget-exhausted", "waiting", "error")
 GANG_COMMIT_RESULTS = ("committed", "rolled-back", "unknown", "incomplete")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
-QUEUE_STATES = ("pending", "backoff", "unschedulable", "error")
+# waiting-for-claim: a claim of the pod is not there yet (to be created from its template, or named and absent).
+QUEUE_STATES = ("pending", "waiting-for-claim", "backoff", "unschedulable", "error")
 # The control loops; each isolates errors per object (counted in object_errors) so that a
 # whole pass fails (pass_failures) only on a bug of ours, never because of one object.
 LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election",

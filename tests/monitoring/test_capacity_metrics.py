@@ -169,3 +169,20 @@ def test_a_rebuild_after_a_rule_change_reuses_devices_and_sees_the_new_taints() 
     assert tainted(second) == {("gpu.example.com", "gpu", "NoSchedule"): 1, ("gpu.example.com", "gpu", "NoExecute"): 1}
     assert tainted(third) == tainted(first)
     assert second.devices[("gpu.example.com", "gpu", "free")] == 0  # one blocked by its own taint, one by the rule
+
+
+def _pod(entries: list[dict[str, str]], recorded: list[dict[str, str]]) -> Any:
+    return conversion.parse({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                             "spec": {"containers": [{"name": "c", "image": "x"}], "resourceClaims": entries},
+                             "status": {"resourceClaimStatuses": recorded}})
+
+
+def test_a_pod_waits_for_a_claim_until_every_claim_it_needs_is_there() -> None:
+    template = {"name": "gpus", "resourceClaimTemplateName": "t"}
+    named = {"name": "shared", "resourceClaimName": "shared-claim"}
+    assert capacity.claims_missing(_pod([template], []), set()) is True  # not created (or not recorded) yet
+    recorded = [{"name": "gpus", "resourceClaimName": "p-gpus-x"}]
+    assert capacity.claims_missing(_pod([template], recorded), set()) is True  # recorded, not seen yet
+    assert capacity.claims_missing(_pod([template], recorded), {("ns", "p-gpus-x")}) is False
+    assert capacity.claims_missing(_pod([template, named], recorded), {("ns", "p-gpus-x")}) is True
+    assert capacity.claims_missing(_pod([template, named], recorded), {("ns", "p-gpus-x"), ("ns", "shared-claim")}) is False

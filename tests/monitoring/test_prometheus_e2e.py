@@ -22,7 +22,8 @@ for it to be `firing` in Prometheus's /api/v1/alerts:
 4. a broken GPU: a NoExecute DeviceTaintRule on a GPU in use; its pod is evicted;
 5. 409 Conflicts on every claim status write while many pods are placed:
    DrallocApiConflictsHigh (more than one a second over the rule's 5-minute window);
-6. claim creates refused by the API server: DrallocClaimCreateFailures;
+6. claim creates refused by the API server: DrallocClaimCreateFailures, and the pod queued as
+   `waiting-for-claim`;
 7. a bug: the claim lifecycle's passes raise (the one stand-in for a bug of ours, switched on
    by a file the operator process checks; every other phase is real behaviour):
    DrallocLoopFailing;
@@ -289,6 +290,8 @@ def test_alerts_fire_and_panels_show_data_on_a_live_operator(
     sandbox.faults.load("POST /apis/resource.k8s.io/v1/namespaces/*/resourceclaims 500 message=refused")
     sandbox.seed([cluster.pod("no-claim-yet", template_name="spare")])
     expect("DrallocClaimCreateFailures", "claim creates refused")
+    wait(lambda: (_scalar(prom, 'max(dralloc_scheduling_queue_pods{state="waiting-for-claim"})') or 0) >= 1,
+         "the pod queued as waiting for its claim", extra=status)
     sandbox.faults.clear()
 
     # 7. a bug in a loop.

@@ -43,7 +43,7 @@ def healthy() -> dict[str, str]:
     series: dict[str, str] = {}
     for pod in (ACTIVE, STANDBY):
         series[UP % pod] = _flat(1)
-        for state in ("pending", "backoff", "unschedulable", "error"):
+        for state in ("pending", "waiting-for-claim", "backoff", "unschedulable", "error"):
             series[f'dralloc_scheduling_queue_pods{{pod="{pod}", state="{state}"}}'] = _flat(0)
         for result in ("allocated", "unschedulable", "error", "budget-exhausted"):
             rising = pod == ACTIVE and result in ("allocated", "unschedulable")

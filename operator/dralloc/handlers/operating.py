@@ -316,7 +316,7 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
     # only looks the devices up in the allocated state.
     capacities = capacity.device_gauges(rt.views.inventory(), rt.views.snapshot().allocated)
     now_changes = rt.cluster.relevant_changes
-    queue = {"pending": 0.0, "backoff": 0.0, "unschedulable": 0.0, "error": 0.0}
+    queue = dict.fromkeys(metrics.QUEUE_STATES, 0.0)
     settings = rt.settings.scheduling
     now = time.monotonic()
     for pod in rt.cluster.pods.all():
@@ -329,6 +329,8 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
             queue["backoff"] += 1
         elif memory is not None and memory.unschedulable_at == now_changes:
             queue["unschedulable"] += 1
+        elif capacity.claims_missing(pod, rt.cluster.claims.entries.keys()):
+            queue["waiting-for-claim"] += 1  # a claim to be created from its template, or named and absent
         else:
             queue["pending"] += 1
     stats = selectors.STATS

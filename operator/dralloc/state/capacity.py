@@ -24,13 +24,14 @@ Plain Python, no I/O: the handlers call it on the event loop.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from fractions import Fraction
 
 from dralloc.allocation import selectors
 from dralloc.allocation.pools import DeviceID, DeviceInfo, PoolID
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import claims as model_claims
+from dralloc.model import pods as model_pods
 
 Labels = tuple[str, ...]
 Series = list[tuple[Labels, float]]
@@ -202,3 +203,15 @@ def claim_gauges(claims: Iterable[model_claims.ResourceClaim]) -> Series:
     for claim in claims:
         counts[claim_state(claim)] += 1
     return [((state,), value) for state, value in counts.items()]
+
+
+def claims_missing(pod: model_pods.Pod, claim_keys: Collection[tuple[str, str]]) -> bool:
+    """Whether a claim the pod needs is not in the view: its template's claim not created (or not recorded in
+    pod.status.resourceClaimStatuses) yet, or a claim it names absent. `claim_keys`: (namespace, name)."""
+    namespace = pod.metadata.namespace or "default"
+    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    for entry in pod.spec.resource_claims:
+        name = entry.resource_claim_name or recorded.get(entry.name)
+        if not name or (namespace, name) not in claim_keys:
+            return True
+    return False
