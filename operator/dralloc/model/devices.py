@@ -3,7 +3,7 @@
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidatorFunctionWrapHandler, model_validator
 
 from dralloc.model.base import ApiModel, Object
 from dralloc.model.nodes import NodeSelector
@@ -11,8 +11,34 @@ from dralloc.model.quantities import Quantity
 from dralloc.model.taints import DeviceTaint
 
 
+# Parsed attributes and capacities with a scalar value, by value: most of a fleet's devices
+# publish the same model, driver version, memory (frozen models, so one instance serves all).
+# Bounded: emptied when full (per-device values such as UUIDs keep arriving).
+_INTERNED: dict[tuple[Any, ...], Any] = {}
+_INTERNED_MAX = 1 << 16
+
+
+def _intern(key: tuple[Any, ...], value: Any, handler: Any) -> Any:
+    found = _INTERNED.get(key)
+    if found is None:
+        found = handler(value)
+        if len(_INTERNED) >= _INTERNED_MAX:
+            _INTERNED.clear()
+        _INTERNED[key] = found
+    return found
+
+
 class DeviceAttribute(ApiModel):
     """Exactly one of the value fields is set (the API validates that)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _interned(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, dict) and len(value) == 1:
+            ((name, item),) = value.items()
+            if isinstance(item, str | int | bool):
+                return _intern(("attribute", name, type(item), item), value, handler)
+        return handler(value)
 
     int_: int | None = Field(default=None, alias="int")
     bool_: bool | None = Field(default=None, alias="bool")
@@ -68,6 +94,13 @@ class CapacityRequestPolicy(ApiModel):
 class DeviceCapacity(ApiModel):
     value: Quantity
     request_policy: CapacityRequestPolicy | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _interned(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("value"), str | int):
+            return _intern(("capacity", type(value["value"]), value["value"]), value, handler)
+        return handler(value)
 
 
 class Counter(ApiModel):
