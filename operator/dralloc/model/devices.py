@@ -10,7 +10,6 @@ from dralloc.model.nodes import NodeSelector
 from dralloc.model.quantities import Quantity
 from dralloc.model.taints import DeviceTaint
 
-
 # Parsed attributes and capacities with a scalar value, by value: most of a fleet's devices
 # publish the same model, driver version, memory (frozen models, so one instance serves all).
 # Bounded: emptied when full (per-device values such as UUIDs keep arriving).
