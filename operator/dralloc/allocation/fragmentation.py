@@ -104,9 +104,12 @@ class Measure:
         # (demand ids with their counts, [(resources, weight)]) per group of alike device requests
         self._groups = [(tuple((i, self._demands[i].count) for i in ids), members)
                         for ids, members in sorted(groups.items())]
+        self._group_weights = [sum(w for _, w in members) for _, members in self._groups]
         self._memo: dict[NodeState, Amount] = {}
         self._usable: dict[tuple[DeviceState, int], bool] = {}
         self._shares: dict[DeviceState, Amount] = {}
+        self._device_parts: dict[tuple[DeviceState, ...], tuple[Amount, list[tuple[bool, Amount]]]] = {}
+        self._resource_parts: dict[tuple[int, ...], list[tuple[int, int]]] = {}
         # Shares are counted in 1/unit of a device, as ints, when that is exact for every
         # signature (unit: the least common multiple of the whole totals, 1000 for milli-GPUs):
         # Fraction arithmetic was most of the policy's time. Amounts that are not whole keep
@@ -167,35 +170,67 @@ class Measure:
 
     def fragmentation(self, state: NodeState) -> Amount:
         """The node's expected fragmentation, in device units times weights (the total weight
-        divides every node alike, so it is left out)."""
+        divides every node alike, so it is left out).
+
+        Per group of shapes with the same device requests: if the devices cannot serve them,
+        or a shape's CPU and memory do not fit, all free capacity is lost to it; otherwise the
+        free capacity of the devices none of its requests can use. The device part depends on
+        the devices' states only and the resource part on what is left of CPU and memory only:
+        each is memoized on its own, as many nodes share one but not the other.
+        """
         known = self._memo.get(state)
         if known is not None:
             return known
         devices, left = state
-        shares = [self.share(d) for d in devices]
-        free: Amount = sum(shares, 0)
+        free, parts = self._device_part(devices)
         total: Amount = 0
         if free:
-            for demands, members in self._groups:
-                devices_fit = True
-                unusable: Amount = 0
-                usable_any = [False] * len(devices)
-                for demand_id, count in demands:
-                    found = 0
-                    for position, device in enumerate(devices):
-                        if self._usable_by(device, demand_id):
-                            found += 1
-                            usable_any[position] = True
-                    devices_fit = devices_fit and found >= count
+            fitting = self._resource_part(left)
+            for (devices_fit, unusable), (fit_weight, weight) in zip(parts, fitting, strict=True):
                 if devices_fit:
-                    unusable = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), 0)
-                for resources, weight in members:
-                    if devices_fit and all(need <= have for need, have in zip(resources, left, strict=True)):
-                        total += weight * unusable
-                    else:
-                        total += weight * free
+                    total += fit_weight * unusable + (weight - fit_weight) * free
+                else:
+                    total += weight * free
         self._memo[state] = total
         return total
+
+    def _device_part(self, devices: tuple[DeviceState, ...]) -> tuple[Amount, list[tuple[bool, Amount]]]:
+        """(free capacity, per group: whether the devices can serve its requests, and the free
+        capacity of the devices none of them can use)."""
+        known = self._device_parts.get(devices)
+        if known is not None:
+            return known
+        shares = [self.share(d) for d in devices]
+        free: Amount = sum(shares, 0)
+        parts: list[tuple[bool, Amount]] = []
+        for demands, _ in self._groups:
+            devices_fit = True
+            usable_any = [False] * len(devices)
+            for demand_id, count in demands:
+                found = 0
+                for position, device in enumerate(devices):
+                    if self._usable_by(device, demand_id):
+                        found += 1
+                        usable_any[position] = True
+                devices_fit = devices_fit and found >= count
+            unusable: Amount = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), 0)
+            parts.append((devices_fit, unusable))
+        self._device_parts[devices] = (free, parts)
+        return free, parts
+
+    def _resource_part(self, left: tuple[int, ...]) -> list[tuple[int, int]]:
+        """Per group: (the weight of its shapes whose node resources fit in `left`, its weight)."""
+        known = self._resource_parts.get(left)
+        if known is None:
+            if len(left) == 2:  # CPU and memory, as the scheduling layer models them: a tight loop
+                cpu, memory = left
+                known = [(sum(w for (c, m), w in members if c <= cpu and m <= memory), total)
+                         for (_, members), total in zip(self._groups, self._group_weights, strict=True)]
+            else:
+                known = [(sum(w for needs, w in members if all(n <= h for n, h in zip(needs, left, strict=True))),
+                          total) for (_, members), total in zip(self._groups, self._group_weights, strict=True)]
+            self._resource_parts[left] = known
+        return known
 
     @staticmethod
     def take(device: DeviceState, amounts: tuple[Amount, ...]) -> DeviceState:
