@@ -186,3 +186,22 @@ def test_a_pod_waits_for_a_claim_until_every_claim_it_needs_is_there() -> None:
     assert capacity.claims_missing(_pod([template], recorded), {("ns", "p-gpus-x")}) is False
     assert capacity.claims_missing(_pod([template, named], recorded), {("ns", "p-gpus-x")}) is True
     assert capacity.claims_missing(_pod([template, named], recorded), {("ns", "p-gpus-x"), ("ns", "shared-claim")}) is False
+
+
+def test_the_stepwise_build_pauses_and_counts_as_the_whole_build() -> None:
+    """build_steps pauses after every CEL_STEP devices classified (the event loop runs in between) and
+    ends with the inventory build() makes."""
+    snap = fleet(100)  # 2,500 devices
+    steps = capacity.Inventory.build_steps(snap)
+    pauses = 0
+    while True:
+        try:
+            next(steps)
+            pauses += 1
+        except StopIteration as done:
+            stepwise = done.value
+            break
+    assert pauses == 2500 // capacity.CEL_STEP
+    whole = capacity.Inventory.build(snap)
+    assert (stepwise.devices, stepwise.effects, stepwise.free_in_pool) == (whole.devices, whole.effects,
+                                                                          whole.free_in_pool)

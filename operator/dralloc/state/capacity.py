@@ -24,7 +24,7 @@ Plain Python, no I/O: the handlers call it on the event loop.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Generator, Iterable
 from fractions import Fraction
 
 from dralloc.allocation import selectors
@@ -44,6 +44,7 @@ FREE_BUCKETS = (("0", 0), ("1", 1), ("2-3", 3), ("4-7", 7), ("8-15", 15), ("16+"
 CLAIM_STATES = ("pending", "allocated", "reserved", "deallocating")
 NO_CLASS = "none"  # devices no DeviceClass selects
 NANO = 10**9
+CEL_STEP = 2000  # devices classified between two pauses of Inventory.build_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,20 @@ class Inventory:
         unchanged, their taint effects looked up again: one slice's update, or a DeviceTaintRule's,
         costs no CEL but that slice's.
         """
+        steps = cls.build_steps(snapshot, previous)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                inventory: Inventory = done.value
+                return inventory
+
+    @classmethod
+    def build_steps(cls, snapshot: Snapshot, previous: Inventory | None = None
+                    ) -> Generator[None, None, Inventory]:
+        """`build`, pausing (a bare yield) after every CEL_STEP devices classified: the caller on an
+        event loop lets other work run in between (a DeviceClass change at 5,000 nodes is seconds of CEL)."""
+        classified = 0
         newest: dict[PoolID, int] = {}
         for s in snapshot.slices.slices:
             pool = PoolID(s.spec.driver, s.spec.pool.name)
@@ -99,6 +114,10 @@ class Inventory:
             found = known.get(key)
             if found is None:
                 found = tuple(_device(snapshot, info, pool) for info in snapshot.slices.device_infos(s))
+                classified += len(found)
+                if classified >= CEL_STEP:
+                    classified = 0
+                    yield
             elif snapshot.extra_taints or any(d.effects != d.own_effects for d in found):
                 # The DeviceTaintRules may have changed since: their effects are looked up again.
                 found = tuple(dataclasses.replace(d, effects=d.own_effects | {

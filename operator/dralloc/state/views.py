@@ -8,6 +8,7 @@ the ledger whenever either changed. A `Placer` is built per scheduling pass.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from dralloc.allocation import taintrules
@@ -66,13 +67,26 @@ class Views:
 
     def inventory(self) -> capacity.Inventory:
         """The devices' classes, taint effects and counter sets for the capacity gauges (claims not involved)."""
-        key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.taint_rules.version)
-        if self._inventory is None or key != self._inventory_key:
-            # Unchanged DeviceClasses: the devices of unchanged slices keep their classes (no CEL).
-            same = self._inventory is not None and self._inventory_key[1] == key[1]
-            self._inventory = capacity.Inventory.build(self.snapshot(), self._inventory if same else None)
-            self._inventory_key = key
+        steps = self.inventory_steps()
+        if steps is not None:
+            for _ in steps:
+                pass
+        assert self._inventory is not None
         return self._inventory
+
+    def inventory_steps(self) -> Iterator[None] | None:
+        """None when the inventory is current; else its build, one pause per step (see
+        capacity.Inventory.build_steps), which stores the inventory when run to its end."""
+        key = (self.cluster.slices.version, self.cluster.classes.version, self.cluster.taint_rules.version)
+        if self._inventory is not None and key == self._inventory_key:
+            return None
+        # Unchanged DeviceClasses: the devices of unchanged slices keep their classes (no CEL).
+        same = self._inventory is not None and self._inventory_key[1] == key[1]
+        return self._build_inventory(key, self._inventory if same else None)
+
+    def _build_inventory(self, key: tuple[int, ...], previous: capacity.Inventory | None) -> Iterator[None]:
+        built = yield from capacity.Inventory.build_steps(self.snapshot(), previous)
+        self._inventory, self._inventory_key = built, key
 
     def effective_taints(self) -> dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]]:
         """Per tainted device, its slice taints and the DeviceTaintRule taints that select it."""
