@@ -20,6 +20,7 @@ slices did not change.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -74,7 +75,8 @@ class DeviceInfo:
         # Short names first so that an explicitly qualified name wins (exact match first).
         for name, value in device.attributes.items():
             if "/" not in name:
-                attributes[f"{spec.driver}/{name}"] = value
+                # Interned: every device of a driver has the same names (memory at fleet size).
+                attributes[sys.intern(f"{spec.driver}/{name}")] = value
         for name, value in device.attributes.items():
             if "/" in name:
                 attributes[name] = value
