@@ -1,9 +1,9 @@
 """Real Prometheus for the tests: the binaries, the rules out of manifests/, a server process.
 
 `binaries()` finds `promtool` and `prometheus` on PATH and, when they are absent,
-installs Debian's `prometheus` package (2.42 on bookworm) with apt-get, as root, once
-per machine (a file lock keeps concurrent test runs from installing twice). Where that
-cannot be done (not root, no apt-get, the install fails) it says why, and the tests
+installs Debian's `prometheus` package (2.42 on bookworm) with apt-get, as root (or with
+passwordless sudo), once per machine (a file lock keeps concurrent test runs from installing
+twice). Where that cannot be done (no root, no apt-get, the install fails) it says why, and the tests
 skip with that reason: a fresh CI machine has only what the repo installs, so the
 install is part of the test setup.
 
@@ -56,16 +56,26 @@ def _found() -> Binaries | None:
     return None
 
 
-def _apt_install() -> str | None:
+def _as_root() -> list[str] | None:
+    """The command prefix that runs apt-get as root: none for root, `sudo -n` where sudo needs no
+    password; None where neither works."""
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True, timeout=30).returncode == 0:
+        return ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive"]
+    return None
+
+
+def _apt_install(prefix: list[str]) -> str | None:
     """Install the package; None on success, else what went wrong."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # --no-install-recommends: the package recommends node-exporter and friends, which the tests never use.
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE]
+    install = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE]
     first = subprocess.run(install, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
     if first.returncode == 0:
         return None
     # A machine whose package lists were never fetched knows no `prometheus` yet.
-    update = subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True,
+    update = subprocess.run([*prefix, "apt-get", "update", "-q"], env=env, capture_output=True, text=True,
                             timeout=INSTALL_TIMEOUT)
     if update.returncode != 0:
         return f"apt-get update failed: {update.stderr.strip()[-500:]}"
@@ -82,15 +92,16 @@ def binaries() -> Binaries | str:
         return found
     if shutil.which("apt-get") is None:
         return f"promtool/prometheus are not on PATH and there is no apt-get to install Debian's {PACKAGE!r} package"
-    if os.geteuid() != 0:
+    prefix = _as_root()
+    if prefix is None:
         return (f"promtool/prometheus are not on PATH, and installing Debian's {PACKAGE!r} package needs root "
-                f"(run `apt-get install -y {PACKAGE}` as root once)")
+                f"or passwordless sudo (run `apt-get install -y {PACKAGE}` as root once)")
     with LOCK.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test run may be installing it right now
         found = _found()
         if found is not None:
             return found
-        problem = _apt_install()
+        problem = _apt_install(prefix)
     if problem is not None:
         return problem
     return _found() or f"Debian's {PACKAGE!r} package installed, but promtool/prometheus are still not on PATH"
