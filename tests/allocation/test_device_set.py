@@ -20,7 +20,7 @@ steps = st.lists(st.tuples(st.sampled_from(["grow", "shrink"]), st.integers(0, 4
 def test_every_version_equals_the_plain_set_it_stands_for(start: list[DeviceID],
                                                           program: list[tuple[str, int, list[DeviceID]]]) -> None:
     """Growing the newest version in place, an older one through its overlay, and shrinking: every
-    version made along the way keeps exactly its own devices (membership, iteration, length)."""
+    version made along the way keeps exactly its own devices (membership, iteration, length, count)."""
     versions = [(DeviceSet(start), frozenset(start))]
     for op, which, devices in program:
         base, plain = versions[which % len(versions)]
@@ -32,6 +32,9 @@ def test_every_version_equals_the_plain_set_it_stands_for(start: list[DeviceID],
         assert set(made) == plain
         assert len(made) == len(plain)
         assert all((d in made) == (d in plain) for d in DEVICES)
+        # count (the gang search's free devices per node): the newest version's fast path and the rest.
+        assert made.count(DEVICES) == len(plain)
+        assert made.count(DEVICES[:5]) == len(plain & set(DEVICES[:5]))
 
 
 def test_an_overlay_too_large_is_copied() -> None:

@@ -26,7 +26,13 @@ module decides the whole gang against one snapshot instead:
   come from that node's own slices; such failures are not tried again.
 - *Bounds*: a domain is ruled out at once when it has fewer free devices than the gang takes,
   when some member fits on no node of it even alone, or when its nodes together hold fewer
-  members of one shape than the gang has (each node tried with 1, 2, ... of them).
+  members of one shape than the gang has (each node it fits on alone counts one; only when
+  they are too few is each tried with 2, 3, ... of them). A member is not tried on a node
+  with fewer free devices than it and the members already there take.
+- *Calls saved*: where a shape fits alone is found node by node as the search or a bound asks;
+  the devices that check found serve any member of the shape placed first on an empty node
+  (the allocator's results name no claim, unless they carry share IDs); each node's free
+  devices are counted once per snapshot (`Snapshot.memo`).
 - *Cheap first*: every domain is tried member by member first (kube-scheduler's way, no going
   back), then with the joint search, so a domain where the gang cannot fit does not use up the
   budget before one where it fits at once.
@@ -38,7 +44,9 @@ Pure and deterministic: no I/O, no clock; the same input gives the same placemen
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Sequence
+import functools
+import typing
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from dralloc import allocation
 from dralloc.allocation import errors, outcomes, requests
@@ -128,9 +136,11 @@ def domains_of(nodes: Sequence[NodeView], topology_key: str | None) -> dict[str 
 def usage(snapshot: Snapshot, node: NodeView, features: Features) -> tuple[int, int]:
     """(devices in use, devices) among those the node can use: how much is free, for BinPack."""
     allocated = snapshot.allocated
-    order = snapshot.slices.scope_for(node, features).order
-    used = sum(1 for _, info in order if info.id in allocated.exclusive or info.id in allocated.shared)
-    return used, len(order)
+    ids = [info.id for _, info in snapshot.slices.scope_for(node, features).order]
+    used = allocated.exclusive.count(ids)
+    if allocated.shared:
+        used += sum(1 for d in ids if d in allocated.shared and d not in allocated.exclusive)
+    return used, len(ids)
 
 
 def place_gang(
@@ -150,16 +160,25 @@ def place_gang(
     back), for comparison: it may miss gangs that fit."""
     search = _Search(snapshot, list(members), features=features, budget=budget, node_allows=node_allows,
                      node_holds=node_holds, allocate_budget=allocate_budget)
+    free_of: dict[str, int] = {}
+    search.free_of = free_of
     groups = domains_of(nodes, topology_key)
 
-    free_devices: dict[str, int] = {}
-
-    def free(node: NodeView) -> int:
-        known = free_devices.get(node.name)
+    # Free devices per node: the same for every gang decided against this snapshot (kept in its memo),
+    # looked up once per node and decision.
+    known_free = typing.cast(dict[tuple[str, tuple[tuple[str, str], ...]], int],
+                             snapshot.memo.setdefault(("gangs.free", features), {}))
+    for node in nodes:
+        # Labels in their own order: equal labels in another order only miss the memo, never mislead it.
+        key = (node.name, tuple(node.labels.items()))
+        known = known_free.get(key)
         if known is None:
             used, total = usage(snapshot, node, features)
-            known = free_devices[node.name] = total - used
-        return known
+            known = known_free[key] = total - used
+        free_of[node.name] = known
+
+    def free(node: NodeView) -> int:
+        return free_of[node.name]
 
     # A bad claim (a DeviceClass that does not exist, CEL that does not compile, limits exceeded) is an
     # input error whatever the capacity, as the allocator checks claims before it searches: checked for
@@ -171,20 +190,24 @@ def place_gang(
     demand = _demand(members, snapshot, features)
     candidates: list[tuple[str | None, list[NodeView]]] = []
     attempts: list[DomainAttempt] = []
-    for domain, domain_nodes in sorted(groups.items(), key=lambda g: (sum(map(free, g[1])), g[0] or "")):
-        supply = sum(map(free, domain_nodes))
+    supplies = {domain: sum(map(free, domain_nodes)) for domain, domain_nodes in groups.items()}
+    for domain, domain_nodes in sorted(groups.items(), key=lambda g: (supplies[g[0]], g[0] or "")):
+        supply = supplies[domain]
         if demand is not None and demand > supply:
             # The counting bound: exclusive devices the gang needs, against the domain's free ones.
             attempts.append(DomainAttempt(domain, 0, None, f"the gang needs {demand} devices, {supply} are free"))
             continue
-        candidates.append((domain, sorted(domain_nodes, key=lambda n: (free(n), n.name))))
+        candidates.append((domain, domain_nodes))
+    ordered: dict[str | None, list[NodeView]] = {}  # a domain's nodes sorted when it is first tried
     try:
         # First the cheap way in every domain (what kube-scheduler would find), then the joint
         # search: a domain where the gang does not fit cannot use up the budget before another
         # domain where it fits at once has been tried.
         for thorough in ((False,) if greedy else (False, True)):
-            for domain, ordered in candidates:
-                placed = search.run(ordered, greedy=not thorough)
+            for domain, domain_nodes in candidates:
+                if domain not in ordered:
+                    ordered[domain] = sorted(domain_nodes, key=lambda n: (free(n), n.name))
+                placed = search.run(ordered[domain], greedy=not thorough)
                 if placed is not None:
                     return GangPlaced(tuple(placed), domain, search.steps)
                 if thorough or greedy:
@@ -202,9 +225,14 @@ def _demand(members: Sequence[Member], snapshot: Snapshot, features: Features) -
     smallest alternative); `All` requests, admin access and devices that allow several
     allocations make the number uncertain, and the bound is then not used.
     """
-    if features.consumable_capacity and any(
-            info.allow_multiple for s in snapshot.slices.slices for info in snapshot.slices.device_infos(s)):
-        return None
+    if features.consumable_capacity:
+        # Whether some device allows several allocations: once per snapshot, not per decision.
+        multiple = snapshot.memo.get("gangs.allow-multiple")
+        if multiple is None:
+            multiple = snapshot.memo["gangs.allow-multiple"] = any(
+                info.allow_multiple for s in snapshot.slices.slices for info in snapshot.slices.device_infos(s))
+        if multiple:
+            return None
     total = 0
     for member in members:
         for claim in member.claims:
@@ -230,9 +258,14 @@ class _Search:
         self.node_allows = node_allows
         self.node_holds = node_holds
         self.allocate_budget = allocate_budget
+        self.free_of: dict[str, int] = {}  # free devices per node name (place_gang fills it)
+        self._shape_demand: dict[Hashable, int | None] = {}
         self.steps = 0
         self.attempt = DomainAttempt(None, 0, None, "")
-        self._alone: dict[tuple[str, ...], list[list[int]] | DomainAttempt] = {}
+        self._alone: dict[tuple[str, ...], list[_Allowed] | DomainAttempt] = {}
+        self._owns: dict[str, bool] = {}
+        # (shape, node): the devices a member of that shape gets alone on the node, against the base.
+        self._alone_results: dict[tuple[Hashable, str], tuple[model_claims.AllocationResult, ...]] = {}
 
     def _allocate(self, snapshot: Snapshot, member: Member, node: NodeView) -> outcomes.Outcome | None:
         if self.steps >= self.budget:
@@ -244,27 +277,65 @@ class _Search:
         except errors.InvalidPoolOnNodeError:
             return None  # upstream's ErrFailedAllocationOnNode: not this node
 
+    def _alone_on(self, member: Member, node: NodeView) -> tuple[model_claims.AllocationResult, ...] | None:
+        """The member's devices alone on the node against the base, known from its shape's check alone.
+
+        Members of one shape have the same claims up to names, and the allocator's results name no
+        claim except in share IDs (devices allowing several allocations): results without any are
+        the same for every member of the shape, so the first member on an empty node costs no call.
+        """
+        known = self._alone_results.get((member.shape, node.name))
+        if known is None or any(r.share_id for result in known for r in result.devices.results):
+            return None
+        return known
+
+    def _own(self, node: NodeView) -> bool:
+        """Every pool the node sees is its own (each slice names it): nothing other nodes hold touches it."""
+        known = self._owns.get(node.name)
+        if known is None:
+            known = self._owns[node.name] = all(all(s.spec.node_name == node.name for s in pool.slices)
+                                                for pool in self.base.slices.pools_for(node, self.features))
+        return known
+
+    def _room(self, indices: Sequence[int], node: NodeView) -> bool:
+        return self._room_for([self.members[i] for i in indices], node)
+
+    def _room_for(self, members: Sequence[Member], node: NodeView) -> bool:
+        """The node's free devices could take these members' devices (the counting bound, per node): when
+        every member's device count is certain and they need more than the node has free, no allocator
+        call could place them there. Members placed on other nodes only take more of what it sees."""
+        needed = 0
+        for member in members:
+            shape = member.shape
+            if shape not in self._shape_demand:
+                self._shape_demand[shape] = _demand([member], self.base, self.features)
+            demand = self._shape_demand[shape]
+            if demand is None:
+                return True
+            needed += demand
+        free = self.free_of.get(node.name)
+        return free is None or needed <= free
+
     def _holds(self, indices: Sequence[int], node: NodeView) -> bool:
         """The members fit the node's cpu/memory/pods together (one member alone: node_allows said so)."""
         return len(indices) < 2 or self.node_holds is None or self.node_holds(indices, node)
 
-    def _fits_alone(self, nodes: list[NodeView]) -> list[list[int]] | DomainAttempt:
-        """Per member, the nodes it fits on alone; or why the domain is ruled out (the bound: a
-        member that fits on no node even alone)."""
+    def _fits_alone(self, nodes: list[NodeView]) -> list[_Allowed] | DomainAttempt:
+        """Per member, the nodes it fits on alone (found as they are asked for); or why the domain is
+        ruled out (the bound: a member that fits on no node even alone)."""
         key = tuple(n.name for n in nodes)
         known = self._alone.get(key)
         if known is not None:
             return known
-        alone: list[list[int]] = []
-        by_shape: dict[Hashable, list[int]] = {}  # members of one shape fit alone on the same nodes
-        found: list[list[int]] | DomainAttempt = alone
+        alone: list[_Allowed] = []
+        by_shape: dict[Hashable, _Fits] = {}  # members of one shape fit alone on the same nodes
+        found: list[_Allowed] | DomainAttempt = alone
         for index, member in enumerate(self.members):
             if member.shape not in by_shape:
-                by_shape[member.shape] = [j for j, node in enumerate(nodes)
-                                          if isinstance(self._allocate(self.base, member, node), outcomes.Allocated)]
-            fits = [j for j in by_shape[member.shape]
-                    if self.node_allows is None or self.node_allows(index, nodes[j])]
-            if not fits:
+                by_shape[member.shape] = _Fits(len(nodes), functools.partial(self._fits, member, nodes))
+            allows = None if self.node_allows is None else functools.partial(self.node_allows, index)
+            fits = _Allowed(by_shape[member.shape], nodes, allows)
+            if fits.first() is None:
                 found = DomainAttempt(None, 0, None, f"member {member.name} fits on no node of it, even alone")
                 break
             alone.append(fits)
@@ -273,7 +344,18 @@ class _Search:
         self._alone[key] = found
         return found
 
-    def _shape_capacity(self, nodes: list[NodeView], alone: list[list[int]]) -> DomainAttempt | None:
+    def _fits(self, member: Member, nodes: list[NodeView], j: int) -> bool:
+        """The member fits on node j alone (its devices then known for its whole shape: `_alone_on`)."""
+        node = nodes[j]
+        if not self._room_for([member], node):
+            return False
+        outcome = self._allocate(self.base, member, node)
+        if not isinstance(outcome, outcomes.Allocated):
+            return False
+        self._alone_results[(member.shape, node.name)] = outcome.results
+        return True
+
+    def _shape_capacity(self, nodes: list[NodeView], alone: list[_Allowed]) -> DomainAttempt | None:
         """The bound for alike members: how many of one shape fit together on each node (tried with
         1, 2, ... of them, up to as many as the gang has); when the domain's total falls short, the
         gang cannot fit, whatever the other shapes do. A node whose pools are not all its own (it
@@ -285,23 +367,31 @@ class _Search:
             wanted = len(indices)
             if wanted < 2:
                 continue
-            allowed = sorted(set().union(*(set(alone[i]) for i in indices)))
-            total = 0
+            # Each node some member of the shape fits on alone holds one (that is what `alone` says,
+            # without a call), so the nodes are found only until there are as many as the gang has
+            # members of the shape; only when all of them are fewer are nodes asked, one after
+            # another, whether they hold more, until the total reaches the count (or every node is at
+            # its limit).
+            allowed: list[int] = []
+            for j in alone[indices[0]].fits:
+                if any(alone[i].allows(j) for i in indices):
+                    allowed.append(j)
+                    if len(allowed) >= wanted:
+                        break
+            if len(allowed) >= wanted or not all(self._own(nodes[j]) for j in allowed):
+                continue
+            total = len(allowed)
             for j in allowed:
-                node = nodes[j]
-                if not all(all(s.spec.node_name == node.name for s in pool.slices)
-                           for pool in self.base.slices.pools_for(node, self.features)):
-                    total = wanted
+                if total >= wanted:
                     break
-                held = 1  # fits alone (it is in `alone`)
-                while held < wanted - total and self._holds(indices[:held + 1], node) and isinstance(
+                node, held = nodes[j], 1
+                while total < wanted and self._room(indices[:held + 1], node) and self._holds(
+                        indices[:held + 1], node) and isinstance(
                         self._allocate(self.base, Member(
                         "", tuple(c for i in indices[:held + 1] for c in self.members[i].claims), None), node),
                         outcomes.Allocated):
                     held += 1
-                total += held
-                if total >= wanted:
-                    break
+                    total += 1
             if total < wanted:
                 first = self.members[indices[0]].name
                 return DomainAttempt(None, 0, first, f"at most {total} of the {wanted} members like {first} "
@@ -324,20 +414,25 @@ class _Search:
         results: list[tuple[model_claims.AllocationResult, ...]] = [() for _ in nodes]
         # Only a node whose pools are all its own (every slice names it) sees nothing of what
         # other nodes hold: there a failure depends only on the shapes placed on that node.
-        own = [all(all(s.spec.node_name == node.name for s in pool.slices)
-                   for pool in self.base.slices.pools_for(node, self.features)) for node in nodes]
+        own = [self._own(node) for node in nodes]
         known_failures: set[tuple[int, tuple[str, ...]]] = set()
         deepest: list[int] = [0]
 
         def try_on(index: int, j: int) -> tuple[model_claims.AllocationResult, ...] | None:
             group = [*on_node[j], index]
-            # Before any allocator call: the node's own resources do not depend on devices.
-            if not self._holds(group, nodes[j]):
+            # Before any allocator call: the node's free devices and own resources, whatever the devices.
+            if not self._room(group, nodes[j]) or not self._holds(group, nodes[j]):
                 return None
+            if own[j] and not on_node[j]:
+                # Alone on a node that sees nothing of the others: the check alone answered it.
+                known = self._alone_on(members[index], nodes[j])
+                if known is not None:
+                    return known
             if greedy:
-                # kube-scheduler's way: earlier members' devices stay as they were chosen.
-                fixed = self.base.with_allocations((r for node_results in results for r in node_results),
-                                                   self.features)
+                # kube-scheduler's way: earlier members' devices stay as they were chosen. A node whose
+                # pools are all its own sees only the members already on it.
+                chosen = results[j] if own[j] else (r for node_results in results for r in node_results)
+                fixed = self.base.with_allocations(chosen, self.features)
                 outcome = self._allocate(fixed, members[index], nodes[j])
                 return (*results[j], *outcome.results) if isinstance(outcome, outcomes.Allocated) else None
             key = (j, tuple(sorted(repr(members[i].shape) for i in group)))
@@ -393,3 +488,46 @@ class _Search:
                                      f"at most {most} of {len(members)} members fit together; "
                                      f"then member {blocked} fits on no node left")
         return None
+
+
+class _Fits:
+    """The nodes (indices, in domain order) a shape fits on alone, each checked when first asked for:
+    a bound or a search that needs only the first few does not pay for the rest."""
+
+    def __init__(self, count: int, check: Callable[[int], bool]) -> None:
+        self._count, self._check, self._next = count, check, 0
+        self._found: list[int] = []
+
+    def __iter__(self) -> Iterator[int]:
+        k = 0
+        while True:
+            while k >= len(self._found):
+                if self._next >= self._count:
+                    return
+                j, self._next = self._next, self._next + 1
+                if self._check(j):
+                    self._found.append(j)
+            yield self._found[k]
+            k += 1
+
+
+class _Allowed:
+    """One member's nodes: its shape's, those the caller allows it (each asked once)."""
+
+    def __init__(self, fits: _Fits, nodes: list[NodeView], allows: Callable[[NodeView], bool] | None) -> None:
+        self.fits, self._nodes, self._allows = fits, nodes, allows
+        self._known: dict[int, bool] = {}
+
+    def allows(self, j: int) -> bool:
+        if self._allows is None:
+            return True
+        known = self._known.get(j)
+        if known is None:
+            known = self._known[j] = self._allows(self._nodes[j])
+        return known
+
+    def __iter__(self) -> Iterator[int]:
+        return (j for j in self.fits if self.allows(j))
+
+    def first(self) -> int | None:
+        return next(iter(self), None)

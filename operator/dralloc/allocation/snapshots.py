@@ -64,6 +64,14 @@ class DeviceSet(AbstractSet[DeviceID]):
     def __len__(self) -> int:
         return self._size
 
+    def count(self, devices: Iterable[DeviceID]) -> int:
+        """How many of `devices` this version holds (the gang search counts every node's free devices)."""
+        table = self._table
+        if self._added[0] == self._version and not self._extra:
+            # The newest version holds every entry of the table: membership alone, without a call each.
+            return sum(map(table.__contains__, devices))
+        return sum(1 for device in devices if device in self)
+
     def __hash__(self) -> int:
         return self._hash()
 
@@ -170,6 +178,10 @@ class Snapshot:
     allocated: AllocatedState = dataclasses.field(default_factory=AllocatedState)
     # Taints from DeviceTaintRules, merged into the devices they select (the scheduler's job upstream).
     extra_taints: Mapping[DeviceID, tuple[taints.DeviceTaint, ...]] = dataclasses.field(default_factory=dict)
+    # What callers derive from this very snapshot and ask again (allocation/gangs.py: each node's free
+    # devices, once per snapshot rather than once per gang decision). Not part of its value; a snapshot
+    # made from it (other allocations) starts with an empty one.
+    memo: dict[object, object] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def build(
