@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.builders import DRIVER, SliceBuilder, built, claim, class_, device, node, slice_, snapshot
 
-from dralloc.allocation import gangs
+from dralloc import allocation
+from dralloc.allocation import gangs, outcomes
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -203,3 +204,26 @@ class TestNodeHolds:
         assert isinstance(outcome, gangs.GangUnfit)
         assert outcome.attempts[0].reason == "at most 2 of the 3 members like a fit in it, even without the others"
         assert outcome.steps == 2  # each node tried alone, no search
+
+
+class TestCallsSaved:
+    def test_a_shapes_check_alone_is_not_reused_when_its_results_carry_share_ids(self) -> None:
+        """Share IDs name the claim: two alike members on shareable devices, each alone on its own node
+        (2 units of a 3-unit device: one per node), get the IDs their own claims would get, as when each
+        is allocated by itself; the shape's check alone is reused only for results without any."""
+        def shareable(node_name: str) -> SliceBuilder:
+            return slice_(f"{node_name}-gpus", node=node_name, pool=node_name,
+                          devices=[device("gpu-0").shared().capacity("memory", "3", default="2", min="1")])
+
+        snap = cluster(shareable("n1"), shareable("n2"))
+        members = [single("a"), single("b")]
+        placed = gangs.place_gang(snap, members, [node("n1"), node("n2")], features=FEATURES)
+        assert isinstance(placed, gangs.GangPlaced)
+        assert [a.node for a in placed.assignments] == ["n1", "n2"]
+        for member, assignment in zip(members, placed.assignments, strict=True):
+            alone = allocation.allocate(snap, member.claims, node(assignment.node), features=FEATURES)
+            assert isinstance(alone, outcomes.Allocated)
+            (result,) = assignment.results[0].devices.results
+            assert result.share_id is not None and result.share_id == alone.results[0].devices.results[0].share_id
+        ids = {a.results[0].devices.results[0].share_id for a in placed.assignments}
+        assert len(ids) == 2
