@@ -144,14 +144,15 @@ def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask]
 
 
 def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.TraceTask], *, instances: int,
-          node_count: int, policies: Sequence[str], time_limit: float, workdir: pathlib.Path) -> None:
+          node_count: int, policies: Sequence[str], time_limit: float, workdir: pathlib.Path,
+          inflation: float = 1.3) -> None:
     sys.stdout.write(f"\nexact judge: {instances} instances of {node_count} nodes drawn from the trace, tasks "
-                     f"inflated to 1.3x their GPUs; tasks placed (gap to the optimum or the bound)\n")
+                     f"inflated to {inflation}x their GPUs; tasks placed (gap to the optimum or the bound)\n")
     gaps: dict[str, list[float]] = {p: [] for p in policies}
     for seed in range(instances):
         rng = random.Random(seed)
         nodes = sorted(rng.sample(list(all_nodes), node_count), key=lambda n: n.name)
-        tasks = traces.inflate(all_tasks, sum(n.gpus for n in nodes), seed=seed)
+        tasks = traces.inflate(all_tasks, sum(n.gpus for n in nodes), factor=inflation, seed=seed)
         best, bound, proven = optimum(nodes, tasks, time_limit)
         snapshot, workload = write(nodes, tasks, workdir / f"judge-{seed}")
         total = sum(n.gpus for n in nodes) * traces.MILLI
@@ -181,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inflation", type=float, default=1.3)
     parser.add_argument("--judge", type=int, default=10, metavar="N", help="exact-judge instances (0: none)")
-    parser.add_argument("--judge-nodes", type=int, default=6)
+    parser.add_argument("--judge-nodes", type=int, default=4)
+    parser.add_argument("--judge-inflation", type=float, default=1.3,
+                        help="the judge's tasks ask for this multiple of its cluster's GPUs")
     parser.add_argument("--time-limit", type=float, default=20.0, help="CP-SAT seconds per instance")
     parser.add_argument("--skip-inflation", action="store_true")
     args = parser.parse_args(argv)
@@ -215,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      f"% fewer)\n")
             if args.judge and name == "default":
                 judge(nodes, tasks_all, instances=args.judge, node_count=args.judge_nodes, policies=policies,
-                      time_limit=args.time_limit, workdir=workdir)
+                      time_limit=args.time_limit, workdir=workdir, inflation=args.judge_inflation)
             sys.stdout.flush()
     return 0
 
