@@ -1,0 +1,58 @@
+"""allocation/fragmentation.py on its own: the expected fragmentation of node states, by hand.
+
+One signature: a shareable GPU with a `compute` capacity of 1000. Node states are
+(devices, (cpu, memory) left); shapes ask for shares or whole GPUs and CPU/memory.
+The numbers are in milli-GPUs times shape weights (the unit is 1000: a whole GPU).
+"""
+
+from __future__ import annotations
+
+from dralloc.allocation.fragmentation import DeviceDemand, Measure, Shape, Signature
+
+GPU = Signature((1000,), shareable=True)
+
+
+def share(milli: int, count: int = 1) -> DeviceDemand:
+    return DeviceDemand(count, {0: (milli,)})
+
+
+def shape(demand: DeviceDemand, cpu: int = 1, memory: int = 1) -> Shape:
+    return Shape((demand,), (cpu, memory))
+
+
+def state(*free: int, cpu: int = 10, memory: int = 10) -> tuple[tuple[tuple[int, tuple[int]], ...], tuple[int, int]]:
+    return tuple((0, (f,)) for f in free), (cpu, memory)
+
+
+def test_fragmentation_counts_what_each_shape_cannot_use() -> None:
+    """Two GPUs, 300 and 1000 free. A whole-GPU shape (weight 2) cannot use the 300: 2 x 300; a
+    500 share (weight 1) cannot use it either: 1 x 300; a 200 share can use both: 0."""
+    measure = Measure([GPU], [(shape(share(1000)), 2), (shape(share(500)), 1), (shape(share(200)), 5)])
+    assert measure.fragmentation(state(300, 1000)) == 2 * 300 + 1 * 300
+
+
+def test_a_shape_that_does_not_fit_loses_all_free_capacity() -> None:
+    """A 2-GPU shape on a node with one whole GPU free, or with too little CPU left: all free counts."""
+    measure = Measure([GPU], [(shape(share(1000, count=2), cpu=4), 1)])
+    assert measure.fragmentation(state(1000, 400)) == 1400
+    assert measure.fragmentation(state(1000, 1000, cpu=3)) == 2000
+    assert measure.fragmentation(state(1000, 1000, cpu=4)) == 0
+
+
+def test_choose_completes_the_partly_used_gpu() -> None:
+    """A 400 share with GPUs at 1000 and 400 free: taking the 400 leaves a whole GPU for the whole
+    shapes (growth -400: the 400 that was unusable for them is gone); taking the whole one would
+    leave 600 + 400 unusable for them (growth +600)."""
+    measure = Measure([GPU], [(shape(share(1000)), 1), (shape(share(400)), 1)])
+    assert measure.choose(state(1000, 400), shape(share(400))) == (-400, (1,))
+
+
+def test_choose_says_none_when_the_shape_cannot_fit() -> None:
+    measure = Measure([GPU], [(shape(share(1000)), 1)])
+    assert measure.choose(state(300, 300), shape(share(400))) is None
+    assert measure.choose(state(1000, cpu=0), shape(share(400))) is None
+
+
+def test_equal_choices_take_the_earliest_device() -> None:
+    measure = Measure([GPU], [(shape(share(1000)), 1)])
+    assert measure.choose(state(1000, 1000, 1000), shape(share(1000, count=2))) == (0, (0, 1))
