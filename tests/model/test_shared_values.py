@@ -44,3 +44,13 @@ def test_a_parsed_slice_keeps_only_its_identity_of_the_raw_json() -> None:
     assert state.apply("ResourceSlice", "MODIFIED", _slice("a", rv="6"))
     (again,) = state.slices.all()
     assert again is not parsed and len(again.spec.devices) == 2
+
+
+def test_a_listed_slice_is_parsed_as_it_is_read_and_the_list_consumed() -> None:
+    state = ClusterState()
+    listed = [_slice("a"), _slice("b")]
+    state.replace_all("ResourceSlice", listed)
+    assert listed == []  # nothing holds the raw JSON any more
+    assert [s.metadata.name for s in state.slices.all()] == ["a", "b"]
+    assert state.slices.raw("", "b") == {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                         "metadata": {"name": "b", "uid": "uid-b", "resourceVersion": "1"}}

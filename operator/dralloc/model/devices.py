@@ -12,9 +12,10 @@ from dralloc.model.taints import DeviceTaint
 
 # Parsed attributes and capacities with a scalar value, by value: most of a fleet's devices
 # publish the same model, driver version, memory (frozen models, so one instance serves all).
-# Bounded: emptied when full (per-device values such as UUIDs keep arriving).
+# Bounded: emptied when full (per-device values such as UUIDs keep arriving, and a small
+# table refilled a few times keeps the shared values shared almost as well as a big one).
 _INTERNED: dict[tuple[Any, ...], Any] = {}
-_INTERNED_MAX = 1 << 16
+_INTERNED_MAX = 1 << 12
 
 
 def _intern(key: tuple[Any, ...], value: Any, handler: Any) -> Any:

@@ -61,6 +61,8 @@ class Store(Generic[M]):
         self.entries[key] = _Entry(raw)
         self.problems.pop(key, None)
         self.version += 1
+        if self.slim:
+            self._parsed(key, self.entries[key])  # now, so the raw JSON goes now
         return True
 
     def remove(self, raw: Raw) -> bool:
@@ -74,10 +76,24 @@ class Store(Generic[M]):
         return True
 
     def replace_all(self, items: list[Raw]) -> None:
-        """A full list from the API: anything not in it is gone."""
-        self.entries = {self.key_of(raw): _Entry(raw) for raw in items}
+        """A full list from the API: anything not in it is gone.
+
+        A slim store empties `items` as it reads them: each object is parsed and its raw JSON
+        dropped at once, so the process never holds every slice twice (raw and parsed).
+        """
         self.problems.clear()
         self.version += 1
+        if not self.slim:
+            self.entries = {self.key_of(raw): _Entry(raw) for raw in items}
+            return
+        self.entries = {}
+        items.reverse()
+        while items:
+            raw = items.pop()
+            key = self.key_of(raw)
+            entry = self.entries[key] = _Entry(raw)
+            del raw
+            self._parsed(key, entry)
 
     def get(self, namespace: str, name: str) -> M | None:
         entry = self.entries.get((namespace, name))
@@ -173,7 +189,8 @@ class ClusterState:
         return changed
 
     def replace_all(self, kind: str, items: list[Raw]) -> None:
-        """A full list from the API for one kind: anything not in it is gone."""
+        """A full list from the API for one kind: anything not in it is gone (the slices' list is
+        consumed: see `Store.replace_all`)."""
         self.store(kind).replace_all(items)
         if kind == "Pod":
             self.pod_keys = {}
