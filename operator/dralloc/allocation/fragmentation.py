@@ -50,9 +50,13 @@ class DeviceDemand:
 
     count: int
     amounts: Mapping[int, tuple[Amount, ...]]  # signature id -> amount per dimension
+    _key: tuple[object, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def key(self) -> tuple[object, ...]:
-        return (self.count, tuple(sorted(self.amounts.items())))
+        if self._key is None:  # computed once: asked for on every decision
+            object.__setattr__(self, "_key", (self.count, tuple(sorted(self.amounts.items()))))
+        assert self._key is not None
+        return self._key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +65,13 @@ class Shape:
 
     devices: tuple[DeviceDemand, ...]
     resources: tuple[int, ...]  # aligned with the model's resource names (nano-units)
+    _key: tuple[object, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def key(self) -> tuple[object, ...]:
-        return (tuple(d.key() for d in self.devices), self.resources)
+        if self._key is None:
+            object.__setattr__(self, "_key", (tuple(d.key() for d in self.devices), self.resources))
+        assert self._key is not None
+        return self._key
 
 
 Amount = int | Fraction  # exact amounts; ints where they are whole (most are: cheaper to compare)

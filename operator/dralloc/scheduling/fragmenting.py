@@ -49,6 +49,9 @@ RESOURCES = ("cpu", "memory")  # node resources whose stranding the measure coun
 UNLIMITED = 2**62  # a node that does not advertise a resource does not limit it here
 
 
+_UNKNOWN = object()  # not yet asked of the measure
+
+
 def _exact(value: Fraction) -> Amount:
     """Whole amounts as ints: the measure compares them millions of times, ints are cheaper."""
     return value.numerator if value.denominator == 1 else value
@@ -94,6 +97,7 @@ class ClusterModel:
                 self.nodes_of_pool.setdefault(key, []).append(index)
         self.allocatable = [tuple(self._allocatable(n, name) for name in RESOURCES) for n in node_list]
         self._demands: dict[str, dict[int, tuple[Amount, ...]] | None] = {}
+        self._by_object: dict[int, tuple[object, dict[int, tuple[Amount, ...]] | None]] = {}
         self.measure = Measure(self.signatures, ())
         # States are interned: nodes in one state share one id, one group (indexes in name order)
         # and one memoized choice per shape; hashing every node's state per decision would not do.
@@ -101,7 +105,8 @@ class ClusterModel:
         self._state_of: list[NodeState] = []
         self._groups: dict[int, list[int]] = {}
         self._shape_ids: dict[tuple[object, ...], int] = {}
-        self._choices: dict[tuple[int, int], tuple[Amount, tuple[int, ...]] | None] = {}
+        # shape id -> state id -> the measure's choice (None: the shape does not fit that state)
+        self._choices: dict[int, dict[int, tuple[Amount, tuple[int, ...]] | None]] = {}
         self.state_ids: list[int] = []
         for index in range(len(views)):
             state_id = self._intern(self._state(index, snapshot.allocated, usage[index]))
@@ -178,8 +183,14 @@ class ClusterModel:
     def _amounts(self, request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest
                  ) -> dict[int, tuple[Amount, ...]] | None:
         """Signature -> what one device of the request takes of it; None when not modelled."""
+        # By object first: the pods of one template share its request objects (kept alive here,
+        # so an id is never reused), and dumping a request to find its key costs more.
+        seen = self._by_object.get(id(request))
+        if seen is not None and seen[0] is request:
+            return seen[1]
         key = _request_key(request)
         if key in self._demands:
+            self._by_object[id(request)] = (request, self._demands[key])
             return self._demands[key]
         result: dict[int, tuple[Amount, ...]] | None = {}
         device_class: model_classes.DeviceClass | None = self.classes.get(request.device_class_name)
@@ -206,6 +217,7 @@ class ClusterModel:
                 if amounts is not None:
                     result[sig] = tuple(_exact(amounts[n].value) for n in names)
         self._demands[key] = result
+        self._by_object[id(request)] = (request, result)
         return result
 
     def shape(self, claims: Sequence[model_claims.ResourceClaim], requests: Mapping[str, int] | None) -> Shape | None:
@@ -245,20 +257,20 @@ class ClusterModel:
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
         ranked: dict[Amount, list[list[int]]] = {}
         rest: list[list[int]] = []
+        choices = self._choices.setdefault(shape_id, {})
+        choose, states = self.measure.choose, self._state_of
         for state_id, members in self._groups.items():
-            key = (shape_id, state_id)
-            if key in self._choices:
-                choice = self._choices[key]
-            else:
-                choice = self._choices[key] = self.measure.choose(self._state_of[state_id], shape)
+            choice = choices.get(state_id, _UNKNOWN)
+            if choice is _UNKNOWN:
+                choice = choices[state_id] = choose(states[state_id], shape)
             if choice is None:
                 rest.append(members)
             else:
-                ranked.setdefault(choice[0], []).append(members)
+                ranked.setdefault(choice[0], []).append(members)  # type: ignore[index]
         # Nodes of one state are alike: one choice serves them all; equal growths merge by name.
         for growth in sorted(ranked):
             for index in heapq.merge(*ranked[growth]):
-                positions = self._choices[(shape_id, self.state_ids[index])]
+                positions = choices[self.state_ids[index]]
                 assert positions is not None
                 infos = self.devices[index]
                 yield index, tuple(infos[p].id for p in positions[1])
