@@ -40,9 +40,9 @@ STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
               "FragmentationAware": "fragmentation-aware"}
 RELISTED = (
     ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
-    ("ResourceSlice", resources.RESOURCE_SLICES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
+    ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
-)  # Pods and ResourceClaims are listed by their own feeds (watching.FED_DIRECTLY)
+)  # Pods, ResourceClaims and ResourceSlices are listed by their own feeds (watching.FED_DIRECTLY)
 
 
 @kopf.on.login(registry=REGISTRY)

@@ -40,11 +40,13 @@ logger = logging.getLogger(__name__)
 # (kind, group, version, plural): what the operator watches.
 # Pods and ResourceClaims change several times per placement: they are fed by `object_feed`
 # (a plain list+watch in the active replica's daemon) rather than by kopf's per-event machinery.
-FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CLAIMS))
+# So are ResourceSlices, the bulk of a big cluster: kopf would list them a second time and keep a
+# worker (and the raw JSON) per slice; the view parses each as it is listed and keeps the model.
+FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CLAIMS),
+                ("ResourceSlice", resources.RESOURCE_SLICES))
 WATCHED = (
     ("Node", "", "v1", "nodes"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
-    ("ResourceSlice", "resource.k8s.io", "v1", "resourceslices"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
     ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),
 )
