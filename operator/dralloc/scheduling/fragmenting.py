@@ -42,6 +42,7 @@ from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import classes as model_classes
+from dralloc.model import devices
 from dralloc.model import nodes as model_nodes
 from dralloc.scheduling import nodefit
 
@@ -69,7 +70,8 @@ class ClusterModel:
         self.features = features
         self.view = selectors.view_of(features)
         self.classes = snapshot.classes
-        self._signature_of: dict[str, int] = {}
+        self._signature_of: dict[tuple[object, ...], int] = {}
+        self._dumps: dict[int, tuple[object, str]] = {}
         self.signatures: list[Signature] = []
         self.representatives: list[DeviceInfo] = []
         self.dimensions: list[tuple[str, ...]] = []  # capacity names per signature ((): one unit)
@@ -123,12 +125,20 @@ class ClusterModel:
     def _shareable(self, info: DeviceInfo) -> bool:
         return self.features.consumable_capacity and info.allow_multiple
 
+    def _dumped(self, value: devices.DeviceAttribute | devices.DeviceCapacity) -> str:
+        """A value's JSON, once per value object: identical attributes and plain capacities are
+        one shared instance (the model interns them), so thousands of GPUs dump a few values.
+        The objects are kept, so their ids stay theirs while this model lives."""
+        known = self._dumps.get(id(value))
+        if known is None or known[0] is not value:
+            known = self._dumps[id(value)] = (value, json.dumps(value.model_dump(mode="json", by_alias=True),
+                                                                sort_keys=True))
+        return known[1]
+
     def _signature(self, info: DeviceInfo) -> int:
         shareable = self._shareable(info)
-        key = json.dumps([info.driver, shareable,
-                          {k: v.model_dump(mode="json", by_alias=True) for k, v in info.attributes.items()},
-                          {k: v.model_dump(mode="json", by_alias=True) for k, v in info.capacity.items()}],
-                         sort_keys=True)
+        key = (info.driver, shareable, tuple((k, self._dumped(v)) for k, v in sorted(info.attributes.items())),
+               tuple((k, self._dumped(v)) for k, v in sorted(info.capacity.items())))
         known = self._signature_of.get(key)
         if known is not None:
             return known
@@ -147,7 +157,9 @@ class ClusterModel:
         names = self.dimensions[sig]
         if not names:  # one unit: free unless some allocation holds it
             return sig, (0 if info.id in allocated.shared else 1,)
-        consumed = allocated.consumed_capacity.get(info.id, {})
+        consumed = allocated.consumed_capacity.get(info.id)
+        if not consumed:
+            return sig, totals  # untouched: most devices of a cluster, no arithmetic
         return sig, tuple(_exact(Fraction(t) - consumed.get(n, Fraction(0))) for n, t in zip(names, totals, strict=True))
 
     def _state(self, index: int, allocated: AllocatedState, usage: nodefit.NodeUsage) -> NodeState:
