@@ -495,14 +495,18 @@ class Placer:
         """Why the item fits nowhere, grouped by reason. Runs the allocator with explanations."""
         grouped: dict[str, list[str]] = {}
         device_shape = self._shapes.of(Item(item.name, claims=item.claims))
+        renamers: dict[int, Callable[[str], str] | None] = {}  # per item explained before: one regex
+        requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         for index, node in enumerate(self.nodes):
-            reason = self.misfit(item, index)
+            reason = self.misfit(item, index, requests)
             if reason is None:
                 # The allocator's reason on a node depends on the claims and the cluster only:
                 # remembered per claims' shape and node until the next change.
                 cached = self._node_reasons.get((device_shape, index))
                 if cached is not None and cached[0] == self._changes:
-                    rename = _renamer(cached[1], item)
+                    if id(cached[1]) not in renamers:
+                        renamers[id(cached[1])] = _renamer(cached[1], item)
+                    rename = renamers[id(cached[1])]
                     reason = cached[2] if rename is None else rename(cached[2])
                 else:
                     try:
