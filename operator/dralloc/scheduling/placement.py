@@ -113,6 +113,19 @@ class _Shapes:
     def __init__(self) -> None:
         self._known: dict[object, str] = {}
         self.family: dict[str, tuple[str, int]] = {}  # shape -> (family, count): see `_family`
+        # Unhashable specs by the identity of their objects: the claims a workload makes from
+        # one template share its spec object. The objects are kept, so an id stays theirs.
+        self._identical: dict[tuple[object, ...], tuple[tuple[object, ...], str]] = {}
+
+    def _by_identity(self, item: Item, key: tuple[tuple[object, ...], tuple[str, ...]]) -> str:
+        specs = key[0]
+        ident = (tuple(id(spec) for spec in specs), key[1])
+        known = self._identical.get(ident)
+        if known is not None and all(a is b for a, b in zip(known[0], specs, strict=True)):
+            return known[1]
+        shape = _shape(item)
+        self._identical[ident] = (specs, shape)
+        return shape
 
     def of(self, item: Item) -> str:
         if item.pod is not None:
@@ -120,8 +133,8 @@ class _Shapes:
         key = (tuple(c.spec.devices for c in item.claims), tuple(c.metadata.uid or c.ref() for c in item.allocated))
         try:
             shape = self._known.get(key)
-        except TypeError:  # unhashable: a dict inside a spec
-            return _shape(item)
+        except TypeError:  # unhashable: a dict inside a spec (capacity requests, ...)
+            return self._by_identity(item, key)
         if shape is None:
             shape = self._known[key] = _shape(item)
             family = _family(item)
