@@ -125,3 +125,23 @@ def test_cleanup_is_idempotent(reserved: list[dict[str, Any]], view: dict[str, P
     keep = next((s.keep for s in steps if isinstance(s, plans.DropReservations)), tuple(reserved))
     again = claims.claim_plan(claim("shared", reserved=keep, allocated=bool(keep)), pods_by_uid=view)
     assert not any(isinstance(s, plans.DropReservations) for s in again)
+
+
+GROUP = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train", "uid": "uid-train"}
+
+
+def test_a_pod_groups_reservation_goes_with_the_pod_group() -> None:
+    """KEP-5729 (DRAWorkloadResourceClaims): a claim reserved for a PodGroup keeps the entry while a
+    PodGroup of that UID exists; gone or replaced (another UID), the entry is dropped and the claim
+    deallocated, as kube-controller-manager 1.37 does."""
+    c = claim("fabric", reserved=[GROUP], allocated=True)
+    assert claims.claim_plan(c, pods_by_uid=VIEW, pod_group_uids={"uid-train"}) == ()
+    for present in (set(), {"uid-train-2"}):
+        planned = claims.claim_plan(c, pods_by_uid=VIEW, pod_group_uids=present)
+        assert planned[:2] == (plans.DropReservations("default", "fabric", ()), plans.Deallocate("default", "fabric"))
+
+
+def test_pod_group_reservations_are_kept_when_pod_groups_are_not_watched() -> None:
+    """No PodGroup API served (or not watched): such an entry is not ours to judge."""
+    c = claim("fabric", reserved=[GROUP, consumer(DONE)], allocated=True)
+    assert claims.claim_plan(c, pods_by_uid=VIEW) == (plans.DropReservations("default", "fabric", (GROUP,)),)

@@ -58,7 +58,7 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     executed = await _pod_group_claims(rt, dirty_groups, template_map) if ours and dirty_groups else 0
     dirty_pods, rt.dirty_pods = rt.dirty_pods, set()
     dirty_claims, rt.dirty_claims = rt.dirty_claims, set()
-    if not dirty_pods and not dirty_claims:
+    if not dirty_pods and not dirty_claims and not dirty_groups:
         return executed
     cluster = rt.cluster
     affected_claims = set(dirty_claims)
@@ -90,7 +90,10 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         return executed
     work = []
     # Pods that vanished leave their claims behind: those claims name uids no pod has any more.
-    if dirty_pods:
+    # PodGroups that are gone leave the claims reserved for them behind in the same way.
+    pod_group_uids = ({g.metadata.uid or "" for g in cluster.pod_groups.all()}
+                      if rt.pod_group_resource is not None else None)
+    if dirty_pods or dirty_groups:
         for uid in [u for u in cluster.claims_of if u not in cluster.pod_keys]:
             affected_claims |= cluster.claims_of.get(uid, set())
     pods_by_uid = PodsByUid(cluster)
@@ -100,7 +103,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         if current is None or not rt.watches_namespace(key[0]):
             continue
         try:
-            planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now))
+            planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now,
+                                                            pod_group_uids=pod_group_uids))
         except Exception as exc:
             await _failed(rt, "claim", key, exc)
             continue

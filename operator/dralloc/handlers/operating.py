@@ -197,7 +197,7 @@ async def policy_loop(rt: Runtime, stopped: asyncio.Event) -> None:
 
 
 # A cluster view this big (objects listed) is left out of the collector's later passes.
-FREEZE_AT = 2000
+FREEZE_AT = 500
 
 
 def _freeze_the_view(rt: Runtime) -> None:

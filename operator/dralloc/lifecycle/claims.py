@@ -55,7 +55,7 @@ Deliberate differences from upstream, release 1.36:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from dralloc.lifecycle import extended, plans, templates
@@ -86,6 +86,23 @@ def pod_is_done(pod: Pod) -> bool:
 
 def is_pod_consumer(ref: ResourceClaimConsumerReference) -> bool:
     return not ref.api_group and ref.resource == "pods"
+
+
+def is_pod_group_consumer(ref: ResourceClaimConsumerReference) -> bool:
+    return ref.api_group == "scheduling.k8s.io" and ref.resource == "podgroups"
+
+
+def consumer_valid(ref: ResourceClaimConsumerReference, pods_by_uid: Mapping[str, Pod],
+                   pod_group_uids: Collection[str] | None) -> bool:
+    """Whether a reservation stands: a pod's (see `pod_consumer_valid`); a PodGroup's while a
+    PodGroup of that UID exists (kube-controller-manager 1.37, DRAWorkloadResourceClaims: gone or
+    replaced, the entry goes); any other consumer's, and PodGroups' when the cluster serves none
+    we watch (`pod_group_uids` None), are kept: they are not ours to judge."""
+    if is_pod_consumer(ref):
+        return pod_consumer_valid(ref, pods_by_uid)
+    if is_pod_group_consumer(ref) and pod_group_uids is not None:
+        return ref.uid in pod_group_uids
+    return True
 
 
 def pod_consumer_valid(ref: ResourceClaimConsumerReference, pods_by_uid: Mapping[str, Pod]) -> bool:
@@ -138,11 +155,12 @@ def claim_plan(
     pods_by_uid: Mapping[str, Pod],
     now: dt.datetime | None = None,  # None: no time-based repair of stranded allocations (pure upstream)
     unreserved_grace: dt.timedelta = UNRESERVED_GRACE,
+    pod_group_uids: Collection[str] | None = None,  # the PodGroups that exist; None: not watched
 ) -> plans.Plan:
     """Drop stale reservations, deallocate, release the finalizer, delete a generated claim: in that order."""
     namespace, name = claim.namespace, claim.name
     reserved = claim.status.reserved_for
-    keep = tuple(ref for ref in reserved if not is_pod_consumer(ref) or pod_consumer_valid(ref, pods_by_uid))
+    keep = tuple(ref for ref in reserved if consumer_valid(ref, pods_by_uid, pod_group_uids))
     dropped = len(keep) < len(reserved)
     deleting = claim.metadata.deletion_timestamp is not None
     allocated = claim.status.allocation is not None
