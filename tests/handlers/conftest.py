@@ -213,16 +213,18 @@ def crds() -> list[dict[str, Any]]:
     return [doc for path in sorted((REPO / "crds").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
-    """Poll until `condition()` returns something truthy; fail with `what` after `timeout` seconds."""
+def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition",
+             interval: float = 0.05, extra: Callable[[], str] | None = None) -> Any:
+    """Poll until `condition()` returns something truthy; fail with `what` (and `extra()`, what to
+    look at then) after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f"\n{extra()}" if extra else ""))
+        time.sleep(interval)
 
 
 class OperatorThread(running.OperatorThread):

@@ -48,7 +48,7 @@ from typing import Any
 
 import pytest
 from tests.handlers import cluster
-from tests.handlers.conftest import SandboxCluster, crds
+from tests.handlers.conftest import SandboxCluster, crds, wait_for
 from tests.monitoring import prometheus
 
 from dralloc.sandbox import ThreadedApiServer
@@ -104,14 +104,7 @@ class Operator:
 
 
 def wait(condition: Callable[[], Any], what: str, *, timeout: float = DEADLINE, extra: Callable[[], str] = str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{extra()}")
-        time.sleep(0.5)
+    return wait_for(condition, timeout=timeout, what=what, interval=0.5, extra=extra)
 
 
 @pytest.fixture
