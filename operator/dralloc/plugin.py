@@ -149,16 +149,30 @@ def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) 
     devices = [f"{c.metadata.name}: " + ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in
                                                   c.status.allocation.devices.results)
                for c in item.allocated if c.status.allocation is not None]
+    gang = _gang_of(pod)
     if pod.spec.node_name:
-        return {"pod": f"{namespace}/{name}", "status": "bound", "node": pod.spec.node_name, "devices": devices}
+        return {"pod": f"{namespace}/{name}", "status": "bound", "node": pod.spec.node_name, "devices": devices,
+                **gang}
     placer = _placer(cluster, features, leave_out=pod.metadata.uid)
     decision = placer.place(item)
     if isinstance(decision, placement.Placement):
         chosen = [f"{r.driver}/{r.pool}/{r.device}" for a in decision.results for r in a.devices.results]
-        return {"pod": f"{namespace}/{name}", "status": "fits", "node": decision.node, "devices": chosen}
+        return {"pod": f"{namespace}/{name}", "status": "fits", "node": decision.node, "devices": chosen, **gang}
     return {"pod": f"{namespace}/{name}", "status": "unschedulable", "nodes": len(placer.nodes),
             "reasons": [{"reason": reason, "nodes": list(where)} for reason, where in decision.reasons],
-            "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}"}
+            "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}", **gang}
+
+
+def _gang_of(pod: model_pods.Pod) -> dict[str, Any]:
+    """For a member of a PodGroup: the group, and the gang decision dralloc last recorded on the pod
+    (its PodScheduled condition). The rest of the answer is for the pod alone: a gang is placed as a
+    whole (all members or none), so a member that fits alone may still wait for the others."""
+    group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group else None
+    if not group:
+        return {}
+    condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+    decided = condition.message if condition is not None and condition.status == "False" else None
+    return {"podGroup": group, "gangDecision": decided}
 
 
 def print_why(answer: dict[str, Any], out: TextIO) -> None:
@@ -175,6 +189,11 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
             out.write(f"  {shown}: {entry['reason']}\n")
     for line in answer.get("devices", []):
         out.write(f"  {line}\n")
+    if answer.get("podGroup"):
+        out.write(f"the pod is a member of PodGroup {answer['podGroup']}: placed with its gang, all members or "
+                  "none (the above is for the pod alone)\n")
+        if answer.get("gangDecision"):
+            out.write(f"  last gang decision: {answer['gangDecision']}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,6 +60,11 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Pat
                      cluster.pod("wants-two", template_name="two", namespace_=NAMESPACE),
                      cluster.pod("wants-three", template_name="three", namespace_=NAMESPACE),
                      cluster.pod("bad-class", template_name="nowhere", namespace_=NAMESPACE)])
+        member = cluster.pod("trainer-0", template_name="two", namespace_=NAMESPACE)
+        member["spec"]["schedulingGroup"] = {"podGroupName": "training"}
+        member["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": "gang of 4 does not fit: 2 members wait for devices"}]}
+        server.seed([member])
         yield path
     finally:
         server.stop()
@@ -141,3 +146,16 @@ def test_an_unreachable_cluster_is_an_error_naming_it(tmp_path: pathlib.Path) ->
     done = plugin(config, "status")
     assert done.returncode == 2
     assert "127.0.0.1:9" in done.stderr
+
+
+def test_why_a_gang_member_names_its_pod_group_and_the_last_gang_decision(kubeconfig: pathlib.Path) -> None:
+    """The member fits alone (node-b), but it is placed with its gang: the answer says so and shows
+    the decision dralloc recorded on the pod."""
+    done = plugin(kubeconfig, "-o", "json", "why", "trainer-0", "-n", NAMESPACE)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["status"], answer["podGroup"]) == ("fits", "training")
+    assert answer["gangDecision"] == "gang of 4 does not fit: 2 members wait for devices"
+    text = plugin(kubeconfig, "why", "trainer-0", "-n", NAMESPACE).stdout
+    assert "member of PodGroup training: placed with its gang, all members or none" in text
+    assert "last gang decision: gang of 4 does not fit" in text
