@@ -16,7 +16,8 @@ def test_auto_follows_the_api_servers_release(apiserver: Cluster, capsys: pytest
     """The sandbox and the e2e control plane are Kubernetes 1.37: auto picks 1.37 and says why."""
     kubeconfig = apiserver.kubeconfig
     if kubeconfig is None:
-        pytest.skip("the cluster's credentials are in several KUBECONFIG files")
+        pytest.skip("runs `dralloc run --kubeconfig FILE`, but this cluster's KUBECONFIG names several files, "
+                    "not one to pass")
     release = cli._served_release(argparse.Namespace(kubeconfig=str(kubeconfig), context=None, in_cluster=None))
     assert release == "1.37"
     assert "the API server is Kubernetes 1.37: following its allocator (1.37)" in capsys.readouterr().err
