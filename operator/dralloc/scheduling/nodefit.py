@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
 from dralloc.model.quantities import Quantity
+from dralloc.scheduling import nodeallocatable
 
 FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -49,8 +50,6 @@ def bound_pod_requests(pod: pods.Pod) -> dict[str, int]:
     map or cost, as the scheduler recorded them (DRANodeAllocatableResources)."""
     total = pod_requests(pod)
     if pod.status.node_allocatable_resource_claim_statuses:
-        from dralloc.scheduling import nodeallocatable
-
         for name, amount in nodeallocatable.status_demand(pod.status.node_allocatable_resource_claim_statuses).items():
             total[name] = total.get(name, 0) + amount
     return total
