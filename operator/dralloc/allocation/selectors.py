@@ -114,11 +114,54 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
         return env.error
     for attribute in info.device.attributes.values():
         kind, value = attribute.kind_and_value() or (None, None)
+        if (kind == "string" and type(value) is str) or (kind == "bool" and type(value) is bool):
+            continue  # always converts (`check_attribute_value` would only call `_scalar` to say so)
         try:
             cel_attributes.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
             return _env(info, view).error
     return None
+
+
+# Results shared by alike devices: (expression, view, what the selector reads of the device)
+# -> result. A fleet's devices differ in UUIDs and bus addresses, which selectors rarely
+# read; building each device's CEL value only to evaluate the same comparison on the same
+# model name was most of a large snapshot's placement time. Bounded: emptied when full.
+_ALIKE: dict[tuple[Any, ...], Any] = {}
+_ALIKE_MAX = 1 << 16
+_CONVERTS = "__converts__"
+
+
+def _alike_key(info: DeviceInfo, view: CelView, expression: str,
+               reads: tuple[tuple[str, ...], ...]) -> tuple[Any, ...] | None:
+    """The key under which devices alike in what `reads` names share a result, or None when this
+    device cannot share: its attributes do not convert (the error names the device's own
+    attribute), a read name could mean two of its entries, or a domain cannot be one."""
+    converts = info.selector_results.get(_key(view, _CONVERTS))
+    if converts is None:
+        converts = info.selector_results[_key(view, _CONVERTS)] = _conversion_error(info, view) is None
+    if not converts or len(info.attributes) != len(info.device.attributes):
+        return None  # a short and a qualified name for one attribute: the CEL value decides which
+    values: list[Any] = [expression, view]
+    for read in reads:
+        if read[0] == "device":
+            values.append(info.driver if read[1] == "driver" else info.allow_multiple and view.allow_multiple)
+            continue
+        field, domain, ident = read
+        if "/" in domain:
+            return None
+        if field == "attributes":
+            attribute = info.attributes.get(f"{domain}/{ident}")
+            values.append(None if attribute is None else attribute.kind_and_value())
+            continue
+        qualified = info.capacity.get(f"{domain}/{ident}")
+        short = info.capacity.get(ident) if domain == info.driver and "/" not in ident else None
+        if qualified is not None and short is not None:
+            return None
+        amount = qualified if qualified is not None else short
+        # A quantity is its value and print format (the CEL value keeps nothing else).
+        values.append(None if amount is None else (amount.value.value, amount.value.format))
+    return tuple(values)
 
 
 # `device.driver == "name"` is by far the most common class selector; it needs neither the
@@ -169,10 +212,17 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
             except cel_selectors.CELCompileError as exc:
                 cached = ("compile", str(exc))
             else:
-                try:
-                    cached = program.evaluate(_env(info, view)) is True
-                except cel_selectors.CELRuntimeError as exc:
-                    cached = ("runtime", str(exc))
+                alike = _alike_key(info, view, expression, program.reads) if program.reads is not None else None
+                cached = _ALIKE.get(alike) if alike is not None else None
+                if cached is None:
+                    try:
+                        cached = program.evaluate(_env(info, view)) is True
+                    except cel_selectors.CELRuntimeError as exc:
+                        cached = ("runtime", str(exc))
+                    if alike is not None:
+                        if len(_ALIKE) >= _ALIKE_MAX:
+                            _ALIKE.clear()
+                        _ALIKE[alike] = cached
         info.selector_results[key] = cached
     if cached is True or cached is False:
         return cached

@@ -111,6 +111,93 @@ def compile_tree(tree: lark.Tree[Any]) -> Closure | None:
     return node.fn
 
 
+# What of a device a compiled selector reads: ("device", field) for `device.driver` and
+# `device.allowMultipleAllocations`, (field, domain, id) for `device.attributes["d"].id`
+# (likewise `capacity`).
+Read = tuple[str, ...]
+
+
+def device_reads(tree: lark.Tree[Any]) -> tuple[Read, ...] | None:
+    """Every part of the device the checked tree reads, sorted, or None when it reads more than
+    single fields and attributes (`device` or a domain map as a whole: `"d" in
+    device.attributes`, `device.attributes["d"]` as a value).
+
+    Meaningful for a tree `compile_tree` compiles (no macros or `cel.bind`, which could rename
+    `device`): then the closures' result, errors included, depends on these values only,
+    and devices that agree on them (and convert at all) get the same result.
+    """
+    reads: set[Read] = set()
+
+    def visit(node: lark.Tree[Any] | lark.Token) -> bool:
+        if not isinstance(node, lark.Tree):
+            return True
+        read = _device_read(node)
+        if read is not None:
+            reads.add(read)
+            return True
+        if str(node.data) == "ident" and _is_device(node):
+            return False  # `device` consumed in some other way
+        return all(visit(child) for child in node.children)
+
+    try:
+        return tuple(sorted(reads)) if visit(tree) else None
+    except (RecursionError, Unsupported):
+        return None
+
+
+def _unwrapped(tree: lark.Tree[Any] | lark.Token) -> lark.Tree[Any] | lark.Token:
+    while isinstance(tree, lark.Tree) and str(tree.data) in _WRAPPERS and len(tree.children) == 1:
+        tree = tree.children[0]
+    return tree
+
+
+def _is_device(tree: lark.Tree[Any] | lark.Token) -> bool:
+    tree = _unwrapped(tree)
+    return (isinstance(tree, lark.Tree) and str(tree.data) == "ident" and len(tree.children) == 1
+            and isinstance(tree.children[0], lark.Token) and str(tree.children[0].value) == "device")
+
+
+def _string_key(tree: lark.Tree[Any] | lark.Token) -> str | None:
+    try:
+        node = _compile(tree)
+    except Exception:
+        return None
+    return node.value if node.constant and type(node.value) is str else None
+
+
+def _domain_of(tree: lark.Tree[Any] | lark.Token) -> tuple[str, str] | None:
+    """(field, domain) when the tree is `device.attributes["d"]` or `device.capacity["d"]`."""
+    tree = _unwrapped(tree)
+    if not isinstance(tree, lark.Tree) or str(tree.data) != "member_index" or len(tree.children) != 2:
+        return None
+    target = _unwrapped(tree.children[0])
+    if not isinstance(target, lark.Tree) or str(target.data) != "member_dot" or len(target.children) != 2:
+        return None
+    if not _is_device(target.children[0]) or not isinstance(target.children[1], lark.Token):
+        return None
+    field = str(target.children[1].value)
+    domain = _string_key(tree.children[1])
+    return (field, domain) if field in _DOMAIN_FIELDS and domain is not None else None
+
+
+def _device_read(tree: lark.Tree[Any]) -> Read | None:
+    tree = cast(lark.Tree[Any], _unwrapped(tree))
+    if not isinstance(tree, lark.Tree) or len(tree.children) != 2:
+        return None
+    data = str(tree.data)
+    if data == "member_dot" and isinstance(tree.children[1], lark.Token):
+        name = str(tree.children[1].value)
+        if _is_device(tree.children[0]):
+            return ("device", name) if name in _DEVICE_FIELDS else None
+        domain = _domain_of(tree.children[0])
+        return (domain[0], domain[1], name) if domain is not None else None
+    if data == "member_index":
+        domain = _domain_of(tree.children[0])
+        key = _string_key(tree.children[1]) if domain is not None else None
+        return (domain[0], domain[1], key) if domain is not None and key is not None else None
+    return None
+
+
 @dataclass(frozen=True)
 class _Node:
     """A compiled subexpression.

@@ -68,16 +68,21 @@ class CELRuntimeError(CELError):
 class CompiledSelector:
     """A compiled selector; immutable and reusable across devices and threads."""
 
-    __slots__ = ("_entry", "_fast", "_reference", "expression")
+    __slots__ = ("_entry", "_fast", "_reference", "expression", "reads")
 
     expression: str
+    # What of the device the fast path reads (`fastpath.device_reads`), None when it reads more
+    # or there is no fast path: devices alike in these values get the same result.
+    reads: tuple[fastpath.Read, ...] | None
     _entry: Callable[[Any], Any]
     _fast: Callable[[DeviceEnv], Any] | None
     _reference: CompiledSelector
 
     def __init__(self, expression: str, entry: Callable[[Any], Any],
-                 fast: Callable[[DeviceEnv], Any] | None = None) -> None:
+                 fast: Callable[[DeviceEnv], Any] | None = None,
+                 reads: tuple[fastpath.Read, ...] | None = None) -> None:
         object.__setattr__(self, "expression", expression)
+        object.__setattr__(self, "reads", reads if fast is not None else None)
         object.__setattr__(self, "_entry", entry)
         object.__setattr__(self, "_fast", fast)
         reference = self if fast is None else CompiledSelector(expression, entry)
@@ -211,7 +216,8 @@ def _compile(expression: str) -> CompiledSelector:
     except RecursionError:
         raise CELCompileError("compilation failed: expression nested too deeply",
                               expression=expression) from None
-    return CompiledSelector(expression, entry, fastpath.compile_tree(tree))
+    fast = fastpath.compile_tree(tree)
+    return CompiledSelector(expression, entry, fast, fastpath.device_reads(tree) if fast is not None else None)
 
 
 def _parse(expression: str) -> TranspilerTree:
