@@ -40,7 +40,7 @@ from typing import Any
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "e2e"))
 
-import controlplane  # noqa: E402  (e2e/controlplane.py)
+import controlplane  # type: ignore[import-not-found]  # noqa: E402  (e2e/controlplane.py)
 
 NODE_MONITOR_GRACE = "24h"
 KCM_QPS = ("1000", "2000")  # --kube-api-qps, --kube-api-burst
@@ -94,19 +94,24 @@ class RealServer:
 
     def request(self, method: str, path: str, body: object = None,
                 content_type: str = "application/json") -> Obj:
-        """One request on this thread's keep-alive connection; raises on a status >= 400 but 409 on a create."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self.connection()
+        """One request on this thread's keep-alive connection; raises on a status >= 400 but 409 on a create.
+        A connection the server closed while idle is replaced once (a retried create may answer 409)."""
         data = json.dumps(body).encode() if body is not None else None
-        try:
-            connection.request(method, path, body=data, headers={**self.headers, "Content-Type": content_type})
-            response = connection.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException):
-            connection.close()
-            self._local.connection = None
-            raise
+        for attempt in (1, 2):
+            connection = getattr(self._local, "connection", None)
+            reused = connection is not None
+            if connection is None:
+                connection = self._local.connection = self.connection()
+            try:
+                connection.request(method, path, body=data, headers={**self.headers, "Content-Type": content_type})
+                response = connection.getresponse()
+                payload = response.read()
+                break
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                self._local.connection = None
+                if not reused or attempt == 2:
+                    raise
         if response.status >= 400 and not (response.status == 409 and method == "POST"):
             raise RuntimeError(f"{method} {path}: {response.status} {payload[:300]!r}")
         result: Obj = json.loads(payload or b"{}")
@@ -151,6 +156,48 @@ class RealServer:
                                    f"{tainted} tainted")
             self.plane.check()
             time.sleep(1.0)
+
+    def request_counts(self) -> dict[str, float]:
+        """kube-apiserver's apiserver_request_total summed by 'VERB resource[/subresource]' (its /metrics)."""
+        connection = self.connection()
+        try:
+            connection.request("GET", "/metrics", headers=self.headers)
+            text = connection.getresponse().read().decode()
+        finally:
+            connection.close()
+        counts: dict[str, float] = {}
+        for line in text.splitlines():
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels_text, _, value = line[len("apiserver_request_total{"):].rpartition("} ")
+            labels = dict(item.split("=", 1) for item in labels_text.split('",') if "=" in item)
+            labels = {k: v.strip('"') for k, v in labels.items()}
+            resource = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+            key = f"{labels.get('verb', '?')} {resource or '-'}"
+            counts[key] = counts.get(key, 0.0) + float(value)
+        return counts
+
+    def profile(self, component: str, seconds: int, path: pathlib.Path) -> threading.Thread:
+        """Start fetching a `seconds`-long CPU profile of kube-apiserver (its /debug/pprof, on by
+        default) into `path`, in a thread (join it); `go tool pprof -top <path>` reads it."""
+        assert component == "kube-apiserver", "only kube-apiserver's port is served with the admin token"
+
+        def fetch() -> None:
+            connection = self.connection(timeout=seconds + 120)
+            try:
+                connection.request("GET", f"/debug/pprof/profile?seconds={seconds}", headers=self.headers)
+                response = connection.getresponse()
+                data = response.read()
+                if response.status == 200:
+                    path.write_bytes(data)
+                else:
+                    print(f"  (profile of {component}: {response.status} {data[:200]!r})", flush=True)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=fetch, daemon=True)
+        thread.start()
+        return thread
 
     def stop(self) -> None:
         self.plane.stop()

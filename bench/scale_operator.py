@@ -1,32 +1,64 @@
-"""The operator at scale (issue 15): `dralloc run` against the sandbox at 500 and 5,000 nodes.
+"""The operator at scale (issue 15): `dralloc run` against the sandbox or the real control plane, 500 and 5,000 nodes.
 
 For each cluster size (--small-nodes, then --nodes; each node has --gpus NVIDIA-like
 devices in one ResourceSlice, one DeviceClass, one ResourceClaimTemplate for one GPU):
 
-  startup   the sandbox seeded in its own process; then `dralloc run` started as a user
-            starts it (its own process, standalone) together with one canary pod: the time
-            from the operator's start to the canary's bind is what the initial lists (every
-            Node, ResourceSlice, DeviceClass, claim and pod) and the first decision cost;
+  startup   the API server started and seeded (not measured); then `dralloc run` started
+            as a user starts it (its own process, standalone) together with one canary
+            pod: the time from the operator's start to the canary's bind is what the
+            initial lists (every Node, ResourceSlice, DeviceClass, claim and pod) and the
+            first decision cost;
   fill      --pods pods with a claim from the template, created by another process in one
             burst: pods/s from the first create to the last bind, and each pod's
             create -> bound latency (p50, p99, max) as a watch on pods in this process sees
             the two events;
   memory    the operator's RSS after startup, at the end of the fill and after --settle
             seconds of idling (steady), and its peak (VmHWM), from /proc;
-  cpu       CPU seconds of the operator and of the sandbox during the fill (from /proc):
-            whether the sandbox, not dralloc, is what limits the rate.
+  cpu       CPU seconds of the operator and of each API server process during the fill
+            (from /proc), and of the whole machine (/proc/stat: what other processes of a
+            shared machine took): whether the API server, not dralloc, limits the rate.
+
+--control-plane picks the API server:
+
+  sandbox   (default) the embedded sandbox (`python -m dralloc.sandbox`) in its own
+            process, seeded with the whole cluster at start; the pods are created on one
+            HTTP connection; dralloc does the claim lifecycle (no KCM).
+  real      e2e/controlplane.py's ControlPlane (etcd, kube-apiserver, kube-scheduler,
+            kube-controller-manager from e2e/bin/; e2e/build.sh builds them), run dir
+            --run-dir (default /tmp/dralloc-bench-scale-operator: not e2e/run, which the
+            suite may be using), started afresh for each size. Setup, not measured: the
+            CRDs, the class, the template, then the Nodes and the ResourceSlices created on
+            8 HTTPS connections at once. No kubelet: the Nodes are created with Ready=True,
+            KCM's node-lifecycle-controller takes off the not-ready taint the API server's
+            admission gave them (the run waits until no Node is tainted and none changed for
+            5 s), and KCM runs with --node-monitor-grace-period=24h so that no heartbeat
+            (Lease) is needed for the length of a run: no Node changes while it measures,
+            as with healthy kubelets (dralloc does not watch Leases). KCM's
+            --kube-api-qps/--kube-api-burst are raised to 1000/2000 (at the default 20/30
+            its resourceclaim-controller, two writes a pod, would set the rate). The pods
+            (schedulerName dralloc: kube-scheduler leaves them alone) are created on 4 HTTPS
+            connections at once (one is slower than dralloc). With --claim-lifecycle
+            kube-controller-manager (default, as in a real cluster) KCM's
+            resourceclaim-controller creates the claims from the template; with dralloc,
+            KCM runs without its DRA controllers and dralloc creates them, as on the
+            sandbox. It also prints kube-apiserver's requests during the fill by verb and
+            resource (its apiserver_request_total), and with --apiserver-profile FILE a
+            --profile-seconds CPU profile of kube-apiserver from the start of each fill
+            (FILE-<nodes>.pprof, top printed by `go tool pprof -top -cum`).
 
 The ratio line compares the big cluster with the small one measured in the same run
 (goals: pods/s at 5,000 nodes >= 0.7x the 500-node figure, steady RSS <= 500 MiB).
 Prints numbers, asserts nothing. Usage:
-  .venv/bin/python bench/scale_operator.py [--nodes 5000] [--small-nodes 500] [--gpus 8]
-      [--pods 2000] [--settle 5]
+  .venv/bin/python bench/scale_operator.py [--nodes 5000] [--small-nodes 500 (0: none)] [--gpus 8]
+      [--pods 2000] [--settle 5] [--control-plane sandbox|real] [--run-dir DIR]
+      [--claim-lifecycle kube-controller-manager|dralloc] [--apiserver-profile FILE [--profile-seconds 20]]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import http.client
 import json
 import os
@@ -106,6 +138,7 @@ class PodWatch:
                  headers: dict[str, str] | None = None) -> None:
         self.seen: dict[str, float] = {}
         self.bound: dict[str, float] = {}
+        self.claimed: dict[str, float] = {}  # first seen with its claim's name in status.resourceClaimStatuses
         self._connection = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=900)
         self._connection.request("GET", f"{PODS}?watch=1&allowWatchBookmarks=false", headers=headers or {})
         self._response = self._connection.getresponse()
@@ -130,6 +163,8 @@ class PodWatch:
             if not name:
                 continue
             self.seen.setdefault(name, now)
+            if (obj.get("status") or {}).get("resourceClaimStatuses"):
+                self.claimed.setdefault(name, now)
             if (obj.get("spec") or {}).get("nodeName"):
                 self.bound.setdefault(name, now)
 
@@ -161,6 +196,8 @@ class Run:
     fill_bound: int
     fill_s: float
     latencies: list[float]
+    to_claimed: list[float]  # create -> the claim from the template named on the pod (KCM or dralloc made it)
+    claimed_to_bound: list[float]  # -> bound (dralloc's part: allocation, binding)
     rss_started: float
     rss_filled: float
     rss_steady: float
@@ -170,15 +207,27 @@ class Run:
     bench_cpu: float  # this process (the watch) and the writer, in the fill
     machine_cpu: float  # every process of the machine, in the fill (others' work included)
     settled_s: float = 0.0  # real control plane: until KCM untainted every Node and Nodes stopped changing
+    kcm_controllers: str = ""
+    requests: dict[str, float] = dataclasses.field(default_factory=dict)  # real: API requests in the fill, by kind
 
     @property
     def pods_per_s(self) -> float:
         return self.fill_bound / self.fill_s if self.fill_s else 0.0
 
-    def quantile(self, q: float) -> float:
-        if not self.latencies:
+    @property
+    def own_cpu(self) -> float:
+        """CPU seconds of the benchmark's processes in the fill: operator, API server, watch, writer."""
+        return self.operator_cpu + sum(self.server_cpu.values()) + self.bench_cpu
+
+    @property
+    def pods_per_cpu_s(self) -> float:
+        return self.fill_bound / self.own_cpu if self.own_cpu else 0.0
+
+    def quantile(self, q: float, values: list[float] | None = None) -> float:
+        values = self.latencies if values is None else values
+        if not values:
             return float("nan")
-        ordered = sorted(self.latencies)
+        ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
@@ -203,6 +252,9 @@ class SandboxTarget:
 
     def pids(self) -> dict[str, int]:
         return {"sandbox": self.server.process.pid}
+
+    def request_counts(self) -> dict[str, float]:
+        return {}
 
     def stop(self) -> None:
         self.server.stop()
@@ -247,12 +299,16 @@ class RealTarget:
     def pids(self) -> dict[str, int]:
         return self.server.processes
 
+    def request_counts(self) -> dict[str, float]:
+        return self.server.request_counts()
+
     def stop(self) -> None:
         self.server.stop()
 
 
 def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str = "sandbox",
-        run_dir: pathlib.Path | None = None, kcm_controllers: str = "*") -> Run:
+        run_dir: pathlib.Path | None = None, kcm_controllers: str = "*", profile: pathlib.Path | None = None,
+        profile_seconds: int = 20) -> Run:
     seed: list[dict[str, Any]] = [*crds(), cluster.gpu_class(), cluster.template("one-gpu")]
     for i in range(nodes):
         name = f"node-{i:04d}"
@@ -280,7 +336,11 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
             pids = target.pids()
             cpu_before = cpu_seconds(operator.pid), {name: cpu_seconds(pid) for name, pid in pids.items()}
             bench_before, machine_before = own_cpu(), machine_busy()
+            requests_before = target.request_counts()
             names = [f"fill-{i:05d}" for i in range(pods)]
+            profiling = None
+            if profile is not None and isinstance(target, RealTarget):
+                profiling = target.server.profile("kube-apiserver", profile_seconds, profile)
             fill_start = time.monotonic()
             writer = target.writer([("POST", PODS, cluster.pod(n, template_name="one-gpu")) for n in names])
             last = watch.wait_bound(names, deadline=fill_start + 900)
@@ -288,17 +348,25 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
             ended = last if last is not None else time.monotonic()
             bound = [n for n in names if n in watch.bound]
             latencies = [watch.bound[n] - watch.seen[n] for n in bound if n in watch.seen]
+            split = [n for n in bound if n in watch.seen and n in watch.claimed]
             cpu_after = cpu_seconds(operator.pid), {name: cpu_seconds(pid) for name, pid in pids.items()}
             bench_cpu, machine_cpu = own_cpu() - bench_before, machine_busy() - machine_before
+            requests = {k: v - requests_before.get(k, 0.0) for k, v in target.request_counts().items()}
             rss_filled = proc_status(operator.pid, "VmRSS")
             time.sleep(settle)
+            if profiling is not None and profile is not None:
+                profiling.join(profile_seconds + 120)
+                print_profile(profile)
             return Run(
                 control_plane=control_plane, nodes=nodes, seed_s=seed_s, startup_s=startup_s, fill_pods=pods,
-                fill_bound=len(bound), fill_s=ended - fill_start, latencies=latencies, rss_started=rss_started,
+                fill_bound=len(bound), fill_s=ended - fill_start, latencies=latencies,
+                to_claimed=[watch.claimed[n] - watch.seen[n] for n in split],
+                claimed_to_bound=[watch.bound[n] - watch.claimed[n] for n in split], rss_started=rss_started,
                 rss_filled=rss_filled, rss_steady=proc_status(operator.pid, "VmRSS"),
                 rss_peak=proc_status(operator.pid, "VmHWM"), operator_cpu=cpu_after[0] - cpu_before[0],
                 server_cpu={name: cpu_after[1][name] - cpu_before[1][name] for name in pids},
-                bench_cpu=bench_cpu, machine_cpu=machine_cpu, settled_s=target.settled_s)
+                bench_cpu=bench_cpu, machine_cpu=machine_cpu, settled_s=target.settled_s, kcm_controllers=kcm_controllers,
+                requests={k: v for k, v in requests.items() if v > 0})
         finally:
             operator.terminate()
             try:
@@ -313,6 +381,21 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
             target.stop()
 
 
+def print_profile(path: pathlib.Path, lines: int = 45) -> None:
+    """The top of a pprof CPU profile (`go tool pprof -top`), when Go is installed."""
+    if not path.exists():
+        print(f"             (no profile in {path})")
+        return
+    try:
+        out = subprocess.run(["go", "tool", "pprof", "-top", "-cum", f"-nodecount={lines}", str(path)],
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    print(f"             kube-apiserver CPU profile during the fill: {path}"
+          + ("".join(f"\n               {line}" for line in out.splitlines()) if out else " (go tool pprof -top reads it)"),
+          flush=True)
+
+
 def report(r: Run) -> None:
     startup = f"{r.startup_s:.2f} s" if r.startup_s is not None else "never (600 s)"
     if r.control_plane == "sandbox":
@@ -323,16 +406,26 @@ def report(r: Run) -> None:
     print(f"             fill: {r.fill_bound} of {r.fill_pods} pods bound in {r.fill_s:.2f} s = "
           f"{r.pods_per_s:.0f} pods/s; create->bound p50 {r.quantile(0.5) * 1000:.0f} ms, "
           f"p99 {r.quantile(0.99) * 1000:.0f} ms, max {max(r.latencies, default=0) * 1000:.0f} ms")
+    maker = "dralloc" if r.control_plane == "sandbox" or "-resourceclaim-controller" in r.kcm_controllers else "KCM"
+    print(f"             of which create -> claim named on the pod ({maker}) p50 {r.quantile(0.5, r.to_claimed) * 1000:.0f} ms, "
+          f"p99 {r.quantile(0.99, r.to_claimed) * 1000:.0f} ms; -> bound p50 {r.quantile(0.5, r.claimed_to_bound) * 1000:.0f} ms, "
+          f"p99 {r.quantile(0.99, r.claimed_to_bound) * 1000:.0f} ms ({len(r.to_claimed)} pods seen in between)")
     print(f"             operator RSS: {r.rss_started:.0f} MiB started, {r.rss_filled:.0f} MiB filled, "
           f"{r.rss_steady:.0f} MiB steady, peak {r.rss_peak:.0f} MiB")
     per_pod = 1000 / max(r.fill_bound, 1)
     servers = ", ".join(f"{name} {cpu:.1f} s ({cpu * per_pod:.1f} ms/pod)" for name, cpu in r.server_cpu.items())
     print(f"             CPU during the fill: operator {r.operator_cpu:.1f} s ({r.operator_cpu * per_pod:.1f} ms/pod), "
           f"{servers}", flush=True)
-    ours = r.operator_cpu + sum(r.server_cpu.values()) + r.bench_cpu
+    ours = r.own_cpu
     print(f"             machine during the fill ({os.cpu_count()} cores x {r.fill_s:.1f} s): {r.machine_cpu:.1f} CPU s busy, "
           f"{ours:.1f} s of them this benchmark's (watch and writer {r.bench_cpu:.1f} s), "
-          f"{max(r.machine_cpu - ours, 0):.1f} s other processes'", flush=True)
+          f"{max(r.machine_cpu - ours, 0):.1f} s other processes'; {r.pods_per_cpu_s:.1f} pods "
+          "per CPU second of this benchmark's", flush=True)
+    if r.requests:
+        total = sum(r.requests.values())
+        top = sorted(r.requests.items(), key=lambda kv: -kv[1])[:12]
+        print(f"             kube-apiserver requests during the fill: {total:.0f} ({total / max(r.fill_bound, 1):.1f} a pod): "
+              + ", ".join(f"{k} {v / max(r.fill_bound, 1):.2f}" for k, v in top), flush=True)
 
 
 def main() -> int:
@@ -352,22 +445,34 @@ def main() -> int:
                         help="real: who creates the pods' claims from the template: KCM's resourceclaim-controller "
                         "(default, as in a real cluster) or dralloc (KCM runs without its DRA controllers; what "
                         "dralloc does on the sandbox)")
+    parser.add_argument("--apiserver-profile", type=pathlib.Path, default=None, metavar="FILE",
+                        help="real: fetch a CPU profile of kube-apiserver from the start of each fill into "
+                        "FILE-<nodes>.pprof and print its top (go tool pprof)")
+    parser.add_argument("--profile-seconds", type=int, default=20, help="how long that profile runs (default 20)")
     args = parser.parse_args()
     kcm_controllers = "*" if args.claim_lifecycle == "kube-controller-manager" else \
         "*,-resourceclaim-controller,-device-taint-eviction-controller"
     where = "the sandbox" if args.control_plane == "sandbox" else \
         f"the real control plane (claims from templates by {args.claim_lifecycle})"
     print(f"dralloc run on {where}: {args.gpus} GPUs a node, {args.pods} one-GPU pods in a burst", flush=True)
-    options = {"control_plane": args.control_plane, "run_dir": args.run_dir.resolve(), "kcm_controllers": kcm_controllers}
+    measure = functools.partial(run, gpus=args.gpus, pods=args.pods, settle=args.settle,
+                                control_plane=args.control_plane, run_dir=args.run_dir.resolve(),
+                                kcm_controllers=kcm_controllers, profile_seconds=args.profile_seconds)
+
+    def profile(nodes: int) -> pathlib.Path | None:
+        return args.apiserver_profile.with_name(f"{args.apiserver_profile.name}-{nodes}.pprof") \
+            if args.apiserver_profile else None
+
     small = None
     if args.small_nodes:
-        small = run(args.small_nodes, args.gpus, args.pods, args.settle, **options)  # type: ignore[arg-type]
+        small = measure(args.small_nodes, profile=profile(args.small_nodes))
         report(small)
-    big = run(args.nodes, args.gpus, args.pods, args.settle, **options)  # type: ignore[arg-type]
+    big = measure(args.nodes, profile=profile(args.nodes))
     report(big)
     if small is not None:
         ratio = big.pods_per_s / small.pods_per_s if small.pods_per_s else float("nan")
         print(f"ratio        pods/s at {args.nodes} / at {args.small_nodes} nodes: {ratio:.2f} (goal >= 0.7); "
+              f"pods per CPU second: {big.pods_per_cpu_s / small.pods_per_cpu_s:.2f} (the same, blind to what other processes took); "
               f"steady RSS at {args.nodes}: {big.rss_steady:.0f} MiB (goal <= 500)")
     return 0
 
