@@ -56,3 +56,22 @@ def test_choose_says_none_when_the_shape_cannot_fit() -> None:
 def test_equal_choices_take_the_earliest_device() -> None:
     measure = Measure([GPU], [(shape(share(1000)), 1)])
     assert measure.choose(state(1000, 1000, 1000), shape(share(1000, count=2))) == (0, (0, 1))
+
+
+def test_rank_breaks_equal_growths_of_a_cpu_only_request_by_the_free_gpus() -> None:
+    """A CPU-only request (no devices) grows nothing on a node with a whole GPU free and plenty of
+    CPU, nor on one whose GPUs are used up: the key after the growth is the node's free GPU
+    capacity, so the used-up node comes first (its CPU strands no GPU)."""
+    measure = Measure([GPU], [(shape(share(1000)), 1)])
+    cpu_only = Shape((), (2, 2))
+    assert measure.rank(state(1000), cpu_only) == ((0, 1000), ())
+    assert measure.rank(state(0, 0), cpu_only) == ((0, 0), ())
+    assert measure.rank(state(0, 0), cpu_only) < measure.rank(state(1000), cpu_only)  # type: ignore[operator]
+
+
+def test_rank_of_a_request_with_devices_is_its_growth_alone() -> None:
+    """Requests with devices: no tie-break after the growth (a best fit on free GPUs or CPU placed
+    fewer GPUs on the trace), so nodes of equal growth keep the name order."""
+    measure = Measure([GPU], [(shape(share(1000)), 1), (shape(share(400)), 1)])
+    assert measure.rank(state(1000, 400), shape(share(400))) == ((-400,), (1,))
+    assert measure.rank(state(300, 300), shape(share(400))) is None

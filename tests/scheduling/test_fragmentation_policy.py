@@ -96,6 +96,31 @@ class TestWhyThisNode:
         p.expect(item(t) for t in shapes)
         assert place(p, [task("cpu", gpus=0, cpu=6000)]) == ["b"]
 
+    def test_cpu_task_goes_where_the_gpus_are_used_up(self) -> None:
+        """Both nodes keep room for every expected shape whatever the CPU-only task takes (equal
+        growth, 0): it goes to b, whose GPUs whole tasks already hold, not to a, whose free GPUs
+        its CPU would later strand. First-fit takes a."""
+        cluster = [node("a", cpu=32000), node("b", cpu=32000)]
+        shapes = [task("g", cpu=2000), task("c", gpus=0, cpu=4000)]
+        results = {}
+        for policy in ("first-fit", "fragmentation-aware"):
+            p = placer(cluster, policy)
+            p.expect(item(t) for t in shapes)
+            # Four whole-GPU tasks fill both nodes, then the two on a are released: b's GPUs are
+            # used up, a's are free, both with CPU to spare.
+            held = []
+            for n in range(4):
+                it = item(task(f"w{n}", cpu=2000))
+                decision = p.place(it)
+                assert isinstance(decision, placement.Placement)
+                p.commit(it, decision)
+                held.append((it, decision))
+            for it, decision in held:
+                if decision.node == "a":
+                    p.release("a", decision.results, it.pod)
+            results[policy] = place(p, [task("cpu", gpus=0, cpu=4000)])
+        assert results == {"first-fit": ["a"], "fragmentation-aware": ["b"]}
+
     def test_share_goes_where_a_share_already_is(self) -> None:
         """Two empty 1-GPU nodes after one share on b: the next share joins it on b, so a stays whole
         for whole-GPU tasks (first-fit opens a)."""

@@ -107,8 +107,8 @@ class ClusterModel:
         self._state_of: list[NodeState] = []
         self._groups: dict[int, list[int]] = {}
         self._shape_ids: dict[tuple[object, ...], int] = {}
-        # shape id -> state id -> the measure's choice (None: the shape does not fit that state)
-        self._choices: dict[int, dict[int, tuple[Amount, tuple[int, ...]] | None]] = {}
+        # shape id -> state id -> the measure's ranked choice (None: the shape does not fit that state)
+        self._choices: dict[int, dict[int, tuple[tuple[Amount, ...], tuple[int, ...]] | None]] = {}
         self.state_ids: list[int] = []
         for index in range(len(views)):
             state_id = self._intern(self._state(index, snapshot.allocated, usage[index]))
@@ -263,14 +263,15 @@ class ClusterModel:
 
     def order(self, shape: Shape) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
-        fragmentation first, ties by name, each with its devices in the order to try them.
+        fragmentation first (for a shape without devices, among equal growths: the fewest free
+        devices first, `Measure.rank`), then by name, each with its devices in the order to try them.
         Nodes where the model rules the shape out follow by name, with no preference, only when
         the model cannot be sure (devices shared between nodes); the allocator decides."""
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
-        ranked: dict[Amount, list[list[int]]] = {}
+        ranked: dict[tuple[Amount, ...], list[list[int]]] = {}
         rest: list[list[int]] = []
         choices = self._choices.setdefault(shape_id, {})
-        choose, states = self.measure.choose, self._state_of
+        choose, states = self.measure.rank, self._state_of
         for state_id, members in self._groups.items():
             choice = choices.get(state_id, _UNKNOWN)
             if choice is _UNKNOWN:
