@@ -14,7 +14,11 @@ small clusters drawn from the trace's nodes with a seeded inflated workload, sol
 exactly for "place as many of these tasks as possible" (each task on one node of an
 allowed model, shares on one GPU, whole GPUs exclusive, CPU and memory per node),
 next to what each policy places in arrival order. Solved to optimality within the
-time limit, or reported with the solver's bound.
+time limit, or reported with the solver's bound. A second, fair reference: the same problem
+with the rule every arrival-order policy obeys (a task that fits some node when it arrives is
+placed, nothing moves): the best any such policy could do, whatever its choice of node and
+GPUs. The offline optimum may skip a task that fits to keep room for later ones; the gap to
+it includes what no arrival-order policy can recover.
 
 Prints numbers, asserts nothing. Usage:
   .venv/bin/python bench/quality.py [--files default,gpushare100,...] [--policies ...] [--judge 10]
@@ -51,6 +55,8 @@ class Outcome:
     placed: int
     items: int
     decisions_per_second: float
+    # Per task in arrival order: (node name, device names), or None when not placed.
+    where: list[tuple[str, tuple[str, ...]] | None] = dataclasses.field(default_factory=list, repr=False)
 
 
 def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, tasks: Sequence[traces.TraceTask],
@@ -73,9 +79,11 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
         elif first_failure is None:
             first_failure = allocated
     first_failure = allocated if first_failure is None else first_failure
+    where = [(r.placement.node, tuple(d.device for a in r.placement.results for d in a.devices.results))
+             if r.placement is not None else None for r in results]
     return Outcome(policy, 100 * first_failure / total_milli, 100 * allocated / total_milli,
                    (total_milli - allocated) / traces.MILLI, sum(r.placement is not None for r in results),
-                   len(results), len(results) / elapsed if elapsed > 0 else 0.0)
+                   len(results), len(results) / elapsed if elapsed > 0 else 0.0, where)
 
 
 def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], directory: pathlib.Path
@@ -97,17 +105,33 @@ def table(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
 
 # ---- the exact judge ------------------------------------------------------------------------
 
-def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], time_limit: float
+def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], time_limit: float, *,
+            arrival_order: bool = False, hint: Sequence[tuple[str, tuple[str, ...]] | None] | None = None
             ) -> tuple[int, int, bool]:
-    """(best found, bound, proven) for "place as many tasks as possible"."""
+    """(best found, bound, proven) for "place as many tasks as possible".
+
+    `arrival_order`: with the constraint every policy of the inflation experiment obeys (tasks
+    placed one at a time in arrival order, none moved, each placed if it fits some node then):
+    a task left out must not fit any node given the tasks before it that were placed. This is
+    the best any arrival-order policy can do (its choice of node and GPUs free), a fair
+    reference; the unconstrained optimum is free to skip a task that fits, to keep room for
+    later ones, which no such policy may do.
+
+    `hint`: a policy's placement (per task: node and device names, or None), a solution of
+    both problems, given to the solver as its first one (the solver still proves the rest).
+    """
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
     placed = []
     node_vars: list[list[tuple[int, object]]] = [[] for _ in nodes]
     gpu_use: list[list[list[tuple[int, object]]]] = [[[] for _ in range(n.gpus)] for n in nodes]
+    options_of: list[dict[int, object]] = []
+    gpu_vars: list[dict[int, list[object]]] = []
     for t, task in enumerate(tasks):
         options = []
+        by_node: dict[int, object] = {}
+        gpus_of: dict[int, list[object]] = {}
         for n, node in enumerate(nodes):
             if task.gpu_spec and node.model not in task.gpu_spec:
                 continue
@@ -115,23 +139,67 @@ def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask]
                 continue
             x = model.new_bool_var(f"x{t}_{n}")
             options.append(x)
+            by_node[n] = x
             node_vars[n].append((t, x))
             if task.num_gpu == 0:
                 continue
             gpus = [model.new_bool_var(f"g{t}_{n}_{g}") for g in range(node.gpus)]
+            gpus_of[n] = gpus
             model.add(sum(gpus) == task.num_gpu * x)
             milli = task.gpu_milli if task.num_gpu == 1 else traces.MILLI
             for g, var in enumerate(gpus):
                 gpu_use[n][g].append((milli, var))
         if options:
-            model.add(sum(options) <= 1)
-        placed.append(sum(options) if options else 0)
+            is_placed = model.new_bool_var(f"p{t}")
+            model.add(sum(options) == is_placed)
+            placed.append(is_placed)
+        else:
+            placed.append(0)
+        options_of.append(by_node)
+        gpu_vars.append(gpus_of)
     for n, node in enumerate(nodes):
         model.add(sum(tasks[t].cpu_milli * x for t, x in node_vars[n]) <= node.cpu_milli)
         model.add(sum(tasks[t].memory_mib * x for t, x in node_vars[n]) <= node.memory_mib)
         for uses in gpu_use[n]:
             if uses:
                 model.add(sum(m * v for m, v in uses) <= traces.MILLI)
+    reason_vars: dict[tuple[int, int], list[object]] = {}  # (task, node) -> [cpu, memory(, gpu)] fail
+    short_vars: dict[tuple[int, int], list[object]] = {}  # (task, node) -> per GPU: too little free
+    if arrival_order:
+        for t, task in enumerate(tasks):
+            if not options_of[t]:
+                continue  # fits no node even empty: never placed, by any policy
+            for n, node in enumerate(nodes):
+                if n not in options_of[t]:
+                    continue
+                earlier = [(u, x) for u, x in node_vars[n] if u < t]
+                reasons = []
+                cpu_fail = model.new_bool_var(f"cpu{t}_{n}")
+                reason_vars[(t, n)] = reasons
+                model.add(sum(tasks[u].cpu_milli * x for u, x in earlier) >= node.cpu_milli - task.cpu_milli + 1
+                          ).only_enforce_if(cpu_fail)
+                mem_fail = model.new_bool_var(f"mem{t}_{n}")
+                model.add(sum(tasks[u].memory_mib * x for u, x in earlier) >= node.memory_mib - task.memory_mib + 1
+                          ).only_enforce_if(mem_fail)
+                reasons.extend([cpu_fail, mem_fail])
+                if task.num_gpu:
+                    used = [sum((tasks[u].gpu_milli if tasks[u].num_gpu == 1 else traces.MILLI) * gpu_vars[u][n][g]
+                                for u, _ in earlier if tasks[u].num_gpu) for g in range(node.gpus)]
+                    gpu_fail = model.new_bool_var(f"gpu{t}_{n}")
+                    need = task.gpu_milli if task.num_gpu == 1 else traces.MILLI
+                    # Fits iff at least num_gpu GPUs have `need` free: fails iff more than
+                    # gpus - num_gpu of them have less.
+                    short = []
+                    for g in range(node.gpus):
+                        b = model.new_bool_var(f"short{t}_{n}_{g}")
+                        model.add(used[g] >= traces.MILLI - need + 1).only_enforce_if(b)
+                        short.append(b)
+                    model.add(sum(short) >= node.gpus - task.num_gpu + 1).only_enforce_if(gpu_fail)
+                    reasons.append(gpu_fail)
+                    short_vars[(t, n)] = short
+                model.add_bool_or([placed[t], *reasons])
+    if hint is not None:
+        _hint(model, nodes, tasks, hint, options_of, gpu_vars, reason_vars, short_vars)
     model.maximize(sum(placed))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
@@ -143,34 +211,81 @@ def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask]
     return int(solver.objective_value), int(solver.best_objective_bound), status == cp_model.OPTIMAL
 
 
+def _hint(model: object, nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask],
+          where: Sequence[tuple[str, tuple[str, ...]] | None], options_of: list[dict[int, object]],
+          gpu_vars: list[dict[int, list[object]]], reason_vars: dict[tuple[int, int], list[object]],
+          short_vars: dict[tuple[int, int], list[object]]) -> None:
+    """The placement as the solver's first solution, with the why-not literals it implies."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    cpu = [0] * len(nodes)
+    memory = [0] * len(nodes)
+    used = [[0] * n.gpus for n in nodes]
+    add = model.add_hint  # type: ignore[attr-defined]
+    for t, task in enumerate(tasks):
+        at = where[t]
+        chosen = index[at[0]] if at is not None else None
+        need = task.gpu_milli if task.num_gpu == 1 else traces.MILLI
+        for n, x in options_of[t].items():
+            add(x, n == chosen)
+            picked = {int(d.rsplit("-", 1)[1]) for d in at[1]} if n == chosen and at is not None else set()
+            for g, var in enumerate(gpu_vars[t].get(n, ())):
+                add(var, g in picked)
+            reasons = reason_vars.get((t, n))
+            if reasons is not None:
+                node = nodes[n]
+                add(reasons[0], cpu[n] > node.cpu_milli - task.cpu_milli)
+                add(reasons[1], memory[n] > node.memory_mib - task.memory_mib)
+                if len(reasons) > 2:
+                    short = [used[n][g] > traces.MILLI - need for g in range(node.gpus)]
+                    for var, value in zip(short_vars[(t, n)], short, strict=True):
+                        add(var, value)
+                    add(reasons[2], sum(short) >= node.gpus - task.num_gpu + 1)
+        if chosen is not None and at is not None:
+            cpu[chosen] += task.cpu_milli
+            memory[chosen] += task.memory_mib
+            for d in at[1]:
+                used[chosen][int(d.rsplit("-", 1)[1])] += need
+
+
 def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.TraceTask], *, instances: int,
           node_count: int, policies: Sequence[str], time_limit: float, workdir: pathlib.Path,
           inflation: float = 1.3) -> None:
     sys.stdout.write(f"\nexact judge: {instances} instances of {node_count} nodes drawn from the trace, tasks "
-                     f"inflated to {inflation}x their GPUs; tasks placed (gap to the optimum or the bound)\n")
+                     f"inflated to {inflation}x their GPUs; tasks placed, gap to the offline optimum (free to skip "
+                     f"a task that fits) / to the best arrival-order placement (every task that fits placed)\n")
     gaps: dict[str, list[float]] = {p: [] for p in policies}
+    arrival_gaps: dict[str, list[float]] = {p: [] for p in policies}
     for seed in range(instances):
         rng = random.Random(seed)
         nodes = sorted(rng.sample(list(all_nodes), node_count), key=lambda n: n.name)
         tasks = traces.inflate(all_tasks, sum(n.gpus for n in nodes), factor=inflation, seed=seed)
-        best, bound, proven = optimum(nodes, tasks, time_limit)
         snapshot, workload = write(nodes, tasks, workdir / f"judge-{seed}")
         total = sum(n.gpus for n in nodes) * traces.MILLI
+        outcomes = [run_policy(policy, snapshot, workload, tasks, total) for policy in policies]
+        # The best policy's placement starts both solvers: a solution of both problems.
+        start = max(outcomes, key=lambda o: o.placed).where if outcomes else None
+        best, bound, proven = optimum(nodes, tasks, time_limit, hint=start)
+        a_best, a_bound, a_proven = optimum(nodes, tasks, time_limit, arrival_order=True, hint=start)
         line = f"  #{seed:<2} {sum(n.gpus for n in nodes):3} GPUs {len(tasks):3} tasks  optimum " + (
-            f"{best}" if proven else f"{best}..{bound} (not proven in {time_limit:.0f} s)")
-        for policy in policies:
-            outcome = run_policy(policy, snapshot, workload, tasks, total)
+            f"{best}" if proven else f"{best}..{bound} (not proven in {time_limit:.0f} s)") + "  arrival-order " + (
+            f"{a_best}" if a_proven else f"{a_best}..{a_bound} (not proven)")
+        for policy, outcome in zip(policies, outcomes, strict=True):
             reference = best if proven else bound
             gap = 100 * (reference - outcome.placed) / reference if reference else 0.0
+            a_reference = a_best if a_proven else a_bound
+            a_gap = 100 * (a_reference - outcome.placed) / a_reference if a_reference else 0.0
             if proven:
                 gaps[policy].append(gap)
-            line += f"  {policy} {outcome.placed} ({gap:.1f}%)"
+            if a_proven:
+                arrival_gaps[policy].append(a_gap)
+            line += f"  {policy} {outcome.placed} ({gap:.1f}% / {a_gap:.1f}%)"
         sys.stdout.write(line + "\n")
+        sys.stdout.flush()
     for policy in policies:
-        values = gaps[policy]
-        if values:
-            sys.stdout.write(f"  {policy}: on {len(values)} proven instances, gap mean {sum(values) / len(values):.2f}% "
-                             f"max {max(values):.2f}%\n")
+        for label, values in (("offline optimum", gaps[policy]), ("best arrival-order", arrival_gaps[policy])):
+            if values:
+                sys.stdout.write(f"  {policy}: gap to the {label} on {len(values)} proven instances: mean "
+                                 f"{sum(values) / len(values):.2f}% max {max(values):.2f}%\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -132,6 +132,13 @@ def analyze(name: str, policy: str, nodes: Sequence[traces.TraceNode], tasks: Se
                                           if node is not None and by_name[n].num_gpu == 1)
     sys.stdout.write("  placed single-GPU tasks by milli: " + ", ".join(f"{k}: {v}" for k, v in sorted(placed_by_milli.items()))
                      + "\n")
+    first_810 = next((i for i, (n, node, _) in enumerate(placed)
+                      if node is None and by_name[n].num_gpu == 1 and by_name[n].gpu_milli == 810), None)
+    small = sum(t.gpu_milli for t in tasks if t.num_gpu == 1 and t.gpu_milli <= MILLI - 810)
+    placed_810 = placed_by_milli.get(810, 0)
+    sys.stdout.write(f"  810-milli shares placed: {placed_810} (first one failed: #{first_810}); their GPUs keep "
+                     f"190 each that only shares <= 190 use ({small / MILLI:.1f} GPUs of them in the workload): "
+                     f">= {max(0, placed_810 * (MILLI - 810) - small) / MILLI:.1f} GPUs unallocated for that alone\n")
     sys.stdout.write(f"  stranded on nodes that hold CPU-only tasks: {cpu_only_on_free / MILLI:.1f} GPUs; CPU-only tasks "
                      f"took {sum(cpu_only_cpu.values()) / 1000:.0f} cores "
                      f"(of {sum(n.cpu_milli for n in nodes) / 1000:.0f})\n")

@@ -1,0 +1,147 @@
+"""Upper bounds on the GPU capacity the inflation experiment can allocate, and the share residues.
+
+1. Offline bound (no arrival order, any subset of the tasks): tasks grouped by shape (CPU,
+   memory, GPUs, share, allowed models), nodes by type (CPU, memory, GPUs, model); how many
+   tasks of each shape go to each node type, as an integer program (OR-Tools CP-SAT), with
+   per node type: CPU, memory and GPU capacity summed over its nodes, a task only on a type
+   one node of which could hold it alone, each share above 500 milli and each whole GPU on a
+   GPU of its own (at most the type's GPUs of them). Every placement of the tasks satisfies
+   these constraints, so the optimum (or the solver's bound) bounds the GPU capacity any
+   placement allocates; the LP relaxation (GLOP) too, as a cross-check.
+
+2. Share residues (what no placement in arrival order escapes once it places the shares):
+   a GPU holding a share of s > 500 milli keeps 1000 - s that only shares of at most
+   1000 - s can use. For the 810-milli shares (most of the trace's large shares), the 190
+   left on each is usable by the 50/110/160 shares only, whose total is small: a policy that
+   places N of them leaves at least 0.19 N - (milli of the shares <= 190) / 1000 GPUs
+   unallocated. Printed for N = every 810 share of the workload and N = those arriving before
+   task --before (a policy's first failed 810 share, bench/quality_waste.py: every one before
+   it was placed); bench/quality_waste.py prints N and this bound for each policy's run.
+
+Prints numbers, asserts nothing. Usage:
+  .venv/bin/python bench/quality_bound.py [--files default,...] [--time-limit 60] [--before 7654]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import pathlib
+import sys
+from collections.abc import Sequence
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import traces
+
+MILLI = traces.MILLI
+
+NodeType = tuple[int, int, int, str]  # cpu milli, memory MiB, GPUs, model
+TaskShape = tuple[int, int, int, int, tuple[str, ...]]  # cpu milli, memory MiB, GPUs, milli per GPU, models
+
+
+def gpu_milli(shape: TaskShape) -> int:
+    _, _, num_gpu, milli, _ = shape
+    return milli if num_gpu == 1 else num_gpu * MILLI
+
+
+def fits(shape: TaskShape, node: NodeType) -> bool:
+    cpu, memory, num_gpu, _, models = shape
+    return cpu <= node[0] and memory <= node[1] and num_gpu <= node[2] and (not models or node[3] in models)
+
+
+def own_gpus(shape: TaskShape) -> int:
+    """GPUs the task holds alone: whole GPUs, or one for a share above half a GPU."""
+    _, _, num_gpu, milli, _ = shape
+    if num_gpu == 1 and milli < MILLI:
+        return 1 if 2 * milli > MILLI else 0
+    return num_gpu
+
+
+def offline_bound(node_types: dict[NodeType, int], shapes: dict[TaskShape, int], time_limit: float, *,
+                  relax: bool) -> tuple[float, float, str]:
+    """(best found, bound, status) in milli-GPUs allocated."""
+    pairs = [(s, k) for s in shapes for k in node_types if fits(s, k) and gpu_milli(s) > 0]
+    if relax:
+        from ortools.linear_solver import pywraplp
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        x = {p: solver.NumVar(0, shapes[p[0]], "") for p in pairs}
+        add = solver.Add
+    else:
+        from ortools.sat.python import cp_model
+        model = cp_model.CpModel()
+        x = {p: model.new_int_var(0, shapes[p[0]], "") for p in pairs}
+        add = model.add
+    by_shape: dict[TaskShape, list[object]] = collections.defaultdict(list)
+    by_type: dict[NodeType, list[tuple[TaskShape, object]]] = collections.defaultdict(list)
+    for (s, k), var in x.items():
+        by_shape[s].append(var)
+        by_type[k].append((s, var))
+    for s, vars_ in by_shape.items():
+        add(sum(vars_) <= shapes[s])
+    for k, members in by_type.items():
+        count = node_types[k]
+        add(sum(s[0] * v for s, v in members) <= count * k[0])
+        add(sum(s[1] * v for s, v in members) <= count * k[1])
+        add(sum(gpu_milli(s) * v for s, v in members) <= count * k[2] * MILLI)
+        add(sum(own_gpus(s) * v for s, v in members) <= count * k[2])
+    objective = sum(gpu_milli(s) * v for (s, _), v in x.items())
+    if relax:
+        solver.Maximize(objective)
+        solver.Solve()
+        value = solver.Objective().Value()
+        return value, value, "LP optimum"
+    model.maximize(objective)
+    solver_ = cp_model.CpSolver()
+    solver_.parameters.max_time_in_seconds = time_limit
+    solver_.parameters.num_workers = 1
+    solver_.parameters.random_seed = 0
+    status = solver_.solve(model)
+    return solver_.objective_value, solver_.best_objective_bound, solver_.status_name(status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE)
+    parser.add_argument("--files", default="default,gpushare100,multigpu50,gpuspec33")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--inflation", type=float, default=1.3)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--before", type=int, default=0,
+                        help="also count the 810 shares arriving before this task index")
+    args = parser.parse_args(argv)
+    nodes = traces.read_nodes(args.trace / "openb_node_list_gpu_node.csv")
+    total = sum(n.gpus for n in nodes)
+    node_types = collections.Counter((n.cpu_milli, n.memory_mib, n.gpus, n.model) for n in nodes)
+    sys.stdout.write(f"{len(nodes)} nodes of {len(node_types)} types, {total} GPUs, "
+                     f"{sum(n.cpu_milli for n in nodes) / 1000:.0f} cores\n")
+    for name in [f for f in args.files.split(",") if f]:
+        tasks = traces.inflate(traces.read_tasks(args.trace / f"openb_pod_list_{name}.csv"), total,
+                               factor=args.inflation, seed=args.seed)
+        shapes = collections.Counter((t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec) for t in tasks)
+        asked = sum(t.gpu_request_milli for t in tasks)
+        cpu_only = sum(t.cpu_milli for t in tasks if t.num_gpu == 0)
+        sys.stdout.write(f"\n{name}: {len(tasks)} tasks of {len(shapes)} shapes asking for {asked / MILLI:.1f} GPUs, "
+                         f"{sum(t.cpu_milli for t in tasks) / 1000:.0f} cores ({cpu_only / 1000:.0f} by CPU-only "
+                         f"tasks)\n")
+        lp, _, _ = offline_bound(node_types, shapes, args.time_limit, relax=True)
+        best, bound, status = offline_bound(node_types, shapes, args.time_limit, relax=False)
+        sys.stdout.write(f"  offline, LP relaxation: at most {lp / MILLI:.1f} GPUs allocated "
+                         f"(>= {total - lp / MILLI:.1f} unallocated)\n")
+        sys.stdout.write(f"  offline, integer ({status}): found {best / MILLI:.1f}, bound {bound / MILLI:.1f} GPUs "
+                         f"(>= {total - bound / MILLI:.1f} unallocated)\n")
+        big = [t for t in tasks if t.num_gpu == 1 and t.gpu_milli == 810]
+        small = sum(t.gpu_milli for t in tasks if t.num_gpu == 1 and t.gpu_milli <= MILLI - 810)
+        line = (f"  810-milli shares: {len(big)}; shares of <= 190 milli: {small / MILLI:.1f} GPUs in all; "
+                f"every 810 placed leaves >= {(len(big) * (MILLI - 810) - small) / MILLI:.1f} GPUs unallocated")
+        if args.before:
+            early = sum(1 for t in tasks[:args.before] if t.num_gpu == 1 and t.gpu_milli == 810)
+            line += (f"; the {early} arriving before task #{args.before}: >= "
+                     f"{max(0, early * (MILLI - 810) - small) / MILLI:.1f}")
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
