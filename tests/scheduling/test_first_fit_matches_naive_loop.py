@@ -87,6 +87,59 @@ def test_property_first_fit_matches_naive_loop_with_network_pool(data: st.DataOb
     _compare(workloads.scenario(workloads.Drawn(data.draw), network_pool=True, max_nodes=4, max_steps=10))
 
 
+@pytest.mark.parametrize("shares", ["plain", "policies"])
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed-{s}" for s in SEEDS])
+def test_seeded_workload_of_shares(seed: int, shares: str) -> None:
+    """Shares of multi-allocatable GPUs (amounts of `compute`), with and without request policies,
+    mixed with whole GPUs, pods and releases: every item lands where the naive loop puts it."""
+    _compare(workloads.scenario(workloads.Seeded(random.Random(2000 + seed)), shares=shares, max_steps=20))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from(["plain", "policies"]))
+def test_property_first_fit_matches_naive_loop_with_shares(data: st.DataObject, shares: str) -> None:
+    """For any small cluster of shareable GPUs and workload of shares, first-fit places like the naive loop."""
+    _compare(workloads.scenario(workloads.Drawn(data.draw), shares=shares, network_pool=data.draw(st.booleans()),
+                                max_nodes=4, max_steps=12))
+
+
+def _share(name: str, milli: int) -> workloads.Place:
+    return workloads.Place(placement.Item(name, claims=(claim(name).request("r", "gpu",
+                                                                            capacity={"compute": milli}).build(),)))
+
+
+def test_a_share_that_failed_on_a_node_rules_out_larger_shares_there() -> None:
+    """Without request policies, a share of X milli-GPUs that did not fit a node proves that no
+    larger share of the same request fits there: 700 fills node a's GPU, so 400 fails on a and
+    goes to b; 500 then skips a without asking the allocator. Answers are the naive loop's."""
+    s = workloads.Scenario(
+        node_list=(node_("a"), node_("b")),
+        slices=tuple(slice_(n, pool=n, node=n, devices=[device("gpu-0").shared().capacity("compute", 1000)])
+                     for n in ("a", "b")),
+        steps=(_share("s0", 700), _share("s1", 400), _share("s2", 500)),
+    )
+    _compare(s)
+    answers, placer = workloads.run_placer(s)
+    assert [a[0] if a else None for a in answers] == ["a", "b", "b"]
+    assert placer.allocator_calls == 1 + 2 + 1
+
+
+def test_with_a_request_policy_anywhere_failed_shares_are_not_generalized() -> None:
+    """One device with a request policy (valid values round amounts) turns the rule off: after
+    400 failed on node a, 500 is asked on a again (the answers stay the naive loop's)."""
+    s = workloads.Scenario(
+        node_list=(node_("a"), node_("b")),
+        slices=(slice_("a", pool="a", node="a", devices=[device("gpu-0").shared().capacity("compute", 1000)]),
+                slice_("b", pool="b", node="b",
+                       devices=[device("gpu-0").shared().capacity("compute", 1000, valid_values=(300, 1000))])),
+        steps=(_share("s0", 700), _share("s1", 400), _share("s2", 500)),
+    )
+    _compare(s)
+    answers, placer = workloads.run_placer(s)
+    assert [a[0] if a else None for a in answers] == ["a", "b", None]
+    assert placer.allocator_calls == 1 + 2 + 2
+
+
 def test_release_of_network_device_reopens_other_nodes() -> None:
     """After releasing a device of an all-nodes pool on node b, the first node by name (a) gets the next claim.
 

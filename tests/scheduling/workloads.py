@@ -91,14 +91,37 @@ class Scenario:
                               resource_slices=[s.build() for s in self.slices], features=FEATURES)
 
 
-def _devices(chooser: Chooser, count: int) -> list[Any]:
-    return [device(f"gpu-{i}").attr("model", chooser.choice(["x", "y"])).attr("numa", chooser.integer(0, 1))
-            for i in range(count)]
+def _devices(chooser: Chooser, count: int, shares: str | None = None) -> list[Any]:
+    """`shares`: GPUs that allow multiple allocations with a `compute` capacity of 1000 ("plain"),
+    some of them with a request policy ("policies": valid values, which round and refuse)."""
+    built = []
+    for i in range(count):
+        gpu = device(f"gpu-{i}").attr("model", chooser.choice(["x", "y"])).attr("numa", chooser.integer(0, 1))
+        if shares is not None:
+            gpu = gpu.shared()
+            if shares == "policies" and chooser.integer(0, 1):
+                gpu = gpu.capacity("compute", 1000, valid_values=(300, 500, 1000))
+            else:
+                gpu = gpu.capacity("compute", 1000)
+        built.append(gpu)
+    return built
 
 
-def _claim(chooser: Chooser, name: str) -> ClaimBuilder:
-    shape = chooser.choice(["one", "two", "one-y", "two-same-numa", "three", "too-many"])
+SHARES = (100, 300, 400, 500, 700, 1000, 1200)  # milli-GPUs; 1200 fits no GPU
+
+
+def _claim(chooser: Chooser, name: str, shares: str | None = None) -> ClaimBuilder:
+    kinds = ["one", "two", "one-y", "two-same-numa", "three", "too-many"]
+    if shares is not None:
+        kinds += ["share"] * 4 + ["share-y", "two-shares"]
+    shape = chooser.choice(kinds)
     built = claim(name)
+    if shape == "share":
+        return built.request("r0", "gpu", capacity={"compute": chooser.choice(SHARES)})
+    if shape == "share-y":
+        return built.request("r0", "gpu-y", capacity={"compute": chooser.choice(SHARES)})
+    if shape == "two-shares":
+        return built.request("r0", "gpu", count=2, capacity={"compute": chooser.choice(SHARES)})
     if shape == "one":
         return built.request("r0", "gpu")
     if shape == "two":
@@ -112,14 +135,14 @@ def _claim(chooser: Chooser, name: str) -> ClaimBuilder:
     return built.request("r0", "gpu", count=9)  # fits nowhere
 
 
-def _item(chooser: Chooser, index: int) -> placement.Item:
+def _item(chooser: Chooser, index: int, shares: str | None = None) -> placement.Item:
     name = f"item-{index}"
     kind = chooser.choice(["claim", "claim", "pod-with-claim", "pod-only", "two-claims"])
     if kind == "claim":
-        return placement.Item(name, claims=(_claim(chooser, f"{name}-c").build(),))
+        return placement.Item(name, claims=(_claim(chooser, f"{name}-c", shares).build(),))
     if kind == "two-claims":
-        return placement.Item(name, claims=(_claim(chooser, f"{name}-a").build(),
-                                            _claim(chooser, f"{name}-b").build()))
+        return placement.Item(name, claims=(_claim(chooser, f"{name}-a", shares).build(),
+                                            _claim(chooser, f"{name}-b", shares).build()))
     fields: dict[str, Any] = {"cpu": chooser.choice(["500m", "1", "2", "3"])}
     selector = chooser.choice([None, "a", "b"])
     if selector is not None:
@@ -127,13 +150,15 @@ def _item(chooser: Chooser, index: int) -> placement.Item:
     if chooser.integer(0, 2) == 0:
         fields["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     pod = pod_(name, **fields)
-    claims = (_claim(chooser, f"{name}-c").build(),) if kind == "pod-with-claim" else ()
+    claims = (_claim(chooser, f"{name}-c", shares).build(),) if kind == "pod-with-claim" else ()
     return placement.Item(name, claims=claims, pod=pod)
 
 
 def scenario(chooser: Chooser, *, network_pool: bool = False, releases: bool = True, max_nodes: int = 5,
-             max_steps: int = 12) -> Scenario:
-    """A cluster of 2..max_nodes nodes with node-local GPUs (and optionally an all-nodes pool) and a workload."""
+             max_steps: int = 12, shares: str | None = None) -> Scenario:
+    """A cluster of 2..max_nodes nodes with node-local GPUs (and optionally an all-nodes pool) and a
+    workload; `shares` ("plain" or "policies", see `_devices`) makes the GPUs shareable and adds
+    claims for amounts of their capacity."""
     count = chooser.integer(2, max_nodes)
     node_list: list[nodes.Node] = []
     slices: list[SliceBuilder] = []
@@ -144,9 +169,10 @@ def scenario(chooser: Chooser, *, network_pool: bool = False, releases: bool = T
                                cpu=str(chooser.integer(1, 6)), pods=str(chooser.integer(1, 4)), taints=taints))
         devices = chooser.integer(0, 4)
         if devices:
-            slices.append(slice_(f"{name}-slice", pool=name, node=name, devices=_devices(chooser, devices)))
+            slices.append(slice_(f"{name}-slice", pool=name, node=name, devices=_devices(chooser, devices, shares)))
     if network_pool:
-        slices.append(slice_("fabric", pool="fabric", all_nodes=True, devices=_devices(chooser, chooser.integer(1, 3))))
+        slices.append(slice_("fabric", pool="fabric", all_nodes=True,
+                             devices=_devices(chooser, chooser.integer(1, 3), shares)))
     order = list(range(count))
     for i in range(count - 1, 0, -1):  # the Placer must not depend on input order
         j = chooser.integer(0, i)
@@ -157,7 +183,7 @@ def scenario(chooser: Chooser, *, network_pool: bool = False, releases: bool = T
         if releases and places and chooser.integer(0, 3) == 0:
             steps.append(Release(chooser.choice(places)))
         else:
-            steps.append(Place(_item(chooser, index)))
+            steps.append(Place(_item(chooser, index, shares)))
     return Scenario(tuple(node_list[i] for i in order), tuple(slices), tuple(steps))
 
 

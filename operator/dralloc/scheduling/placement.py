@@ -110,9 +110,13 @@ class _Shapes:
     and pods' specs hold dicts too: those items are dumped every time, as before.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity_monotone: Callable[[], bool] = lambda: False) -> None:
         self._known: dict[object, str] = {}
-        self.family: dict[str, tuple[str, int]] = {}  # shape -> (family, count): see `_family`
+        self.family: dict[str, tuple[str, int | Fraction]] = {}  # shape -> (family, size): see `_family`
+        # Whether a larger capacity request can only fit where a smaller one does (no device
+        # declares a request policy): asked once, when the first such family appears.
+        self._capacity_monotone = capacity_monotone
+        self._monotone: bool | None = None
         # Unhashable specs by the identity of their objects: the claims a workload makes from
         # one template share its spec object. The objects are kept, so an id stays theirs.
         self._identical: dict[tuple[object, ...], tuple[tuple[object, ...], str]] = {}
@@ -125,7 +129,20 @@ class _Shapes:
             return known[1]
         shape = _shape(item)
         self._identical[ident] = (specs, shape)
+        self._remember_family(item, shape)
         return shape
+
+    def _remember_family(self, item: Item, shape: str) -> None:
+        if shape in self.family:
+            return
+        family = _family(item, capacity=self._capacity_families)
+        if family is not None:
+            self.family[shape] = family
+
+    def _capacity_families(self) -> bool:
+        if self._monotone is None:
+            self._monotone = self._capacity_monotone()
+        return self._monotone
 
     def of(self, item: Item) -> str:
         if item.pod is not None:
@@ -137,14 +154,12 @@ class _Shapes:
             return self._by_identity(item, key)
         if shape is None:
             shape = self._known[key] = _shape(item)
-            family = _family(item)
-            if family is not None:
-                self.family[shape] = family
+            self._remember_family(item, shape)
         return shape
 
 
-def _family(item: Item) -> tuple[str, int] | None:
-    """(the shape without its device count, the count) for one claim asking for N devices of one kind.
+def _family(item: Item, *, capacity: Callable[[], bool] = lambda: False) -> tuple[str, int | Fraction] | None:
+    """(the shape without its size, the size) for one claim asking for N devices of one kind.
 
     Such a claim that cannot get N devices on a node cannot get more than N there either: any
     allocation of more devices holds one of N (drop the extra devices; what they consumed of
@@ -152,6 +167,13 @@ def _family(item: Item) -> tuple[str, int] | None:
     at N rules out every larger count of the same family on that node until it changes.
     Only the plainest case: one claim, one `exactly` request, ExactCount, no constraints
     (matchAttribute and distinctAttribute would hold as well, but need no shortcut here).
+
+    A request for an amount of one capacity (a share of a GPU) is sized by that amount
+    instead, its count kept in the family, when `capacity()` says that no device declares a
+    request policy: then a device consumes exactly what is asked, and one that cannot give
+    X (too little left, in use by others, a selector, a taint) cannot give more than X
+    either. A policy rounds amounts (up to a step, a valid value, a minimum) and refuses
+    some: the rule is kept to plain arithmetic, so with a policy anywhere there is no such family.
     """
     if item.pod is not None or item.allocated or len(item.claims) != 1:
         return None
@@ -165,6 +187,14 @@ def _family(item: Item) -> tuple[str, int] | None:
     if count < 1:
         return None
     spec = devices.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    wanted = exactly.capacity.requests if exactly.capacity is not None else {}
+    if wanted:
+        if len(wanted) != 1 or not capacity():
+            return None
+        ((name, amount),) = wanted.items()
+        # The amount leaves the key (its name stays, marked): the count is part of the family.
+        spec["requests"][0]["exactly"]["capacity"]["requests"] = {name: None}
+        return json.dumps(spec, sort_keys=True, separators=(",", ":")), amount.value
     spec["requests"][0]["exactly"].pop("count", None)
     return json.dumps(spec, sort_keys=True, separators=(",", ":")), count
 
@@ -247,8 +277,8 @@ class Placer:
         self._arrivals_since = 0
         self.release_epoch = [0] * len(self.nodes)
         self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
-        # family -> node index -> (epoch, smallest count proven not to fit then); see `_family`.
-        self._family_failed: dict[str, dict[int, tuple[int, int]]] = {}
+        # family -> node index -> (epoch, smallest size proven not to fit then); see `_family`.
+        self._family_failed: dict[str, dict[int, tuple[int, int | Fraction]]] = {}
         self._first_unknown: dict[str, int] = {}
         self.allocator_calls = 0
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
@@ -257,7 +287,12 @@ class Placer:
         self._devices_by_id: dict[tuple[str, str, str], devices.Device] | None = None  # see _device_of
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
         self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
-        self._shapes = _Shapes()
+        self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
+
+    def _no_request_policies(self) -> bool:
+        """Whether no published device declares a capacity request policy (see `_family`)."""
+        return all(c.request_policy is None for s in self.snapshot.slices.slices for d in s.spec.devices
+                   for c in d.capacity.values())
 
     # ---- deciding ---------------------------------------------------------------------
 
@@ -442,19 +477,29 @@ class Placer:
         at the end with `explanation`, which is still true then (the free set only shrank).
         """
         shape = self._shapes.of(item)
-        if self.policy == "first-fit" and shape in self._shapes.family:
-            self._advance(shape)  # a smaller count of its family may have failed on the next nodes
+        device_shape = self._device_shape(item)
+        if self.policy == "first-fit":
+            if shape in self._shapes.family:
+                self._advance(shape)  # a smaller size of its family may have failed on the next nodes
+            if device_shape is not None:
+                # A pod cannot go where its claims alone are known not to fit: pods that differ
+                # only in CPU and memory (each its own shape) start where their claims' walk is.
+                self._advance(device_shape)
+                first = self._first_unknown.get(device_shape, 0)
+                if first > self._first_unknown.get(shape, 0):
+                    self._first_unknown[shape] = first
+                    self._advance(shape)
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
-        device_shape = self._device_shape(item)
         for index, prefer in self._candidates(item, shape):
             if self._known_failure(shape, index):
                 continue
-            if self.misfit(item, index, requests) is not None:
-                self._record_failure(shape, index)
-                continue
+            # The claims' own failures first: a few lookups, where node fit reads the whole pod.
             if device_shape is not None and self._known_failure(device_shape, index):
                 self._record_failure(shape, index)  # the claims failed there, for another pod of theirs
+                continue
+            if self.misfit(item, index, requests) is not None:
+                self._record_failure(shape, index)
                 continue
             self.allocator_calls += 1
             try:
