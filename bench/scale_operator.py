@@ -70,6 +70,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -132,24 +133,50 @@ def cpu_seconds(pid: int) -> float:
 
 
 class PodWatch:
-    """A watch on the default namespace's pods: when each was first seen and first seen bound."""
+    """A watch on the default namespace's pods: when each was first seen and first seen bound.
 
-    def __init__(self, port: int, *, connection: http.client.HTTPConnection | None = None,
+    Given `connect` (the real control plane), a watch the server ends is resumed from the last
+    resourceVersion seen (`reconnects` counts them): kube-apiserver closes a watcher that does
+    not keep up ("Forcing pods watcher close due to unresponsiveness"), as a CPU-starved
+    benchmark process may be; after a 410 it watches from now, and `relisted` is set (the
+    bound times of pods bound in the gap are then late)."""
+
+    def __init__(self, port: int, *, connect: Callable[[], http.client.HTTPConnection] | None = None,
                  headers: dict[str, str] | None = None) -> None:
         self.seen: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.claimed: dict[str, float] = {}  # first seen with its claim's name in status.resourceClaimStatuses
-        self._connection = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-        self._connection.request("GET", f"{PODS}?watch=1&allowWatchBookmarks=false", headers=headers or {})
-        self._response = self._connection.getresponse()
+        self.reconnects = 0
+        self.relisted = False
+        self._resume = connect is not None
+        self._connect = connect or (lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=900))
+        self._headers = headers or {}
+        self._version = ""
+        self._closing = False
+        self._open()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
+    def _open(self) -> None:
+        self._connection = self._connect()
+        since = f"&resourceVersion={self._version}" if self._version else ""
+        self._connection.request("GET", f"{PODS}?watch=1&allowWatchBookmarks=false{since}", headers=self._headers)
+        self._response = self._connection.getresponse()
+
     def _read(self) -> None:
-        try:
-            self._follow()
-        except (OSError, ValueError, http.client.HTTPException):
-            pass  # the watch was closed (close) or the server went away
+        while True:
+            try:
+                self._follow()
+            except (OSError, ValueError, http.client.HTTPException):
+                pass  # the watch was closed (close) or the server went away
+            if self._closing or not self._resume:
+                return
+            self._connection.close()
+            self.reconnects += 1
+            try:
+                self._open()
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.5)
 
     def _follow(self) -> None:
         for line in self._response:
@@ -159,6 +186,11 @@ class PodWatch:
             except ValueError:
                 continue
             obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                if obj.get("code") == 410:
+                    self._version, self.relisted = "", True
+                return
+            self._version = (obj.get("metadata") or {}).get("resourceVersion") or self._version
             name = (obj.get("metadata") or {}).get("name")
             if not name:
                 continue
@@ -177,6 +209,7 @@ class PodWatch:
         return None
 
     def close(self) -> None:
+        self._closing = True
         # Shut the socket down first: the reader thread holds the response's buffer lock while it
         # waits for a line, and closing the connection from here would wait for that lock.
         sock = self._connection.sock
@@ -208,7 +241,10 @@ class Run:
     machine_cpu: float  # every process of the machine, in the fill (others' work included)
     settled_s: float = 0.0  # real control plane: until KCM untainted every Node and Nodes stopped changing
     kcm_controllers: str = ""
-    requests: dict[str, float] = dataclasses.field(default_factory=dict)  # real: API requests in the fill, by kind
+    requests: dict[str, float] = dataclasses.field(default_factory=dict)
+    closed_watchers: dict[str, int] = dataclasses.field(default_factory=dict)  # real: kube-apiserver closed, in the fill
+    watch_reconnects: int = 0  # this benchmark's pod watch, resumed
+    watch_relisted: bool = False  # real: API requests in the fill, by kind
 
     @property
     def pods_per_s(self) -> float:
@@ -256,6 +292,9 @@ class SandboxTarget:
     def request_counts(self) -> dict[str, float]:
         return {}
 
+    def closed_watchers(self) -> dict[str, int]:
+        return {}
+
     def stop(self) -> None:
         self.server.stop()
 
@@ -287,7 +326,7 @@ class RealTarget:
         self.kubeconfig = self.server.kubeconfig
 
     def watch(self) -> PodWatch:
-        return PodWatch(self.server.port, connection=self.server.connection(timeout=900),
+        return PodWatch(self.server.port, connect=lambda: self.server.connection(timeout=900),
                         headers=self.server.headers)
 
     def create(self, obj: dict[str, Any]) -> None:
@@ -301,6 +340,16 @@ class RealTarget:
 
     def request_counts(self) -> dict[str, float]:
         return self.server.request_counts()
+
+    def closed_watchers(self) -> dict[str, int]:
+        """Watchers kube-apiserver closed for falling behind so far, by resource (from its log)."""
+        counts: dict[str, int] = {}
+        text = (self.server.plane.logs / "kube-apiserver.log").read_text(errors="replace")
+        for line in text.splitlines():
+            if "watcher close due to unresponsiveness" in line:
+                resource = line.split("Forcing ", 1)[-1].split(" watcher", 1)[0]
+                counts[resource] = counts.get(resource, 0) + 1
+        return counts
 
     def stop(self) -> None:
         self.server.stop()
@@ -336,7 +385,7 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
             pids = target.pids()
             cpu_before = cpu_seconds(operator.pid), {name: cpu_seconds(pid) for name, pid in pids.items()}
             bench_before, machine_before = own_cpu(), machine_busy()
-            requests_before = target.request_counts()
+            requests_before, closed_before = target.request_counts(), target.closed_watchers()
             names = [f"fill-{i:05d}" for i in range(pods)]
             profiling = None
             if profile is not None and isinstance(target, RealTarget):
@@ -352,6 +401,7 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
             cpu_after = cpu_seconds(operator.pid), {name: cpu_seconds(pid) for name, pid in pids.items()}
             bench_cpu, machine_cpu = own_cpu() - bench_before, machine_busy() - machine_before
             requests = {k: v - requests_before.get(k, 0.0) for k, v in target.request_counts().items()}
+            closed = {k: v - closed_before.get(k, 0) for k, v in target.closed_watchers().items()}
             rss_filled = proc_status(operator.pid, "VmRSS")
             time.sleep(settle)
             if profiling is not None and profile is not None:
@@ -366,7 +416,9 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
                 rss_peak=proc_status(operator.pid, "VmHWM"), operator_cpu=cpu_after[0] - cpu_before[0],
                 server_cpu={name: cpu_after[1][name] - cpu_before[1][name] for name in pids},
                 bench_cpu=bench_cpu, machine_cpu=machine_cpu, settled_s=target.settled_s, kcm_controllers=kcm_controllers,
-                requests={k: v for k, v in requests.items() if v > 0})
+                requests={k: v for k, v in requests.items() if v > 0},
+                closed_watchers={k: v for k, v in closed.items() if v > 0}, watch_reconnects=watch.reconnects,
+                watch_relisted=watch.relisted)
         finally:
             operator.terminate()
             try:
@@ -426,6 +478,11 @@ def report(r: Run) -> None:
         top = sorted(r.requests.items(), key=lambda kv: -kv[1])[:12]
         print(f"             kube-apiserver requests during the fill: {total:.0f} ({total / max(r.fill_bound, 1):.1f} a pod): "
               + ", ".join(f"{k} {v / max(r.fill_bound, 1):.2f}" for k, v in top), flush=True)
+    if r.control_plane == "real":
+        closed = ", ".join(f"{k} {v}" for k, v in sorted(r.closed_watchers.items())) or "none"
+        print(f"             watchers kube-apiserver closed as unresponsive during the fill: {closed}; this "
+              f"benchmark's pod watch resumed {r.watch_reconnects} times"
+              + (" (once from now after a 410: some bound times late)" if r.watch_relisted else ""), flush=True)
 
 
 def main() -> int:
