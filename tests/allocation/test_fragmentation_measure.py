@@ -7,6 +7,8 @@ The numbers are in milli-GPUs times shape weights (the unit is 1000: a whole GPU
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from dralloc.allocation.fragmentation import DeviceDemand, Measure, Shape, Signature
 
 GPU = Signature((1000,), shareable=True)
@@ -69,9 +71,22 @@ def test_rank_breaks_equal_growths_of_a_cpu_only_request_by_the_free_gpus() -> N
     assert measure.rank(state(0, 0), cpu_only) < measure.rank(state(1000), cpu_only)  # type: ignore[operator]
 
 
-def test_rank_of_a_request_with_devices_is_its_growth_alone() -> None:
-    """Requests with devices: no tie-break after the growth (a best fit on free GPUs or CPU placed
-    fewer GPUs on the trace), so nodes of equal growth keep the name order."""
+def test_rank_breaks_equal_growths_of_a_gpu_request_by_cpu_per_free_gpu() -> None:
+    """The workload asks for 4 CPU per whole GPU (balance 4/1000 per milli-GPU). A whole GPU with
+    2 CPU grows nothing on either 2-GPU node (one whole GPU and enough CPU stay for the shape):
+    the node left with 8 CPU for its free GPU (4 from the balance) comes before the one left
+    with 18 (14 from it); a node left without free GPUs comes before both."""
+    measure = Measure([GPU], [(shape(share(1000), cpu=4), 1)])
+    assert measure.balance() == Fraction(4, 1000)
+    request = shape(share(1000), cpu=2)
+    assert measure.rank(state(1000, 1000, cpu=10), request) == ((0, Fraction(4, 1000)), (0,))
+    assert measure.rank(state(1000, 1000, cpu=20), request) == ((0, Fraction(14, 1000)), (0,))
+    assert measure.rank(state(1000, cpu=10), request) == ((0, -1), (0,))
+
+
+def test_rank_puts_the_growth_first() -> None:
+    """The tie-break only orders equal growths: completing the 400 (growth -400) ranks first."""
     measure = Measure([GPU], [(shape(share(1000)), 1), (shape(share(400)), 1)])
-    assert measure.rank(state(1000, 400), shape(share(400))) == ((-400,), (1,))
+    assert measure.rank(state(1000, 400), shape(share(400)))[0][0] == -400  # type: ignore[index]
+    assert measure.rank(state(1000, 400), shape(share(400)))[1] == (1,)  # type: ignore[index]
     assert measure.rank(state(300, 300), shape(share(400))) is None

@@ -121,6 +121,18 @@ class TestWhyThisNode:
             results[policy] = place(p, [task("cpu", gpus=0, cpu=4000)])
         assert results == {"first-fit": ["a"], "fragmentation-aware": ["b"]}
 
+    def test_gpu_task_goes_where_the_cpu_left_matches_its_free_gpus(self) -> None:
+        """The workload asks for 8 cores per GPU. A whole GPU with 8 cores grows nothing on either
+        node (one GPU and enough CPU stay for the shape); b is left with 8 cores for its free GPU,
+        a with 56: b, whose CPU matches what its free GPU will be asked for (a keeps its CPU for
+        the GPUs of CPU-hungry tasks). First-fit takes a."""
+        cluster = [node("a", cpu=64000), node("b", cpu=16000)]
+        shapes = [task("g", cpu=8000)]
+        assert place(placer(cluster, "first-fit"), [task("x", cpu=8000)]) == ["a/gpu-0"]
+        p = placer(cluster, "fragmentation-aware")
+        p.expect(item(t) for t in shapes)
+        assert place(p, [task("x", cpu=8000)]) == ["b/gpu-0"]
+
     def test_share_goes_where_a_share_already_is(self) -> None:
         """Two empty 1-GPU nodes after one share on b: the next share joins it on b, so a stays whole
         for whole-GPU tasks (first-fit opens a)."""

@@ -263,8 +263,9 @@ class ClusterModel:
 
     def order(self, shape: Shape) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
-        fragmentation first (for a shape without devices, among equal growths: the fewest free
-        devices first, `Measure.rank`), then by name, each with its devices in the order to try them.
+        fragmentation first (among equal growths: the node's CPU per free GPU closest to the
+        workload's; for a shape without devices, the fewest free devices; `Measure.rank`), then
+        by name, each with its devices in the order to try them.
         Nodes where the model rules the shape out follow by name, with no preference, only when
         the model cannot be sure (devices shared between nodes); the allocator decides."""
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
