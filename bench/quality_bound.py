@@ -17,6 +17,13 @@
    unallocated. Printed for N = every 810 share of the workload and N = those arriving before
    task --before (a policy's first failed 810 share, bench/quality_waste.py: every one before
    it was placed); bench/quality_waste.py prints N and this bound for each policy's run.
+   The same for every share size at once (`share_residue_bound`, a cutting-stock LP): the
+   least free capacity the GPUs holding shares can be left with when every share arriving
+   before task --before is placed (and later shares at most as many as the workload has).
+   A policy that places every task until its first failure at --before or later leaves at
+   least that much unallocated, however it places them. --asked states the first failure as
+   the share of the cluster's GPUs the tasks before it asked for (all of them placed: the
+   "alloc@1st-fail" column of bench/quality.py).
 
 Prints numbers, asserts nothing. Usage:
   .venv/bin/python bench/quality_bound.py [--files default,...] [--time-limit 60] [--before 7654]
@@ -100,6 +107,56 @@ def offline_bound(node_types: dict[NodeType, int], shapes: dict[TaskShape, int],
     return solver_.objective_value, solver_.best_objective_bound, solver_.status_name(status)
 
 
+def share_configurations(sizes: Sequence[int], available: dict[int, int]) -> list[tuple[int, ...]]:
+    """Every multiset of share sizes (a count per size) that fits one GPU, at least one share."""
+    out: list[tuple[int, ...]] = []
+    counts = [0] * len(sizes)
+
+    def extend(i: int, room: int) -> None:
+        if i == len(sizes):
+            if any(counts):
+                out.append(tuple(counts))
+            return
+        most = min(room // sizes[i], available[sizes[i]])
+        for c in range(most + 1):
+            counts[i] = c
+            extend(i + 1, room - c * sizes[i])
+        counts[i] = 0
+
+    extend(0, MILLI)
+    return out
+
+
+def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int) -> tuple[float, int]:
+    """(GPUs, configurations): a lower bound on the free capacity left on the GPUs that hold
+    shares, in any placement that places at least the shares arriving before task `before`.
+
+    A GPU that holds a share never takes a whole-GPU task: what its shares leave of it stays
+    unallocated unless later shares fill it. Cutting-stock LP: how many GPUs hold each
+    configuration (a multiset of share sizes fitting one GPU); every share arriving before
+    `before` placed, no more shares of a size than the workload has; minimize the capacity the
+    configurations leave free. Models, CPU and memory are left out (fewer constraints: still a
+    lower bound)."""
+    from ortools.linear_solver import pywraplp
+
+    shares = [t for t in tasks if t.num_gpu == 1 and t.gpu_milli < MILLI]
+    available = collections.Counter(t.gpu_milli for t in shares)
+    forced = collections.Counter(t.gpu_milli for i, t in enumerate(tasks)
+                                 if i < before and t.num_gpu == 1 and t.gpu_milli < MILLI)
+    sizes = sorted(available, reverse=True)
+    configurations = share_configurations(sizes, available)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    y = [solver.NumVar(0, solver.infinity(), "") for _ in configurations]
+    for i, size in enumerate(sizes):
+        used = sum(c[i] * v for c, v in zip(configurations, y, strict=True) if c[i])
+        solver.Add(used >= forced.get(size, 0))
+        solver.Add(used <= available[size])
+    solver.Minimize(sum((MILLI - sum(n * s for n, s in zip(c, sizes, strict=True))) * v
+                        for c, v in zip(configurations, y, strict=True)))
+    solver.Solve()
+    return solver.Objective().Value() / MILLI, len(configurations)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE)
@@ -109,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--before", type=int, default=0,
                         help="also count the 810 shares arriving before this task index")
+    parser.add_argument("--asked", default="50,70,80,90,95",
+                        help="share residue bounds for a policy whose first failure comes once the tasks "
+                             "before it asked for these percents of the cluster's GPUs (comma-separated)")
     args = parser.parse_args(argv)
     nodes = traces.read_nodes(args.trace / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
@@ -139,6 +199,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             line += (f"; the {early} arriving before task #{args.before}: >= "
                      f"{max(0, early * (MILLI - 810) - small) / MILLI:.1f}")
         sys.stdout.write(line + "\n")
+        asked_so_far, marks = 0, []
+        for percent in [float(p) for p in args.asked.split(",") if p]:
+            index = 0
+            asked_so_far = 0
+            while index < len(tasks) and asked_so_far < percent / 100 * total * MILLI:
+                asked_so_far += tasks[index].gpu_request_milli
+                index += 1
+            residue, count = share_residue_bound(tasks, index)
+            marks.append(f"{percent:g}% (task #{index}): >= {residue:.1f}")
+        sys.stdout.write("  share residues, every task placed until the first failure, which comes once the tasks "
+                         "before it asked for " + "; ".join(marks) + " GPUs unallocated\n")
+        if args.before:
+            residue, count = share_residue_bound(tasks, args.before)
+            sys.stdout.write(f"  all shares arriving before task #{args.before} placed (cutting-stock LP over {count} "
+                             f"GPU configurations): >= {residue:.1f} GPUs left free on the GPUs holding shares\n")
         sys.stdout.flush()
     return 0
 
