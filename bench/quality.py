@@ -55,6 +55,7 @@ class Outcome:
     placed: int
     items: int
     decisions_per_second: float
+    allocated_milli: int = 0  # GPU capacity the placed tasks took
     # Per task in arrival order: (node name, device names), or None when not placed.
     where: list[tuple[str, tuple[str, ...]] | None] = dataclasses.field(default_factory=list, repr=False)
 
@@ -83,7 +84,7 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
              if r.placement is not None else None for r in results]
     return Outcome(policy, 100 * first_failure / total_milli, 100 * allocated / total_milli,
                    (total_milli - allocated) / traces.MILLI, sum(r.placement is not None for r in results),
-                   len(results), len(results) / elapsed if elapsed > 0 else 0.0, where)
+                   len(results), len(results) / elapsed if elapsed > 0 else 0.0, allocated, where)
 
 
 def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], directory: pathlib.Path
@@ -106,9 +107,10 @@ def table(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
 # ---- the exact judge ------------------------------------------------------------------------
 
 def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], time_limit: float, *,
-            arrival_order: bool = False, hint: Sequence[tuple[str, tuple[str, ...]] | None] | None = None
-            ) -> tuple[int, int, bool]:
-    """(best found, bound, proven) for "place as many tasks as possible".
+            arrival_order: bool = False, hint: Sequence[tuple[str, tuple[str, ...]] | None] | None = None,
+            objective: str = "tasks") -> tuple[int, int, bool]:
+    """(best found, bound, proven) for "place as many tasks as possible" (`objective` "gpus":
+    as much GPU capacity as possible, in milli-GPUs: the inflation experiment's measure).
 
     `arrival_order`: with the constraint every policy of the inflation experiment obeys (tasks
     placed one at a time in arrival order, none moved, each placed if it fits some node then):
@@ -200,7 +202,10 @@ def optimum(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask]
                 model.add_bool_or([placed[t], *reasons])
     if hint is not None:
         _hint(model, nodes, tasks, hint, options_of, gpu_vars, reason_vars, short_vars)
-    model.maximize(sum(placed))
+    if objective == "gpus":
+        model.maximize(sum(t.gpu_request_milli * p for t, p in zip(tasks, placed, strict=True)))
+    else:
+        model.maximize(sum(placed))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1  # a shared machine; and deterministic
@@ -249,9 +254,10 @@ def _hint(model: object, nodes: Sequence[traces.TraceNode], tasks: Sequence[trac
 
 def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.TraceTask], *, instances: int,
           node_count: int, policies: Sequence[str], time_limit: float, workdir: pathlib.Path,
-          inflation: float = 1.3) -> None:
+          inflation: float = 1.3, objective: str = "tasks") -> None:
+    what = "tasks placed" if objective == "tasks" else "milli-GPUs allocated"
     sys.stdout.write(f"\nexact judge: {instances} instances of {node_count} nodes drawn from the trace, tasks "
-                     f"inflated to {inflation}x their GPUs; tasks placed, gap to the offline optimum (free to skip "
+                     f"inflated to {inflation}x their GPUs; {what}, gap to the offline optimum (free to skip "
                      f"a task that fits) / to the best arrival-order placement (every task that fits placed)\n")
     gaps: dict[str, list[float]] = {p: [] for p in policies}
     arrival_gaps: dict[str, list[float]] = {p: [] for p in policies}
@@ -263,22 +269,26 @@ def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.Trac
         total = sum(n.gpus for n in nodes) * traces.MILLI
         outcomes = [run_policy(policy, snapshot, workload, tasks, total) for policy in policies]
         # The best policy's placement starts both solvers: a solution of both problems.
-        start = max(outcomes, key=lambda o: o.placed).where if outcomes else None
-        best, bound, proven = optimum(nodes, tasks, time_limit, hint=start)
-        a_best, a_bound, a_proven = optimum(nodes, tasks, time_limit, arrival_order=True, hint=start)
+        def value(o: Outcome) -> int:
+            return o.placed if objective == "tasks" else o.allocated_milli
+
+        start = max(outcomes, key=value).where if outcomes else None
+        best, bound, proven = optimum(nodes, tasks, time_limit, hint=start, objective=objective)
+        a_best, a_bound, a_proven = optimum(nodes, tasks, time_limit, arrival_order=True, hint=start,
+                                            objective=objective)
         line = f"  #{seed:<2} {sum(n.gpus for n in nodes):3} GPUs {len(tasks):3} tasks  optimum " + (
             f"{best}" if proven else f"{best}..{bound} (not proven in {time_limit:.0f} s)") + "  arrival-order " + (
             f"{a_best}" if a_proven else f"{a_best}..{a_bound} (not proven)")
         for policy, outcome in zip(policies, outcomes, strict=True):
             reference = best if proven else bound
-            gap = 100 * (reference - outcome.placed) / reference if reference else 0.0
+            gap = 100 * (reference - value(outcome)) / reference if reference else 0.0
             a_reference = a_best if a_proven else a_bound
-            a_gap = 100 * (a_reference - outcome.placed) / a_reference if a_reference else 0.0
+            a_gap = 100 * (a_reference - value(outcome)) / a_reference if a_reference else 0.0
             if proven:
                 gaps[policy].append(gap)
             if a_proven:
                 arrival_gaps[policy].append(a_gap)
-            line += f"  {policy} {outcome.placed} ({gap:.1f}% / {a_gap:.1f}%)"
+            line += f"  {policy} {value(outcome)} ({gap:.1f}% / {a_gap:.1f}%)"
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
     for policy in policies:
@@ -298,6 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--inflation", type=float, default=1.3)
     parser.add_argument("--judge", type=int, default=10, metavar="N", help="exact-judge instances (0: none)")
     parser.add_argument("--judge-nodes", type=int, default=4)
+    parser.add_argument("--judge-objective", choices=("tasks", "gpus"), default="tasks",
+                        help="what the judge maximizes: tasks placed, or GPU capacity allocated (what the "
+                             "inflation experiment counts; a task count rewards failing one large task for "
+                             "several small ones)")
     parser.add_argument("--judge-inflation", type=float, default=1.3,
                         help="the judge's tasks ask for this multiple of its cluster's GPUs")
     parser.add_argument("--time-limit", type=float, default=20.0, help="CP-SAT seconds per instance")
@@ -333,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      f"% fewer)\n")
             if args.judge and name == "default":
                 judge(nodes, tasks_all, instances=args.judge, node_count=args.judge_nodes, policies=policies,
-                      time_limit=args.time_limit, workdir=workdir, inflation=args.judge_inflation)
+                      time_limit=args.time_limit, workdir=workdir, inflation=args.judge_inflation,
+                      objective=args.judge_objective)
             sys.stdout.flush()
     return 0
 
