@@ -92,6 +92,25 @@ def _allocatable(node: nodes.Node, name: str) -> Quantity | None:
     return node.status.allocatable.get(name)
 
 
+# Per Node object: its allocatable pods (rounded up) and resources in nano-units. Node fit is
+# asked of every node an item walks past, and converting the node's quantities each time was
+# most of it. Keyed by identity, the node kept alive with its entry (so an id stays its own);
+# bounded: emptied when full.
+_ALLOCATABLE: dict[int, tuple[nodes.Node, int | None, dict[str, int]]] = {}
+_ALLOCATABLE_MAX = 1 << 16
+
+
+def _allocatable_amounts(node: nodes.Node) -> tuple[int | None, dict[str, int]]:
+    known = _ALLOCATABLE.get(id(node))
+    if known is None or known[0] is not node:
+        amounts = node.status.allocatable
+        pods_limit = amounts["pods"].as_int_ceil() if "pods" in amounts else None
+        if len(_ALLOCATABLE) >= _ALLOCATABLE_MAX:
+            _ALLOCATABLE.clear()
+        known = _ALLOCATABLE[id(node)] = (node, pods_limit, {name: q.nanos for name, q in amounts.items()})
+    return known[1], known[2]
+
+
 def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int], *,
            dra_backed: Collection[str] | None = None) -> str | None:
     """Why the pod cannot run on the node, ignoring devices; None when it can.
@@ -121,13 +140,13 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
     if taint is not None:
         return f"untolerated taint {taint.key}={taint.value or ''}:{taint.effect}"
     used = usage or NodeUsage()
-    allocatable_pods = _allocatable(node, "pods")
-    if allocatable_pods is not None and used.pods + 1 > allocatable_pods.as_int_ceil():
+    allocatable_pods, allocatable = _allocatable_amounts(node)
+    if allocatable_pods is not None and used.pods + 1 > allocatable_pods:
         return "too many pods"
     for resource, wanted in requests.items():
         if wanted <= 0:
             continue
-        available = _allocatable(node, resource)
+        available = allocatable.get(resource)
         if available is None:
             if resource in FIT_RESOURCES:
                 return f"insufficient {resource}"
@@ -135,6 +154,6 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
                 continue  # served by DRA: the pod's extended-resource claim is allocated with its others
             return (f"insufficient {resource}: the node does not advertise it in status.allocatable and no "
                     f"DeviceClass names it in spec.extendedResourceName")
-        if used.requests.get(resource, 0) + wanted > available.nanos:
+        if used.requests.get(resource, 0) + wanted > available:
             return f"insufficient {resource}"
     return None

@@ -120,6 +120,8 @@ class _Shapes:
         # Unhashable specs by the identity of their objects: the claims a workload makes from
         # one template share its spec object. The objects are kept, so an id stays theirs.
         self._identical: dict[tuple[object, ...], tuple[tuple[object, ...], str]] = {}
+        # Unplaced pod items' shapes by identity, the item kept (frozen: its shape cannot change).
+        self._pods: dict[int, tuple[Item, str]] = {}
 
     def _by_identity(self, item: Item, key: tuple[tuple[object, ...], tuple[str, ...]]) -> str:
         specs = key[0]
@@ -131,6 +133,13 @@ class _Shapes:
         self._identical[ident] = (specs, shape)
         self._remember_family(item, shape)
         return shape
+
+    def unplaced(self, item: Item, shape: str) -> None:
+        """Keep a pod item's shape: it will be explained (simulate explains them at the end)."""
+        if item.pod is not None:
+            if len(self._pods) >= 1 << 16:
+                self._pods.clear()
+            self._pods[id(item)] = (item, shape)
 
     def _remember_family(self, item: Item, shape: str) -> None:
         if shape in self.family:
@@ -144,8 +153,13 @@ class _Shapes:
             self._monotone = self._capacity_monotone()
         return self._monotone
 
-    def of(self, item: Item) -> str:
+    def of(self, item: Item, *, remembered: bool = False) -> str:
+        """`remembered`: a pod's shape as `unplaced` kept it for this very item, if it did."""
         if item.pod is not None:
+            if remembered:
+                known = self._pods.get(id(item))
+                if known is not None and known[0] is item:
+                    return known[1]
             return _shape(item)
         key = (tuple(c.spec.devices for c in item.claims), tuple(c.metadata.uid or c.ref() for c in item.allocated))
         try:
@@ -527,12 +541,13 @@ class Placer:
             if device_shape is not None:
                 self._record_failure(device_shape, index, proven=True)
         if not explain:
+            self._shapes.unplaced(item, shape)
             return NoPlacement((), exhausted, explained=False)
         return self.explanation(item, budget_exhausted=exhausted)
 
     def explanation(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
         """`explain`, remembered per shape until the cluster changes (shared by items of one shape)."""
-        shape = self._shapes.of(item)
+        shape = self._shapes.of(item, remembered=True)
         exhausted = budget_exhausted
         cached = self._explained.get(shape)
         if cached is not None and cached[0] == self._changes and cached[2].budget_exhausted == exhausted:
