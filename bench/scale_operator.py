@@ -40,8 +40,9 @@ devices in one ResourceSlice, one DeviceClass, one ResourceClaimTemplate for one
             connections at once (one is slower than dralloc). With --claim-lifecycle
             kube-controller-manager (default, as in a real cluster) KCM's
             resourceclaim-controller creates the claims from the template; with dralloc,
-            KCM runs without its DRA controllers and dralloc creates them, as on the
-            sandbox. It also prints kube-apiserver's requests during the fill by verb and
+            KCM runs without its DRA controllers and dralloc (`dralloc run --claim-lifecycle
+            dralloc --taint-eviction dralloc`: KCM's Lease is held all the same) creates them,
+            as on the sandbox. It also prints kube-apiserver's requests during the fill by verb and
             resource (its apiserver_request_total), and with --apiserver-profile FILE a
             --profile-seconds CPU profile of kube-apiserver from the start of each fill
             (FILE-<nodes>.pprof, top printed by `go tool pprof -top -cum`).
@@ -375,7 +376,10 @@ def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str =
         started = time.monotonic()
         operator = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "dralloc"), "run", "--kubeconfig", str(target.kubeconfig),
-             "--standalone", "--metrics-port", "0", "--health-port", "0", "--log-level", "WARNING"],
+             "--standalone", "--metrics-port", "0", "--health-port", "0", "--log-level", "WARNING",
+             # KCM without its DRA controllers still holds its leader Lease: say who does the lifecycle
+             *(["--claim-lifecycle", "dralloc", "--taint-eviction", "dralloc"]
+               if "-resourceclaim-controller" in kcm_controllers and control_plane == "real" else [])],
             stdout=log, stderr=subprocess.STDOUT)
         try:
             target.create(cluster.pod("canary", template_name="one-gpu"))
