@@ -17,11 +17,15 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.model import claims, devices, taints
 from dralloc.model import classes as model_classes
+
+
+V = TypeVar("V")
 
 
 class DeviceSet(AbstractSet[DeviceID]):
@@ -95,15 +99,77 @@ class DeviceSet(AbstractSet[DeviceID]):
         return DeviceSet(d for d in self if d not in gone)
 
 
+_ABSENT = object()
+
+
+class DeviceMap(Mapping[DeviceID, V]):
+    """An immutable mapping whose changed versions cost O(changes + size / COMPACT), not O(size).
+
+    A fill-up of shares commits thousands of times, each changing a few devices' consumed
+    capacity: copying every device's entry per commit was a tenth of a 1,213-node trace run.
+    Versions share a base dict that is never changed; each holds its own overlay of the
+    entries changed since (copied per version, so it stays small: past COMPACT entries a
+    version folds it into a new base).
+    """
+
+    __slots__ = ("_base", "_overlay")
+    COMPACT = 256
+
+    def __init__(self, items: Mapping[DeviceID, V] | Iterable[tuple[DeviceID, V]] = ()) -> None:
+        self._base: dict[DeviceID, V] = dict(items)
+        self._overlay: dict[DeviceID, V] = {}
+
+    def __getitem__(self, key: DeviceID) -> V:
+        value = self._overlay.get(key, _ABSENT)
+        return self._base[key] if value is _ABSENT else value  # type: ignore[return-value]
+
+    def get(self, key: DeviceID, default: Any = None) -> Any:  # type: ignore[override]
+        value = self._overlay.get(key, _ABSENT)
+        return self._base.get(key, default) if value is _ABSENT else value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._overlay or key in self._base
+
+    def __iter__(self) -> Iterator[DeviceID]:
+        overlay = self._overlay
+        yield from (key for key in self._base if key not in overlay)
+        yield from overlay
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(1 for key in self._overlay if key not in self._base)
+
+    def changed(self, updates: Mapping[DeviceID, V]) -> DeviceMap[V]:
+        """This map with `updates` set (added or replaced)."""
+        if not updates:
+            return self
+        new: DeviceMap[V] = DeviceMap.__new__(DeviceMap)
+        overlay = {**self._overlay, **updates}
+        if len(overlay) > self.COMPACT:
+            new._base, new._overlay = {**self._base, **overlay}, {}
+        else:
+            new._base, new._overlay = self._base, overlay
+        return new
+
+
+def _changed(mapping: Mapping[DeviceID, V], updates: Mapping[DeviceID, V]) -> DeviceMap[V]:
+    if isinstance(mapping, DeviceMap):
+        return mapping.changed(updates)
+    return DeviceMap({**mapping, **updates})
+
+
+def _device_set(devices: AbstractSet[DeviceID]) -> DeviceSet:
+    return devices if isinstance(devices, DeviceSet) else DeviceSet(devices)
+
+
 @dataclasses.dataclass(frozen=True)
 class AllocatedState:
     """Devices held by allocations that already exist."""
 
     exclusive: DeviceSet = dataclasses.field(default_factory=DeviceSet)
     # Devices with at least one share (consumable capacity), and the capacity those shares consume.
-    shared: frozenset[DeviceID] = frozenset()
-    consumed_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = dataclasses.field(default_factory=dict)
-    share_counts: Mapping[DeviceID, int] = dataclasses.field(default_factory=dict)
+    shared: AbstractSet[DeviceID] = dataclasses.field(default_factory=DeviceSet)
+    consumed_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = dataclasses.field(default_factory=DeviceMap)
+    share_counts: Mapping[DeviceID, int] = dataclasses.field(default_factory=DeviceMap)
 
     @classmethod
     def from_claims(cls, allocated: Iterable[claims.ResourceClaim], features: Features) -> AllocatedState:
@@ -130,7 +196,7 @@ class AllocatedState:
                     totals[name] = totals.get(name, Fraction(0)) + quantity.value
             else:
                 exclusive.add(device_id)
-        return cls(DeviceSet(exclusive), frozenset(counts), consumed, counts)
+        return cls(DeviceSet(exclusive), DeviceSet(counts), DeviceMap(consumed), DeviceMap(counts))
 
     def plus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state with more allocation results added."""
@@ -138,19 +204,19 @@ class AllocatedState:
         if not extra.shared:
             return AllocatedState(self.exclusive.with_devices(extra.exclusive), self.shared,
                                   self.consumed_capacity, self.share_counts)
-        # A shallow copy, and a new inner mapping only for the devices these results touch: a
-        # fill-up run of shares commits thousands of times, and copying every device's totals
-        # each time made it quadratic (half of a 1,213-node trace run).
-        consumed = dict(self.consumed_capacity)
+        # New entries only for the devices these results touch (DeviceMap, DeviceSet): a fill-up
+        # of shares commits thousands of times, and copying every device's totals each time
+        # made it quadratic (half of a 1,213-node trace run once).
+        consumed: dict[DeviceID, dict[str, Fraction]] = {}
         for device_id, totals in extra.consumed_capacity.items():
-            mine = consumed[device_id] = dict(consumed.get(device_id, {}))
+            mine = consumed[device_id] = dict(self.consumed_capacity.get(device_id, {}))
             for name, value in totals.items():
                 mine[name] = mine.get(name, Fraction(0)) + value
-        counts = dict(self.share_counts)
-        for device_id, count in extra.share_counts.items():
-            counts[device_id] = counts.get(device_id, 0) + count
-        return AllocatedState(self.exclusive.with_devices(extra.exclusive), self.shared | extra.shared, consumed,
-                              counts)
+        counts = {device_id: self.share_counts.get(device_id, 0) + count
+                  for device_id, count in extra.share_counts.items()}
+        return AllocatedState(self.exclusive.with_devices(extra.exclusive),
+                              _device_set(self.shared).with_devices(extra.shared),
+                              _changed(self.consumed_capacity, consumed), _changed(self.share_counts, counts))
 
     def minus(self, results: Iterable[claims.DeviceRequestAllocationResult], features: Features) -> AllocatedState:
         """This state after these allocation results were released (deallocation)."""
@@ -166,7 +232,8 @@ class AllocatedState:
             if counts[device_id] <= 0:
                 del counts[device_id]
                 consumed.pop(device_id, None)
-        return AllocatedState(self.exclusive.without(gone.exclusive), frozenset(counts), consumed, counts)
+        return AllocatedState(self.exclusive.without(gone.exclusive), DeviceSet(counts), DeviceMap(consumed),
+                              DeviceMap(counts))
 
 
 @dataclasses.dataclass(frozen=True)
