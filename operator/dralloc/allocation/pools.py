@@ -52,6 +52,9 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
+_QUALIFIED: dict[tuple[str, str], str] = {}  # (driver, short attribute name) -> "driver/name", interned
+
+
 class DeviceInfo:
     """Everything the search needs about one published device, computed once.
 
@@ -73,10 +76,16 @@ class DeviceInfo:
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
         attributes: dict[str, devices.DeviceAttribute] = {}
         # Short names first so that an explicitly qualified name wins (exact match first).
+        driver = spec.driver
         for name, value in device.attributes.items():
             if "/" not in name:
                 # Interned: every device of a driver has the same names (memory at fleet size).
-                attributes[sys.intern(f"{spec.driver}/{name}")] = value
+                qualified = _QUALIFIED.get((driver, name))
+                if qualified is None:
+                    if len(_QUALIFIED) >= 1 << 14:
+                        _QUALIFIED.clear()
+                    qualified = _QUALIFIED[(driver, name)] = sys.intern(f"{driver}/{name}")
+                attributes[qualified] = value
         for name, value in device.attributes.items():
             if "/" in name:
                 attributes[name] = value

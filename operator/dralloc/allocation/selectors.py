@@ -114,13 +114,33 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
         return env.error
     for attribute in info.device.attributes.values():
         kind, value = attribute.kind_and_value() or (None, None)
-        if (kind == "string" and type(value) is str) or (kind == "bool" and type(value) is bool):
-            continue  # always converts (`check_attribute_value` would only call `_scalar` to say so)
+        # The scalars that always convert, decided inline (`check_attribute_value` would only
+        # call `_scalar` to say so): every attribute of every device is checked once.
+        kind_of = type(value)
+        if kind == "string":
+            if kind_of is str:
+                continue
+        elif kind == "int":
+            if kind_of is int and _INT64_MIN <= value <= _INT64_MAX:
+                continue
+        elif kind == "bool":
+            if kind_of is bool:
+                continue
+        elif kind == "version" and value in _GOOD_VERSIONS:
+            continue
         try:
             cel_attributes.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
             return _env(info, view).error
+        if kind == "version":
+            if len(_GOOD_VERSIONS) >= 4096:
+                _GOOD_VERSIONS.clear()
+            _GOOD_VERSIONS.add(value)
     return None
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_GOOD_VERSIONS: set[str] = set()  # version strings known to parse (drivers publish few)
 
 
 # Results shared by alike devices: (expression, view, what the selector reads of the device)
