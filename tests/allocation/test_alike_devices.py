@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.builders import built, slice_
-from tests.cel.test_fastpath_equivalence import CAPACITY_IDS, DOMAINS, DRIVER, EXPRESSIONS, IDS, SELECTORS
 from tests.cel.test_fastpath_equivalence import _AMOUNT as AMOUNTS
 from tests.cel.test_fastpath_equivalence import _ATTRIBUTE as ATTRIBUTES
 from tests.cel.test_fastpath_equivalence import _TYPICAL as TYPICAL
+from tests.cel.test_fastpath_equivalence import CAPACITY_IDS, DOMAINS, DRIVER, EXPRESSIONS, IDS, SELECTORS
 
 from dralloc.allocation import errors, selectors
 from dralloc.allocation.pools import DeviceInfo

@@ -121,7 +121,7 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
             if kind_of is str:
                 continue
         elif kind == "int":
-            if kind_of is int and _INT64_MIN <= value <= _INT64_MAX:
+            if kind_of is int and _INT64_MIN <= cast(int, value) <= _INT64_MAX:
                 continue
         elif kind == "bool":
             if kind_of is bool:
@@ -135,7 +135,7 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
         if kind == "version":
             if len(_GOOD_VERSIONS) >= 4096:
                 _GOOD_VERSIONS.clear()
-            _GOOD_VERSIONS.add(value)
+            _GOOD_VERSIONS.add(cast(str, value))
     return None
 
 

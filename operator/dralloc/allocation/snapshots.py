@@ -24,7 +24,6 @@ from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.model import claims, devices, taints
 from dralloc.model import classes as model_classes
 
-
 V = TypeVar("V")
 
 
@@ -123,7 +122,7 @@ class DeviceMap(Mapping[DeviceID, V]):
         value = self._overlay.get(key, _ABSENT)
         return self._base[key] if value is _ABSENT else value  # type: ignore[return-value]
 
-    def get(self, key: DeviceID, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: DeviceID, default: Any = None) -> Any:
         value = self._overlay.get(key, _ABSENT)
         return self._base.get(key, default) if value is _ABSENT else value
 
