@@ -136,11 +136,15 @@ def fits(
 ) -> bool:
     for name, amount in amounts.items():
         total = amount.value
-        if already:
-            total += already.get(name, 0)
-        if in_call:
-            total += in_call.get(name, 0)
-        if total > capacity[name].value.value:
+        held = already.get(name, 0) if already else 0
+        taking = in_call.get(name, 0) if in_call else 0
+        limit = capacity[name].value.value
+        if total.denominator == 1 and held.denominator == 1 and taking.denominator == 1 and limit.denominator == 1:
+            # Whole amounts (milli-GPUs, bytes): the same sum in ints, without Fraction arithmetic.
+            if total.numerator + held.numerator + taking.numerator > limit.numerator:
+                return False
+            continue
+        if total + held + taking > limit:
             return False
     return True
 

@@ -18,7 +18,7 @@ left to devices.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
@@ -157,3 +157,34 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
         if used.requests.get(resource, 0) + wanted > available:
             return f"insufficient {resource}"
     return None
+
+
+NO_NEED = -(2**63)  # a resource the pod does not ask for: any node has enough
+
+
+class FreeResources:
+    """The CPU and memory each node has left, in nano-units (allocatable minus what pods use;
+    -1 where the node does not advertise the resource, which node fit then finds insufficient
+    for any request of it).
+
+    First-fit walks past thousands of full nodes per pod: two numbers per node tell most of
+    them apart without `misfit`, which reads the whole pod and node each time. A necessary
+    condition of `misfit` only (other resources, selectors and taints are checked there).
+    """
+
+    def __init__(self, node_list: Sequence[nodes.Node], usage: Sequence[NodeUsage]) -> None:
+        self.cpu = [0] * len(node_list)
+        self.memory = [0] * len(node_list)
+        for index, (node, used) in enumerate(zip(node_list, usage, strict=True)):
+            self.update(index, node, used)
+
+    def update(self, index: int, node: nodes.Node, used: NodeUsage) -> None:
+        """Set node `index`'s values (after its usage changed: a pod placed or gone)."""
+        _, allocatable = _allocatable_amounts(node)
+        cpu, memory = allocatable.get("cpu"), allocatable.get("memory")
+        self.cpu[index] = -1 if cpu is None else cpu - used.requests.get("cpu", 0)
+        self.memory[index] = -1 if memory is None else memory - used.requests.get("memory", 0)
+
+    def has_room(self, index: int, cpu: int, memory: int) -> bool:
+        """Whether node `index` has `cpu` and `memory` left (NO_NEED: any amount will do)."""
+        return self.cpu[index] >= cpu and self.memory[index] >= memory

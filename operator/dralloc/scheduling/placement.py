@@ -294,6 +294,7 @@ class Placer:
         # family -> node index -> (epoch, smallest size proven not to fit then); see `_family`.
         self._family_failed: dict[str, dict[int, tuple[int, int | Fraction]]] = {}
         self._first_unknown: dict[str, int] = {}
+        self._free: nodefit.FreeResources | None = None  # CPU/memory left per node, built on first use
         self.allocator_calls = 0
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
         # changes on commit/release, so an explanation stays true until the next one.
@@ -361,6 +362,17 @@ class Placer:
         if not self._expected:
             self._learn(model_shape)
         return self.model.order(model_shape)
+
+    def _room_check(self, requests: Mapping[str, int] | None) -> tuple[nodefit.FreeResources, int, int] | None:
+        """What the quick CPU/memory check needs for a pod that asks for either, else None."""
+        if not requests:
+            return None
+        cpu, memory = requests.get("cpu", 0), requests.get("memory", 0)
+        if cpu <= 0 and memory <= 0:
+            return None
+        if self._free is None:
+            self._free = nodefit.FreeResources(self.nodes, self.usage)
+        return self._free, cpu if cpu > 0 else nodefit.NO_NEED, memory if memory > 0 else nodefit.NO_NEED
 
     def _order(self, shape: str) -> Iterable[int]:
         if self.policy in ("first-fit", "fragmentation-aware"):
@@ -505,12 +517,16 @@ class Placer:
                     self._advance(shape)
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
+        room = self._room_check(requests)
         for index, prefer in self._candidates(item, shape):
             if self._known_failure(shape, index):
                 continue
             # The claims' own failures first: a few lookups, where node fit reads the whole pod.
             if device_shape is not None and self._known_failure(device_shape, index):
                 self._record_failure(shape, index)  # the claims failed there, for another pod of theirs
+                continue
+            if room is not None and not room[0].has_room(index, room[1], room[2]):
+                self._record_failure(shape, index)  # node fit would refuse it for CPU or memory
                 continue
             if self.misfit(item, index, requests) is not None:
                 self._record_failure(shape, index)
@@ -614,6 +630,8 @@ class Placer:
             for name, amount in nodeallocatable.status_demand(placement.node_allocatable).items():
                 requests[name] = requests.get(name, 0) + amount
             self._writable_usage(index).add(requests)
+            if self._free is not None:
+                self._free.update(index, self.nodes[index], self.usage[index])
         self._refresh_use(placement.results, extra_node=index)
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
@@ -623,6 +641,8 @@ class Placer:
         self.snapshot = self.snapshot.without_allocations(results, self.features)
         if index is not None and pod is not None:
             self._writable_usage(index).remove(nodefit.bound_pod_requests(pod))
+            if self._free is not None:
+                self._free.update(index, self.nodes[index], self.usage[index])
         # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
         # pod's resources free only its node: forgetting every failure is the simple exact answer.
         self.release_epoch = [epoch + 1 for epoch in self.release_epoch]
