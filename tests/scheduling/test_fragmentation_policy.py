@@ -211,3 +211,25 @@ class TestProperties:
             p.expect(item(t) for t in tasks)
             placed[policy] = sum(w is not None for w in place(p, tasks))
         assert placed["fragmentation-aware"] == placed["first-fit"]
+
+    @settings(max_examples=40, deadline=None)
+    @given(cluster_shapes, task_shapes)
+    def test_orders_kept_across_decisions_equal_orders_built_afresh(
+            self, cluster: list[tuple[int, str, int]], workload: list[tuple[int, int, int, tuple[str, ...]]]) -> None:
+        """The model keeps each shape's node order and updates it for the node states that
+        changed since; after every commit that order is the one built from scratch."""
+        tasks = _tasks(workload)
+        p = placer(_cluster(cluster), "fragmentation-aware")
+        p.expect(item(t) for t in tasks)
+        model = p.model
+        assert model is not None
+        for t in tasks:
+            it = item(t)
+            shape = p._model_shape(it)
+            if shape is not None:
+                kept = list(model.order(shape))
+                model._sorted.clear()
+                assert list(model.order(shape)) == kept
+            decision = p.place(it)
+            if isinstance(decision, placement.Placement):
+                p.commit(it, decision)
