@@ -92,31 +92,24 @@ def _allocatable(node: nodes.Node, name: str) -> Quantity | None:
     return node.status.allocatable.get(name)
 
 
-# Per Node object: its allocatable pods (rounded up) and resources in nano-units. Node fit is
-# asked of every node an item walks past, and converting the node's quantities each time was
-# most of it. Keyed by identity, the node kept alive with its entry (so an id stays its own);
-# bounded: emptied when full.
-_ALLOCATABLE: dict[int, tuple[nodes.Node, int | None, dict[str, int]]] = {}
-_ALLOCATABLE_MAX = 1 << 16
+# A node's allocatable pods (rounded up) and resources in nano-units, for callers that ask node
+# fit of one node many times (a Placer keeps one per node: `misfit(..., allocatable=...)`).
+Allocatable = tuple[int | None, dict[str, int]]
 
 
-def _allocatable_amounts(node: nodes.Node) -> tuple[int | None, dict[str, int]]:
-    known = _ALLOCATABLE.get(id(node))
-    if known is None or known[0] is not node:
-        amounts = node.status.allocatable
-        pods_limit = amounts["pods"].as_int_ceil() if "pods" in amounts else None
-        if len(_ALLOCATABLE) >= _ALLOCATABLE_MAX:
-            _ALLOCATABLE.clear()
-        known = _ALLOCATABLE[id(node)] = (node, pods_limit, {name: q.nanos for name, q in amounts.items()})
-    return known[1], known[2]
+def allocatable_amounts(node: nodes.Node) -> Allocatable:
+    amounts = node.status.allocatable
+    pods_limit = amounts["pods"].as_int_ceil() if "pods" in amounts else None
+    return pods_limit, {name: q.nanos for name, q in amounts.items()}
 
 
 def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int], *,
-           dra_backed: Collection[str] | None = None) -> str | None:
+           dra_backed: Collection[str] | None = None, allocatable: Allocatable | None = None) -> str | None:
     """Why the pod cannot run on the node, ignoring devices; None when it can.
 
     `dra_backed`: the resource names DeviceClasses serve; with it, a resource the node does
     not advertise and no class serves is insufficient (None: left to devices).
+    `allocatable`: `allocatable_amounts(node)`, when the caller keeps it (converted otherwise).
     """
     name = node.metadata.name
     spec = pod.spec
@@ -140,13 +133,13 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
     if taint is not None:
         return f"untolerated taint {taint.key}={taint.value or ''}:{taint.effect}"
     used = usage or NodeUsage()
-    allocatable_pods, allocatable = _allocatable_amounts(node)
+    allocatable_pods, amounts = allocatable if allocatable is not None else allocatable_amounts(node)
     if allocatable_pods is not None and used.pods + 1 > allocatable_pods:
         return "too many pods"
     for resource, wanted in requests.items():
         if wanted <= 0:
             continue
-        available = allocatable.get(resource)
+        available = amounts.get(resource)
         if available is None:
             if resource in FIT_RESOURCES:
                 return f"insufficient {resource}"
@@ -172,16 +165,16 @@ class FreeResources:
     condition of `misfit` only (other resources, selectors and taints are checked there).
     """
 
-    def __init__(self, node_list: Sequence[nodes.Node], usage: Sequence[NodeUsage]) -> None:
-        self.cpu = [0] * len(node_list)
-        self.memory = [0] * len(node_list)
-        for index, (node, used) in enumerate(zip(node_list, usage, strict=True)):
-            self.update(index, node, used)
+    def __init__(self, allocatable: Sequence[Allocatable], usage: Sequence[NodeUsage]) -> None:
+        self.cpu = [0] * len(allocatable)
+        self.memory = [0] * len(allocatable)
+        for index, (amounts, used) in enumerate(zip(allocatable, usage, strict=True)):
+            self.update(index, amounts, used)
 
-    def update(self, index: int, node: nodes.Node, used: NodeUsage) -> None:
+    def update(self, index: int, allocatable: Allocatable, used: NodeUsage) -> None:
         """Set node `index`'s values (after its usage changed: a pod placed or gone)."""
-        _, allocatable = _allocatable_amounts(node)
-        cpu, memory = allocatable.get("cpu"), allocatable.get("memory")
+        amounts = allocatable[1]
+        cpu, memory = amounts.get("cpu"), amounts.get("memory")
         self.cpu[index] = -1 if cpu is None else cpu - used.requests.get("cpu", 0)
         self.memory[index] = -1 if memory is None else memory - used.requests.get("memory", 0)
 

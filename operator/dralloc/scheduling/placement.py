@@ -295,6 +295,7 @@ class Placer:
         self._family_failed: dict[str, dict[int, tuple[int, int | Fraction]]] = {}
         self._first_unknown: dict[str, int] = {}
         self._free: nodefit.FreeResources | None = None  # CPU/memory left per node, built on first use
+        self._allocatable: list[nodefit.Allocatable | None] = [None] * len(self.nodes)
         self.allocator_calls = 0
         # Explanations are costly (the allocator on every node, with reasons); the cluster only
         # changes on commit/release, so an explanation stays true until the next one.
@@ -363,6 +364,13 @@ class Placer:
             self._learn(model_shape)
         return self.model.order(model_shape)
 
+    def _allocatable_of(self, index: int) -> nodefit.Allocatable:
+        """Node `index`'s allocatable in nano-units, converted once (node fit asks it per item)."""
+        known = self._allocatable[index]
+        if known is None:
+            known = self._allocatable[index] = nodefit.allocatable_amounts(self.nodes[index])
+        return known
+
     def _room_check(self, requests: Mapping[str, int] | None) -> tuple[nodefit.FreeResources, int, int] | None:
         """What the quick CPU/memory check needs for a pod that asks for either, else None."""
         if not requests:
@@ -371,7 +379,8 @@ class Placer:
         if cpu <= 0 and memory <= 0:
             return None
         if self._free is None:
-            self._free = nodefit.FreeResources(self.nodes, self.usage)
+            self._free = nodefit.FreeResources([self._allocatable_of(i) for i in range(len(self.nodes))],
+                                               self.usage)
         return self._free, cpu if cpu > 0 else nodefit.NO_NEED, memory if memory > 0 else nodefit.NO_NEED
 
     def _order(self, shape: str) -> Iterable[int]:
@@ -439,6 +448,7 @@ class Placer:
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
             reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
+                                    allocatable=self._allocatable_of(index),
                                     dra_backed=self.dra_backed)
             if reason is not None:
                 return reason
@@ -631,7 +641,7 @@ class Placer:
                 requests[name] = requests.get(name, 0) + amount
             self._writable_usage(index).add(requests)
             if self._free is not None:
-                self._free.update(index, self.nodes[index], self.usage[index])
+                self._free.update(index, self._allocatable_of(index), self.usage[index])
         self._refresh_use(placement.results, extra_node=index)
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
@@ -642,7 +652,7 @@ class Placer:
         if index is not None and pod is not None:
             self._writable_usage(index).remove(nodefit.bound_pod_requests(pod))
             if self._free is not None:
-                self._free.update(index, self.nodes[index], self.usage[index])
+                self._free.update(index, self._allocatable_of(index), self.usage[index])
         # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
         # pod's resources free only its node: forgetting every failure is the simple exact answer.
         self.release_epoch = [epoch + 1 for epoch in self.release_epoch]
