@@ -248,7 +248,12 @@ def test_alerts_fire_and_panels_show_data_on_a_live_operator(
     sandbox.seed([cluster.pod("half", template_name="half"), cluster.pod("share", template_name="share")])
     wait(lambda: all(_node_of(sandbox, p) for p in [*fill, "half", "share"]), "every fill pod bound", extra=status)
     wait(lambda: _scalar(prom, 'max(dralloc_scheduling_queue_pods{state="pending"})') == 0, "the queue empty")
-    assert prom.alert_states() == {}, "a healthy, full cluster fires nothing"
+    # A 1 s scrape of the busy operator that times out on a loaded machine makes DrallocDown
+    # pending for a moment (its `for:` is there for that; CI saw it once): pending is not firing.
+    # Anything firing, or any other alert even pending, is a failure.
+    states = prom.alert_states()
+    assert {a: s for a, s in states.items() if (a, s) != ("DrallocDown", "pending")} == {}, (
+        f"a healthy, full cluster fires nothing: {states}")
 
     # 2. an unschedulable pod: no GPU is left.
     sandbox.seed([cluster.pod("one-too-many", template_name="one")])
