@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import pathlib
 import sys
 import tempfile
@@ -33,7 +34,6 @@ import quality
 import traces
 
 from dralloc.offline import simulating
-from dralloc.scheduling import placement
 
 MILLI = traces.MILLI
 
@@ -48,25 +48,15 @@ def shape_class(task: traces.TraceTask) -> str:
 
 def run(policy: str, snapshot: pathlib.Path, workload: pathlib.Path
         ) -> list[tuple[str, str | None, tuple[str, ...]]]:
-    """(task name, node or None, devices) per task, in arrival order."""
+    """(task name, node or None, devices) per task, in arrival order: `dralloc simulate`'s loop."""
     request = simulating.Request(snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy=policy,
                                  progress=False)
-    sink = open("/dev/null", "w")
-    placer, items, templates, claims = simulating.prepare(request, sink)
-    classes = list(placer.snapshot.classes.values())
-    if placer.model is not None:
-        placer.expect(simulating.items_of(items, templates, claims, classes))
-    out = []
-    for item in simulating.items_of(items, templates, claims, classes):
-        decision = placer.place(item, explain=False)
-        if isinstance(decision, placement.Placement):
-            placer.commit(item, decision)
-            devices = tuple(r.device for a in decision.results for r in a.devices.results)
-            out.append((item.name, decision.node, devices))
-        else:
-            out.append((item.name, None, ()))
-    sink.close()
-    return out
+    with open(os.devnull, "w") as sink:
+        placer, items, templates, claims = simulating.prepare(request, sink)
+        results = simulating.place_workload(placer, items, templates, claims, request, sink)
+    return [(r.item.name, r.placement.node if r.placement is not None else None,
+             tuple(d.device for a in r.placement.results for d in a.devices.results) if r.placement is not None else ())
+            for r in results]
 
 
 def analyze(name: str, policy: str, nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask],

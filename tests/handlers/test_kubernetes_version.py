@@ -17,7 +17,7 @@ def test_auto_follows_the_api_servers_release(apiserver: Cluster, capsys: pytest
     kubeconfig = apiserver.kubeconfig
     if kubeconfig is None:
         pytest.skip("runs `dralloc run --kubeconfig FILE`, but this cluster's KUBECONFIG names several files, "
-                    "not one to pass")
+                    "not one to pass (set KUBECONFIG to a single file to run it)")
     release = cli._served_release(argparse.Namespace(kubeconfig=str(kubeconfig), context=None, in_cluster=None))
     assert release == "1.37"
     assert "the API server is Kubernetes 1.37: following its allocator (1.37)" in capsys.readouterr().err

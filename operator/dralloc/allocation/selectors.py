@@ -121,26 +121,16 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
             if kind_of is str:
                 continue
         elif kind == "int":
-            if kind_of is int and _INT64_MIN <= cast(int, value) <= _INT64_MAX:
+            if kind_of is int and cel_attributes.INT64_MIN <= cast(int, value) <= cel_attributes.INT64_MAX:
                 continue
         elif kind == "bool":
             if kind_of is bool:
                 continue
-        elif kind == "version" and value in _GOOD_VERSIONS:
-            continue
-        try:
+        try:  # versions parse once each (cel.attributes caches them)
             cel_attributes.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
             return _env(info, view).error
-        if kind == "version":
-            if len(_GOOD_VERSIONS) >= 4096:
-                _GOOD_VERSIONS.clear()
-            _GOOD_VERSIONS.add(cast(str, value))
     return None
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_GOOD_VERSIONS: set[str] = set()  # version strings known to parse (drivers publish few)
 
 
 # Results shared by alike devices: (expression, view, what the selector reads of the device)

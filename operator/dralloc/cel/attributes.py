@@ -16,8 +16,8 @@ from typing import Any
 
 from dralloc.cel.versions import Semver
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)  # CEL's int range; an attribute outside it does not convert
+INT64_MAX = 2**63 - 1
 
 
 def split_qualified_name(name: str, default_domain: str) -> tuple[str, str]:
@@ -37,7 +37,7 @@ def _scalar(kind: str, raw: Any) -> Any:
     if kind == "int":
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise ValueError(f"int value must be an integer, got {raw!r}")
-        if not _INT64_MIN <= raw <= _INT64_MAX:
+        if not INT64_MIN <= raw <= INT64_MAX:
             raise ValueError("overflow")  # celtypes.IntType's wording, which the conversion used to give
         return int(raw)
     if kind == "bool":

@@ -22,7 +22,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
-from dralloc.model.quantities import Quantity
 from dralloc.scheduling import nodeallocatable
 
 FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -86,10 +85,6 @@ class NodeUsage:
         for name, value in requests.items():
             self.requests[name] = self.requests.get(name, 0) - value
         self.pods -= 1
-
-
-def _allocatable(node: nodes.Node, name: str) -> Quantity | None:
-    return node.status.allocatable.get(name)
 
 
 # A node's allocatable pods (rounded up) and resources in nano-units, for callers that ask node
