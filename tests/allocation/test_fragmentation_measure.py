@@ -79,9 +79,9 @@ def test_rank_breaks_equal_growths_of_a_gpu_request_by_cpu_per_free_gpu() -> Non
     measure = Measure([GPU], [(shape(share(1000), cpu=4), 1)])
     assert measure.balance() == Fraction(4, 1000)
     request = shape(share(1000), cpu=2)
-    assert measure.rank(state(1000, 1000, cpu=10), request) == ((0, Fraction(4, 1000)), (0,))
-    assert measure.rank(state(1000, 1000, cpu=20), request) == ((0, Fraction(14, 1000)), (0,))
-    assert measure.rank(state(1000, cpu=10), request) == ((0, -1), (0,))
+    assert measure.rank(state(1000, 1000, cpu=10), request) == ((0, 0.004, Fraction(4, 1000)), (0,))
+    assert measure.rank(state(1000, 1000, cpu=20), request) == ((0, 0.014, Fraction(14, 1000)), (0,))
+    assert measure.rank(state(1000, cpu=10), request) == ((0, -1, -1), (0,))
 
 
 def test_rank_puts_the_growth_first() -> None:
@@ -90,3 +90,15 @@ def test_rank_puts_the_growth_first() -> None:
     assert measure.rank(state(1000, 400), shape(share(400)))[0][0] == -400  # type: ignore[index]
     assert measure.rank(state(1000, 400), shape(share(400)))[1] == (1,)  # type: ignore[index]
     assert measure.rank(state(300, 300), shape(share(400))) is None
+
+
+def test_rank_orders_distances_exactly_where_their_floats_are_equal() -> None:
+    """CPU left per free GPU of 10^14 and 10^14 + 0.002 milli-GPU round to one float; the
+    exact distance in the key still puts the nearer one first."""
+    measure = Measure([GPU], [(shape(share(1000), cpu=4), 1)])
+    request = shape(share(1000), cpu=2)
+    near = measure.rank(state(1000, 1000, cpu=10**17 + 2), request)
+    far = measure.rank(state(1000, 1000, cpu=10**17 + 4), request)
+    assert near is not None and far is not None
+    assert near[0][1] == far[0][1]  # the floats alone would tie
+    assert near < far

@@ -28,12 +28,15 @@ cannot be shared takes all of its one unit.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 ZERO = Fraction(0)
+STEP_MEMO = 1 << 16  # device steps kept (`Measure._steps`); past that the cache starts afresh
 UNRANKED = 2**63  # the growth of a choice the measure could not make: after every measured one
 ONE = Fraction(1)
 
@@ -82,6 +85,10 @@ Amount = int | Fraction  # exact amounts; ints where they are whole (most are: c
 # allocator's order and the resources left.
 DeviceState = tuple[int, tuple[Amount, ...]]
 NodeState = tuple[tuple[DeviceState, ...], tuple[int, ...]]
+# What the measure keeps of a node's devices: (free share, per group the share its requests can
+# use or 0, per measured demand the devices that can serve it).
+DevicePart = tuple[Amount, tuple[Amount, ...], tuple[int, ...]]
+Key = tuple[Amount | float, ...]  # a choice's order key (`Measure.rank`)
 
 
 class Measure:
@@ -116,11 +123,27 @@ class Measure:
         self._groups = [(tuple((i, self._demands[i].count) for i in ids), members)
                         for ids, members in sorted(groups.items())]
         self._group_weights = [sum(w for _, w in members) for _, members in self._groups]
-        self._memo: dict[NodeState, Amount] = {}
+        self._weight = sum(self._group_weights)
+        # The demands of the groups; demands of other shapes (`choose` on a shape the workload
+        # did not announce) get ids after these and are not in the per-device vectors.
+        self._measured = len(self._demands)
+        single = all(len(demands) == 1 for demands, _ in self._groups)
+        self._single = (tuple(demands[0][0] for demands, _ in self._groups),
+                        tuple(demands[0][1] for demands, _ in self._groups)) if single else None
+        self._no_counts = (0,) * self._measured
+        self._no_parts: DevicePart = (0, (0,) * len(self._groups), self._no_counts)
         self._usable: dict[tuple[DeviceState, int], bool] = {}
         self._shares: dict[DeviceState, Amount] = {}
-        self._device_parts: dict[tuple[DeviceState, ...], tuple[Amount, list[tuple[bool, Amount]]]] = {}
-        self._resource_parts: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        self._vectors: dict[DeviceState, tuple[Amount, tuple[int, ...], tuple[Amount, ...]]] = {}
+        self._device_parts: dict[tuple[DeviceState, ...], DevicePart] = {}
+        self._resource_parts: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._resource_levels: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._step_memo: dict[tuple[tuple[DeviceState, ...], int, tuple[int, ...]],
+                              list[tuple[int, DevicePart, tuple[DeviceState, ...]]]] = {}
+        self._taken_memo: dict[tuple[DeviceState, int], DeviceState] = {}
+        # Per node resource, the distinct amounts the shapes ask for, ascending (`_resource_part`).
+        dimensions = len(self.shapes[0][0].resources) if self.shapes else 0
+        self._levels = tuple(sorted({shape.resources[k] for shape, _ in self.shapes}) for k in range(dimensions))
         # Shares are counted in 1/unit of a device, as ints, when that is exact for every
         # signature (unit: the least common multiple of the whole totals, 1000 for milli-GPUs):
         # Fraction arithmetic was most of the policy's time. Amounts that are not whole keep
@@ -168,7 +191,15 @@ class Measure:
         """A necessary condition for the shape to fit the node (each request on its own)."""
         if any(need > left for need, left in zip(shape.resources, state[1], strict=True)):
             return False
+        counts = None
         for demand in shape.devices:
+            demand_id = self._demand_ids.get(demand.key())
+            if demand_id is not None and demand_id < self._measured:
+                if counts is None:
+                    counts = self._device_part(state[0])[2]  # shared by every shape asked of the node
+                if counts[demand_id] < demand.count:
+                    return False
+                continue
             usable = 0
             for device in state[0]:
                 if self.usable(device, demand):
@@ -185,61 +216,76 @@ class Measure:
 
         Per group of shapes with the same device requests: if the devices cannot serve them,
         or a shape's CPU and memory do not fit, all free capacity is lost to it; otherwise the
-        free capacity of the devices none of its requests can use. The device part depends on
-        the devices' states only and the resource part on what is left of CPU and memory only:
-        each is memoized on its own, as many nodes share one but not the other.
+        free capacity of the devices none of its requests can use. So the total is the weight
+        of all groups times the free capacity, less, per group, the capacity its requests can
+        use (0 when they do not fit the devices) times the weight of its shapes whose CPU and
+        memory fit: a dot product of a device part, which depends on the devices' states only,
+        and a resource part, which depends on what is left of CPU and memory only. Each is
+        memoized on its own, as many nodes share one but not the other.
         """
-        known = self._memo.get(state)
-        if known is not None:
-            return known
         devices, left = state
-        free, parts = self._device_part(devices)
-        total: Amount = 0
-        if free:
-            fitting = self._resource_part(left)
-            for (devices_fit, unusable), (fit_weight, weight) in zip(parts, fitting, strict=True):
-                if devices_fit:
-                    total += fit_weight * unusable + (weight - fit_weight) * free
-                else:
-                    total += weight * free
-        self._memo[state] = total
-        return total
+        free, usable, _ = self._device_part(devices)
+        if not free:
+            return 0
+        dot: Amount = sum(map(operator.mul, usable, self._resource_part(left)))
+        return self._weight * free - dot
 
-    def _device_part(self, devices: tuple[DeviceState, ...]) -> tuple[Amount, list[tuple[bool, Amount]]]:
-        """(free capacity, per group: whether the devices can serve its requests, and the free
-        capacity of the devices none of them can use)."""
+    def _vector(self, device: DeviceState) -> tuple[Amount, tuple[int, ...], tuple[Amount, ...]]:
+        """One device state's part: (its free share, per measured demand whether it can serve
+        it (0/1), per group its share if some request of the group can use it, else 0)."""
+        known = self._vectors.get(device)
+        if known is None:
+            share = self.share(device)
+            flags = tuple(1 if self.usable(device, demand) else 0 for demand in self._demands[:self._measured])
+            usable = tuple(share if share and any(flags[i] for i, _ in demands) else 0 for demands, _ in self._groups)
+            known = self._vectors[device] = (share, flags, usable)
+        return known
+
+    def _device_part(self, devices: tuple[DeviceState, ...]) -> DevicePart:
+        """(free capacity, per group: the free capacity its requests can use, 0 when the devices
+        cannot serve them; per measured demand: how many devices can serve it). Summed over the
+        devices' vectors, which repeat across thousands of alike GPUs."""
         known = self._device_parts.get(devices)
         if known is not None:
             return known
-        shares = [self.share(d) for d in devices]
-        free: Amount = sum(shares, 0)
-        parts: list[tuple[bool, Amount]] = []
-        for demands, _ in self._groups:
-            devices_fit = True
-            usable_any = [False] * len(devices)
-            for demand_id, count in demands:
-                found = 0
-                for position, device in enumerate(devices):
-                    if self._usable_by(device, demand_id):
-                        found += 1
-                        usable_any[position] = True
-                devices_fit = devices_fit and found >= count
-            unusable: Amount = sum((s for s, u in zip(shares, usable_any, strict=True) if s and not u), 0)
-            parts.append((devices_fit, unusable))
-        self._device_parts[devices] = (free, parts)
-        return free, parts
+        if not devices:
+            known = self._no_parts
+        else:
+            vectors = [self._vector(d) for d in devices]
+            free: Amount = sum([v[0] for v in vectors], 0)
+            counts = tuple(map(sum, zip(*[v[1] for v in vectors], strict=True)))
+            usable = map(sum, zip(*[v[2] for v in vectors], strict=True))
+            if self._single is not None:
+                ids, needed = self._single
+                parts = tuple(u if counts[i] >= n else 0 for u, i, n in zip(usable, ids, needed, strict=True))
+            else:
+                parts = tuple(u if all(counts[i] >= n for i, n in demands) else 0
+                              for u, (demands, _) in zip(usable, self._groups, strict=True))
+            known = (free, parts, counts)
+        self._device_parts[devices] = known
+        return known
 
-    def _resource_part(self, left: tuple[int, ...]) -> list[tuple[int, int]]:
-        """Per group: (the weight of its shapes whose node resources fit in `left`, its weight)."""
+    def _resource_part(self, left: tuple[int, ...]) -> tuple[int, ...]:
+        """Per group: the weight of its shapes whose node resources fit in `left`.
+
+        Which shapes fit depends only on where each amount left falls among the amounts the
+        shapes ask for, so the answer is kept per those levels: nodes (and what choices leave
+        of them) are many, levels few."""
         known = self._resource_parts.get(left)
         if known is None:
-            if len(left) == 2:  # CPU and memory, as the scheduling layer models them: a tight loop
-                cpu, memory = left
-                known = [(sum(w for (c, m), w in members if c <= cpu and m <= memory), total)
-                         for (_, members), total in zip(self._groups, self._group_weights, strict=True)]
-            else:
-                known = [(sum(w for needs, w in members if all(n <= h for n, h in zip(needs, left, strict=True))),
-                          total) for (_, members), total in zip(self._groups, self._group_weights, strict=True)]
+            levels = (tuple(bisect.bisect_right(asked, amount) for asked, amount in zip(self._levels, left, strict=True))
+                      if len(left) == len(self._levels) else left)
+            known = self._resource_levels.get(levels)
+            if known is None:
+                if len(left) == 2:  # CPU and memory, as the scheduling layer models them: a tight loop
+                    cpu, memory = left
+                    known = tuple(sum(w for (c, m), w in members if c <= cpu and m <= memory)
+                                  for _, members in self._groups)
+                else:
+                    known = tuple(sum(w for needs, w in members
+                                      if all(n <= h for n, h in zip(needs, left, strict=True)))
+                                  for _, members in self._groups)
+                self._resource_levels[levels] = known
             self._resource_parts[left] = known
         return known
 
@@ -255,36 +301,70 @@ class Measure:
         Devices are taken one at a time, request by request, each time the one whose taking
         leaves the least expected fragmentation (ties: the earliest position): greedy, as FGD.
         """
+        choice = self._choice(state, shape)
+        return None if choice is None else choice[:2]
+
+    def _choice(self, state: NodeState, shape: Shape
+                ) -> tuple[Amount, tuple[int, ...], tuple[DeviceState, ...]] | None:
+        """`choose`, and the devices' states after it."""
         if not self.fits(state, shape):
             return None
         before = self.fragmentation(state)
-        devices = list(state[0])
-        resources = tuple(left - need for left, need in zip(state[1], shape.resources, strict=True))
+        devices, left = state
+        resources = tuple(have - need for have, need in zip(left, shape.resources, strict=True))
+        fitting = self._resource_part(resources)
+        weight = self._weight
         taken: list[int] = []
+        excluded: tuple[int, ...] = ()
         for demand in shape.devices:
             demand_id = self._demand_id(demand)
             for _ in range(demand.count):
-                best: tuple[Amount, int] | None = None
-                seen: set[DeviceState] = set()
-                for position, device in enumerate(devices):
-                    if device in seen or not self._usable_by(device, demand_id) or (
-                            position in taken and not self.signatures[device[0]].shareable):
-                        continue
-                    seen.add(device)  # equal devices give equal results: the earliest stands for all
-                    after = devices.copy()
-                    after[position] = self.take(device, demand.amounts[device[0]])
-                    value = self.fragmentation((tuple(after), resources))
+                best: tuple[Amount, int, tuple[DeviceState, ...]] | None = None
+                for position, (free, usable, _), after in self._steps(devices, demand_id, excluded):
+                    # `fragmentation` of (after, resources), inline: it runs for every candidate.
+                    value = weight * free - sum(map(operator.mul, usable, fitting)) if free else 0
                     if best is None or value < best[0]:
-                        best = (value, position)
+                        best = (value, position, after)
                 if best is None:
                     # Requests competing for the same devices: this greedy order found no way,
                     # another may; the node is not ruled out, only ranked after all others.
-                    return UNRANKED, ()
-                position = best[1]
-                devices[position] = self.take(devices[position], demand.amounts[devices[position][0]])
+                    return UNRANKED, (), devices
+                position, devices = best[1], best[2]
                 taken.append(position)
-        after_all = self.fragmentation((tuple(devices), resources))
-        return after_all - before, tuple(taken)
+                if not self.signatures[devices[position][0]].shareable:
+                    excluded = tuple(sorted((*excluded, position)))
+        after_all = self.fragmentation((devices, resources))
+        return after_all - before, tuple(taken), devices
+
+    def _steps(self, devices: tuple[DeviceState, ...], demand_id: int, excluded: tuple[int, ...]
+               ) -> list[tuple[int, DevicePart, tuple[DeviceState, ...]]]:
+        """The devices one device of the demand may take next, each as (position, the device part
+        after taking it, the devices after): the earliest of equal devices stands for all, as
+        equal devices give equal results; positions in `excluded` (taken, not shareable) are
+        out. Kept per devices and demand: the shapes that differ only in CPU and memory (most
+        of a workload's) share them, and only the weights of what fits then differ."""
+        key = (devices, demand_id, excluded)
+        known = self._step_memo.get(key)
+        if known is None:
+            known = []
+            seen: set[DeviceState] = set()
+            for position, device in enumerate(devices):
+                if device in seen or position in excluded or not self._usable_by(device, demand_id):
+                    continue
+                seen.add(device)
+                after = (*devices[:position], self._taken(device, demand_id), *devices[position + 1:])
+                known.append((position, self._device_part(after), after))
+            if len(self._step_memo) >= STEP_MEMO:
+                self._step_memo.clear()  # a cache: dropping it only costs recomputing
+            self._step_memo[key] = known
+        return known
+
+    def _taken(self, device: DeviceState, demand_id: int) -> DeviceState:
+        key = (device, demand_id)
+        known = self._taken_memo.get(key)
+        if known is None:
+            known = self._taken_memo[key] = self.take(device, self._demands[demand_id].amounts[device[0]])
+        return known
 
     def balance(self) -> Fraction:
         """The workload's first node resource (CPU, as the scheduling layer models it) per unit of
@@ -308,7 +388,7 @@ class Measure:
             self._balance = Fraction(resource) / units if units else ZERO
         return self._balance
 
-    def rank(self, state: NodeState, shape: Shape) -> tuple[tuple[Amount, ...], tuple[int, ...]] | None:
+    def rank(self, state: NodeState, shape: Shape) -> tuple[Key, tuple[int, ...]] | None:
         """`choose` with its tie-breaks: (the order key, device positions), or None when the shape
         cannot fit the node. Keys compare as tuples, least first: the growth of the expected
         fragmentation first, then
@@ -317,7 +397,9 @@ class Measure:
           capacity, after the placement, is from the workload's (`balance`): a node keeps CPU
           for what its free GPUs will be asked for, neither stranding them (too little CPU per
           GPU) nor holding CPU the GPU tasks will not come for; a node left without free devices
-          comes first (-1: nothing of it can be stranded);
+          comes first (-1: nothing of it can be stranded). The distance is in the key twice:
+          as the float nearest to it, then exactly (floats compare in C; rounding keeps their
+          order, so the exact value only decides between distances that round alike);
         - for a request without devices (a CPU-only pod), which leaves the devices as they are:
           the node's free device capacity, least first, so the CPU it takes strands the fewest
           free GPUs (a node whose GPUs are used up first).
@@ -327,25 +409,23 @@ class Measure:
         the default file, the balance rule 848.3 -> 810.5 on gpushare100 with it; a best fit on
         free GPUs or on CPU, or the most CPU per free GPU, did worse on some file.
         """
-        choice = self.choose(state, shape)
+        choice = self._choice(state, shape)
         if choice is None:
             return None
-        growth, taken = choice
+        growth, taken, after = choice
         if growth == UNRANKED:
             return (growth,), taken
         if not shape.devices:
             return (growth, self._device_part(state[0])[0]), taken
         if not shape.resources:
             return (growth,), taken
-        devices = list(state[0])
-        position = 0
-        for demand in shape.devices:
-            for _ in range(demand.count):
-                at = taken[position]
-                devices[at] = self.take(devices[at], demand.amounts[devices[at][0]])
-                position += 1
-        free: Amount = sum((self.share(d) for d in devices), 0)
+        free = self._device_part(after)[0]
         if not free:
-            return (growth, -1), taken
+            return (growth, -1, -1), taken
         left = state[1][0] - shape.resources[0]
-        return (growth, abs(Fraction(left) / free - self.balance())), taken
+        balance = self.balance()
+        if isinstance(free, int):  # |left / free - p / q| as one Fraction: ints until the end
+            distance = Fraction(abs(left * balance.denominator - balance.numerator * free), free * balance.denominator)
+        else:
+            distance = abs(Fraction(left) / free - balance)
+        return (growth, float(distance), distance), taken

@@ -33,6 +33,7 @@ from dralloc.allocation.fragmentation import (
     Amount,
     DeviceDemand,
     DeviceState,
+    Key,
     Measure,
     NodeState,
     Shape,
@@ -108,11 +109,11 @@ class ClusterModel:
         self._groups: dict[int, list[int]] = {}
         self._shape_ids: dict[tuple[object, ...], int] = {}
         # shape id -> state id -> the measure's ranked choice (None: the shape does not fit that state)
-        self._choices: dict[int, dict[int, tuple[tuple[Amount, ...], tuple[int, ...]] | None]] = {}
+        self._choices: dict[int, dict[int, tuple[Key, tuple[int, ...]] | None]] = {}
         # Per shape id, the states it was ranked on in key order, kept up to date from the log of
         # states that appeared since (`_ordered`): a decision then costs the changes, not a pass
         # over every node state (most of the policy's time on 1,213 distinct nodes).
-        self._sorted: dict[int, tuple[int, list[tuple[tuple[Amount, ...], int]]]] = {}
+        self._sorted: dict[int, tuple[int, list[tuple[Key, int]]]] = {}
         self._appeared: list[int] = []  # state ids that got a group, in order (see `refresh`)
         self.state_ids: list[int] = []
         for index in range(len(views)):
@@ -284,7 +285,14 @@ class ClusterModel:
         ordered = self._ordered(shape_id, shape, choices)
         groups = self._groups
         # Nodes of one state are alike: one choice serves them all; equal keys merge by name.
-        # States without a group any more are skipped here and dropped on the next update.
+        # States without a group any more are skipped here and dropped on the next update; the
+        # ones at the front are dropped now: the best states are the ones placements change, so
+        # without this every decision walked past the states its predecessors used up.
+        stale = 0
+        while stale < len(ordered) and not groups.get(ordered[stale][1]):
+            stale += 1
+        if stale:
+            del ordered[:stale]
         position, count = 0, len(ordered)
         while position < count:
             key = ordered[position][0]
@@ -309,8 +317,8 @@ class ClusterModel:
             yield index, ()
 
     def _ordered(self, shape_id: int, shape: Shape,
-                 choices: dict[int, tuple[tuple[Amount, ...], tuple[int, ...]] | None],
-                 ) -> list[tuple[tuple[Amount, ...], int]]:
+                 choices: dict[int, tuple[Key, tuple[int, ...]] | None],
+                 ) -> list[tuple[Key, int]]:
         """(key, state id) of the states the shape fits, in key order, for the current groups."""
         rank, states, groups = self.measure.rank, self._state_of, self._groups
         known = self._sorted.get(shape_id)
