@@ -86,8 +86,9 @@ Amount = int | Fraction  # exact amounts; ints where they are whole (most are: c
 DeviceState = tuple[int, tuple[Amount, ...]]
 NodeState = tuple[tuple[DeviceState, ...], tuple[int, ...]]
 # What the measure keeps of a node's devices: (free share, per group the share its requests can
-# use or 0, per measured demand the devices that can serve it).
-DevicePart = tuple[Amount, tuple[Amount, ...], tuple[int, ...]]
+# use or 0 when they do not fit, per measured demand the devices that can serve it, per group
+# the share its requests can use).
+DevicePart = tuple[Amount, tuple[Amount, ...], tuple[int, ...], tuple[Amount, ...]]
 Key = tuple[Amount | float, ...]  # a choice's order key (`Measure.rank`)
 
 
@@ -131,7 +132,9 @@ class Measure:
         self._single = (tuple(demands[0][0] for demands, _ in self._groups),
                         tuple(demands[0][1] for demands, _ in self._groups)) if single else None
         self._no_counts = (0,) * self._measured
-        self._no_parts: DevicePart = (0, (0,) * len(self._groups), self._no_counts)
+        self._no_parts: DevicePart = (0, (0,) * len(self._groups), self._no_counts, (0,) * len(self._groups))
+        self._last_shape: Shape | None = None
+        self._last_ids: tuple[int, ...] = ()
         self._usable: dict[tuple[DeviceState, int], bool] = {}
         self._shares: dict[DeviceState, Amount] = {}
         self._vectors: dict[DeviceState, tuple[Amount, tuple[int, ...], tuple[Amount, ...]]] = {}
@@ -189,12 +192,15 @@ class Measure:
 
     def fits(self, state: NodeState, shape: Shape) -> bool:
         """A necessary condition for the shape to fit the node (each request on its own)."""
-        if any(need > left for need, left in zip(shape.resources, state[1], strict=True)):
+        need, left = shape.resources, state[1]
+        if len(need) == 2 == len(left):  # CPU and memory, as the scheduling layer models them
+            if need[0] > left[0] or need[1] > left[1]:
+                return False
+        elif any(n > h for n, h in zip(need, left, strict=True)):
             return False
         counts = None
-        for demand in shape.devices:
-            demand_id = self._demand_ids.get(demand.key())
-            if demand_id is not None and demand_id < self._measured:
+        for demand, demand_id in zip(shape.devices, self._ids(shape), strict=True):
+            if demand_id < self._measured:
                 if counts is None:
                     counts = self._device_part(state[0])[2]  # shared by every shape asked of the node
                 if counts[demand_id] < demand.count:
@@ -210,6 +216,13 @@ class Measure:
                 return False
         return True
 
+    def _ids(self, shape: Shape) -> tuple[int, ...]:
+        """The shape's demand ids; the last shape's are kept: a decision asks them of every node."""
+        if shape is not self._last_shape:
+            self._last_ids = tuple(self._demand_id(d) for d in shape.devices)
+            self._last_shape = shape
+        return self._last_ids
+
     def fragmentation(self, state: NodeState) -> Amount:
         """The node's expected fragmentation, in device units times weights (the total weight
         divides every node alike, so it is left out).
@@ -224,7 +237,7 @@ class Measure:
         memoized on its own, as many nodes share one but not the other.
         """
         devices, left = state
-        free, usable, _ = self._device_part(devices)
+        free, usable, _, _ = self._device_part(devices)
         if not free:
             return 0
         dot: Amount = sum(map(operator.mul, usable, self._resource_part(left)))
@@ -243,8 +256,9 @@ class Measure:
 
     def _device_part(self, devices: tuple[DeviceState, ...]) -> DevicePart:
         """(free capacity, per group: the free capacity its requests can use, 0 when the devices
-        cannot serve them; per measured demand: how many devices can serve it). Summed over the
-        devices' vectors, which repeat across thousands of alike GPUs."""
+        cannot serve them; per measured demand: how many devices can serve it; per group the
+        free capacity its requests can use, whether or not they fit). Summed over the devices'
+        vectors, which repeat across thousands of alike GPUs."""
         known = self._device_parts.get(devices)
         if known is not None:
             return known
@@ -254,16 +268,31 @@ class Measure:
             vectors = [self._vector(d) for d in devices]
             free: Amount = sum([v[0] for v in vectors], 0)
             counts = tuple(map(sum, zip(*[v[1] for v in vectors], strict=True)))
-            usable = map(sum, zip(*[v[2] for v in vectors], strict=True))
-            if self._single is not None:
-                ids, needed = self._single
-                parts = tuple(u if counts[i] >= n else 0 for u, i, n in zip(usable, ids, needed, strict=True))
-            else:
-                parts = tuple(u if all(counts[i] >= n for i, n in demands) else 0
-                              for u, (demands, _) in zip(usable, self._groups, strict=True))
-            known = (free, parts, counts)
+            usable = tuple(map(sum, zip(*[v[2] for v in vectors], strict=True)))
+            known = (free, self._fitting(counts, usable), counts, usable)
         self._device_parts[devices] = known
         return known
+
+    def _changed_part(self, base: DevicePart, devices: tuple[DeviceState, ...], old: DeviceState,
+                      new: DeviceState) -> DevicePart:
+        """The device part of `devices`, which are the devices of `base` with one `old` now `new`:
+        the sums less one vector plus another (a choice changes one device of the node)."""
+        known = self._device_parts.get(devices)
+        if known is None:
+            was, now = self._vector(old), self._vector(new)
+            free = base[0] - was[0] + now[0]
+            counts = tuple(map(operator.add, map(operator.sub, base[2], was[1]), now[1]))
+            usable = tuple(map(operator.add, map(operator.sub, base[3], was[2]), now[2]))
+            known = self._device_parts[devices] = (free, self._fitting(counts, usable), counts, usable)
+        return known
+
+    def _fitting(self, counts: tuple[int, ...], usable: tuple[Amount, ...]) -> tuple[Amount, ...]:
+        """Per group: the free capacity its requests can use if the devices can serve them, else 0."""
+        if self._single is not None:  # one request per group: multiply by "enough devices" (0/1), in C
+            ids, needed = self._single
+            return tuple(map(operator.mul, usable, map(operator.ge, map(counts.__getitem__, ids), needed)))
+        return tuple(u if all(counts[i] >= n for i, n in demands) else 0
+                     for u, (demands, _) in zip(usable, self._groups, strict=True))
 
     def _resource_part(self, left: tuple[int, ...]) -> tuple[int, ...]:
         """Per group: the weight of its shapes whose node resources fit in `left`.
@@ -304,9 +333,8 @@ class Measure:
         choice = self._choice(state, shape)
         return None if choice is None else choice[:2]
 
-    def _choice(self, state: NodeState, shape: Shape
-                ) -> tuple[Amount, tuple[int, ...], tuple[DeviceState, ...]] | None:
-        """`choose`, and the devices' states after it."""
+    def _choice(self, state: NodeState, shape: Shape) -> tuple[Amount, tuple[int, ...], Amount] | None:
+        """`choose`, and the free device capacity after it."""
         if not self.fits(state, shape):
             return None
         before = self.fragmentation(state)
@@ -316,25 +344,27 @@ class Measure:
         weight = self._weight
         taken: list[int] = []
         excluded: tuple[int, ...] = ()
-        for demand in shape.devices:
-            demand_id = self._demand_id(demand)
+        best: tuple[Amount, int, tuple[DeviceState, ...], Amount] | None = None
+        for demand, demand_id in zip(shape.devices, self._ids(shape), strict=True):
             for _ in range(demand.count):
-                best: tuple[Amount, int, tuple[DeviceState, ...]] | None = None
-                for position, (free, usable, _), after in self._steps(devices, demand_id, excluded):
+                best = None
+                for position, part, after in self._steps(devices, demand_id, excluded):
                     # `fragmentation` of (after, resources), inline: it runs for every candidate.
-                    value = weight * free - sum(map(operator.mul, usable, fitting)) if free else 0
+                    free = part[0]
+                    value = weight * free - sum(map(operator.mul, part[1], fitting)) if free else 0
                     if best is None or value < best[0]:
-                        best = (value, position, after)
+                        best = (value, position, after, free)
                 if best is None:
                     # Requests competing for the same devices: this greedy order found no way,
                     # another may; the node is not ruled out, only ranked after all others.
-                    return UNRANKED, (), devices
+                    return UNRANKED, (), 0
                 position, devices = best[1], best[2]
                 taken.append(position)
                 if not self.signatures[devices[position][0]].shareable:
                     excluded = tuple(sorted((*excluded, position)))
-        after_all = self.fragmentation((devices, resources))
-        return after_all - before, tuple(taken), devices
+        if best is None:  # nothing taken: the devices stay as they are
+            return self.fragmentation((devices, resources)) - before, (), self._device_part(devices)[0]
+        return best[0] - before, tuple(taken), best[3]  # the last step's value is the state after
 
     def _steps(self, devices: tuple[DeviceState, ...], demand_id: int, excluded: tuple[int, ...]
                ) -> list[tuple[int, DevicePart, tuple[DeviceState, ...]]]:
@@ -348,12 +378,14 @@ class Measure:
         if known is None:
             known = []
             seen: set[DeviceState] = set()
+            base = self._device_part(devices)
             for position, device in enumerate(devices):
                 if device in seen or position in excluded or not self._usable_by(device, demand_id):
                     continue
                 seen.add(device)
-                after = (*devices[:position], self._taken(device, demand_id), *devices[position + 1:])
-                known.append((position, self._device_part(after), after))
+                new = self._taken(device, demand_id)
+                after = (*devices[:position], new, *devices[position + 1:])
+                known.append((position, self._changed_part(base, after, device, new), after))
             if len(self._step_memo) >= STEP_MEMO:
                 self._step_memo.clear()  # a cache: dropping it only costs recomputing
             self._step_memo[key] = known
@@ -412,14 +444,13 @@ class Measure:
         choice = self._choice(state, shape)
         if choice is None:
             return None
-        growth, taken, after = choice
+        growth, taken, free = choice
         if growth == UNRANKED:
             return (growth,), taken
         if not shape.devices:
-            return (growth, self._device_part(state[0])[0]), taken
+            return (growth, free), taken
         if not shape.resources:
             return (growth,), taken
-        free = self._device_part(after)[0]
         if not free:
             return (growth, -1, -1), taken
         left = state[1][0] - shape.resources[0]
