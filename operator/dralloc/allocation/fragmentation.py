@@ -330,41 +330,77 @@ class Measure:
         Devices are taken one at a time, request by request, each time the one whose taking
         leaves the least expected fragmentation (ties: the earliest position): greedy, as FGD.
         """
-        choice = self._choice(state, shape)
+        choice = self._choices((state,), shape)[0]
         return None if choice is None else choice[:2]
 
-    def _choice(self, state: NodeState, shape: Shape) -> tuple[Amount, tuple[int, ...], Amount] | None:
-        """`choose`, and the free device capacity after it."""
-        if not self.fits(state, shape):
-            return None
-        before = self.fragmentation(state)
-        devices, left = state
-        resources = tuple(have - need for have, need in zip(left, shape.resources, strict=True))
-        fitting = self._resource_part(resources)
-        weight = self._weight
-        taken: list[int] = []
-        excluded: tuple[int, ...] = ()
-        best: tuple[Amount, int, tuple[DeviceState, ...], Amount] | None = None
-        for demand, demand_id in zip(shape.devices, self._ids(shape), strict=True):
-            for _ in range(demand.count):
-                best = None
-                for position, part, after in self._steps(devices, demand_id, excluded):
-                    # `fragmentation` of (after, resources), inline: it runs for every candidate.
-                    free = part[0]
-                    value = weight * free - sum(map(operator.mul, part[1], fitting)) if free else 0
-                    if best is None or value < best[0]:
-                        best = (value, position, after, free)
-                if best is None:
-                    # Requests competing for the same devices: this greedy order found no way,
-                    # another may; the node is not ruled out, only ranked after all others.
-                    return UNRANKED, (), 0
-                position, devices = best[1], best[2]
-                taken.append(position)
-                if not self.signatures[devices[position][0]].shareable:
-                    excluded = tuple(sorted((*excluded, position)))
-        if best is None:  # nothing taken: the devices stay as they are
-            return self.fragmentation((devices, resources)) - before, (), self._device_part(devices)[0]
-        return best[0] - before, tuple(taken), best[3]  # the last step's value is the state after
+    def _choices(self, states: Sequence[NodeState], shape: Shape
+                 ) -> list[tuple[Amount, tuple[int, ...], Amount] | None]:
+        """`choose` on each state, with the free device capacity after it. What depends on the
+        shape alone is worked out once: the policy asks one shape of every node state that
+        appeared since it last asked, most of them ruled out at once by `fits`."""
+        ids = self._ids(shape)
+        need = shape.resources
+        # Counted per device part when every request of the shape is a measured demand.
+        measured = tuple((i, d.count) for i, d in zip(ids, shape.devices, strict=True)) \
+            if all(i < self._measured for i in ids) else None
+        weight, resource_part, steps = self._weight, self._resource_part, self._steps
+        parts = self._device_parts
+        results: list[tuple[Amount, tuple[int, ...], Amount] | None] = []
+        for state in states:
+            devices, left = state
+            if len(need) == 2 == len(left):  # CPU and memory, as the scheduling layer models them
+                if need[0] > left[0] or need[1] > left[1]:
+                    results.append(None)
+                    continue
+                resources: tuple[int, ...] = (left[0] - need[0], left[1] - need[1])
+            elif any(n > h for n, h in zip(need, left, strict=True)):
+                results.append(None)
+                continue
+            else:
+                resources = tuple(h - n for h, n in zip(left, need, strict=True))
+            part = parts.get(devices) or self._device_part(devices)
+            if measured is not None:
+                counts = part[2]
+                if any(counts[i] < n for i, n in measured):
+                    results.append(None)
+                    continue
+            elif not self.fits(state, shape):
+                results.append(None)
+                continue
+            free = part[0]
+            before = weight * free - sum(map(operator.mul, part[1], resource_part(left))) if free else 0
+            fitting = resource_part(resources)
+            taken: list[int] = []
+            excluded: tuple[int, ...] = ()
+            best: tuple[Amount, int, tuple[DeviceState, ...], Amount] | None = None
+            after, failed = devices, False
+            for demand, demand_id in zip(shape.devices, ids, strict=True):
+                for _ in range(demand.count):
+                    best = None
+                    for position, step, changed in steps(after, demand_id, excluded):
+                        # The fragmentation of (changed, resources), inline: it runs per candidate.
+                        left_free = step[0]
+                        value = weight * left_free - sum(map(operator.mul, step[1], fitting)) if left_free else 0
+                        if best is None or value < best[0]:
+                            best = (value, position, changed, left_free)
+                    if best is None:
+                        failed = True
+                        break
+                    position, after = best[1], best[2]
+                    taken.append(position)
+                    if not self.signatures[after[position][0]].shareable:
+                        excluded = tuple(sorted((*excluded, position)))
+                if failed:
+                    break
+            if failed:
+                # Requests competing for the same devices: this greedy order found no way,
+                # another may; the node is not ruled out, only ranked after all others.
+                results.append((UNRANKED, (), 0))
+            elif best is None:  # nothing to take: the devices stay as they are
+                results.append((self.fragmentation((devices, resources)) - before, (), free))
+            else:  # the last step's value is the fragmentation after the whole choice
+                results.append((best[0] - before, tuple(taken), best[3]))
+        return results
 
     def _steps(self, devices: tuple[DeviceState, ...], demand_id: int, excluded: tuple[int, ...]
                ) -> list[tuple[int, DevicePart, tuple[DeviceState, ...]]]:
@@ -441,22 +477,31 @@ class Measure:
         the default file, the balance rule 848.3 -> 810.5 on gpushare100 with it; a best fit on
         free GPUs or on CPU, or the most CPU per free GPU, did worse on some file.
         """
-        choice = self._choice(state, shape)
-        if choice is None:
-            return None
-        growth, taken, free = choice
-        if growth == UNRANKED:
-            return (growth,), taken
-        if not shape.devices:
-            return (growth, free), taken
-        if not shape.resources:
-            return (growth,), taken
-        if not free:
-            return (growth, -1, -1), taken
-        left = state[1][0] - shape.resources[0]
-        balance = self.balance()
-        if isinstance(free, int):  # |left / free - p / q| as one Fraction: ints until the end
-            distance = Fraction(abs(left * balance.denominator - balance.numerator * free), free * balance.denominator)
-        else:
-            distance = abs(Fraction(left) / free - balance)
-        return (growth, float(distance), distance), taken
+        return self.rank_all((state,), shape)[0]
+
+    def rank_all(self, states: Sequence[NodeState], shape: Shape) -> list[tuple[Key, tuple[int, ...]] | None]:
+        """`rank` of each state for one shape."""
+        results: list[tuple[Key, tuple[int, ...]] | None] = []
+        balance = self.balance() if shape.devices and shape.resources else ZERO
+        numerator, denominator = balance.numerator, balance.denominator
+        for state, choice in zip(states, self._choices(states, shape), strict=True):
+            if choice is None:
+                results.append(None)
+                continue
+            growth, taken, free = choice
+            if growth == UNRANKED:
+                results.append(((growth,), taken))
+            elif not shape.devices:
+                results.append(((growth, free), taken))
+            elif not shape.resources:
+                results.append(((growth,), taken))
+            elif not free:
+                results.append(((growth, -1, -1), taken))
+            else:
+                left = state[1][0] - shape.resources[0]
+                if isinstance(free, int):  # |left / free - p / q| as one Fraction: ints until the end
+                    distance = Fraction(abs(left * denominator - numerator * free), free * denominator)
+                else:
+                    distance = abs(Fraction(left) / free - balance)
+                results.append(((growth, float(distance), distance), taken))
+        return results

@@ -51,9 +51,6 @@ RESOURCES = ("cpu", "memory")  # node resources whose stranding the measure coun
 UNLIMITED = 2**62  # a node that does not advertise a resource does not limit it here
 
 
-_UNKNOWN = object()  # not yet asked of the measure
-
-
 def _exact(value: Fraction) -> Amount:
     """Whole amounts as ints: the measure compares them millions of times, ints are cheaper."""
     return value.numerator if value.denominator == 1 else value
@@ -316,20 +313,28 @@ class ClusterModel:
         for index in heapq.merge(*rest):
             yield index, ()
 
+    def _rank(self, shape: Shape, choices: dict[int, tuple[Key, tuple[int, ...]] | None],
+              state_ids: Iterable[int]) -> None:
+        """The measure's ranked choices for the states not ranked yet, all in one call."""
+        unknown = [state_id for state_id in dict.fromkeys(state_ids) if state_id not in choices]
+        if unknown:
+            states = self._state_of
+            ranked = self.measure.rank_all([states[state_id] for state_id in unknown], shape)
+            choices.update(zip(unknown, ranked, strict=True))
+
     def _ordered(self, shape_id: int, shape: Shape,
                  choices: dict[int, tuple[Key, tuple[int, ...]] | None],
                  ) -> list[tuple[Key, int]]:
         """(key, state id) of the states the shape fits, in key order, for the current groups."""
-        rank, states, groups = self.measure.rank, self._state_of, self._groups
+        groups = self._groups
         known = self._sorted.get(shape_id)
         if known is None:
+            self._rank(shape, choices, groups)
             entries = []
             for state_id in groups:
-                choice = choices.get(state_id, _UNKNOWN)
-                if choice is _UNKNOWN:
-                    choice = choices[state_id] = rank(states[state_id], shape)
+                choice = choices[state_id]
                 if choice is not None:
-                    entries.append((choice[0], state_id))  # type: ignore[index]
+                    entries.append((choice[0], state_id))
             entries.sort()
             self._sorted[shape_id] = (len(self._appeared), entries)
             return entries
@@ -340,14 +345,12 @@ class ClusterModel:
             # when the order is read, and dropped once they are half of it.
             if len(entries) > 2 * len(groups):
                 entries = [entry for entry in entries if entry[1] in groups]
-            for state_id in appeared[seen:]:
-                if state_id not in groups:
-                    continue
-                choice = choices.get(state_id, _UNKNOWN)
-                if choice is _UNKNOWN:
-                    choice = choices[state_id] = rank(states[state_id], shape)
+            new = [state_id for state_id in appeared[seen:] if state_id in groups]
+            self._rank(shape, choices, new)
+            for state_id in new:
+                choice = choices[state_id]
                 if choice is not None:
-                    entry = (choice[0], state_id)  # type: ignore[index]
+                    entry = (choice[0], state_id)
                     at = bisect.bisect_left(entries, entry)
                     if at == len(entries) or entries[at] != entry:
                         entries.insert(at, entry)
