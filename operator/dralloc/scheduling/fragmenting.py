@@ -7,12 +7,17 @@ answers "in which order should this item try the nodes, and which devices first"
 
 What is modelled: `exactly` requests in ExactCount mode (a firstAvailable request
 by its first subrequest), their class and request selectors and the capacity the
-allocator would consume (request policies applied); CPU and memory of a pod. What
-is not (constraints, All mode, admin access, counters) is simply not measured: an
-item whose shape cannot be modelled gets no device preference and tries the
-nodes by name, and a shape that cannot be modelled does not count in the
-distribution. The allocator decides every placement, so a model that is only an
-approximation can make a choice worse, never invalid.
+allocator would consume (request policies applied); partitions (devices that cannot
+be shared, each drawing on one counter set of its pool) as their counter set, one
+shareable device whose capacities are the set's counters, which a request takes what
+its partition takes of; CPU and memory of a pod. A device drawing on several counter
+sets is measured as a device of its own, as if the counters were not there (the
+model may see room the allocator refuses, never the other way round). What is not
+modelled (constraints, All mode, admin access) is simply not measured: an item
+whose shape cannot be modelled gets no device preference and tries the nodes by
+name, and a shape that cannot be modelled does not count in the distribution. The
+allocator decides every placement, so a model that is only an approximation can
+make a choice worse, never invalid.
 
 Devices are grouped by signature (driver, attributes, capacities, shareable):
 selectors are evaluated once per signature, not once per device, which is what
@@ -22,6 +27,7 @@ keeps this cheap on thousands of identical GPUs.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,7 +45,7 @@ from dralloc.allocation.fragmentation import (
     Shape,
     Signature,
 )
-from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView
+from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView, Pool
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import classes as model_classes
@@ -54,6 +60,49 @@ UNLIMITED = 2**62  # a node that does not advertise a resource does not limit it
 def _exact(value: Fraction) -> Amount:
     """Whole amounts as ints: the measure compares them millions of times, ints are cheaper."""
     return value.numerator if value.denominator == 1 else value
+
+
+def _nano(value: int) -> Amount:
+    """An amount in nano-units (as counters are kept) as the measure's exact amount."""
+    return _exact(Fraction(value, 10**9))
+
+
+@dataclasses.dataclass
+class CounterSet:
+    """A pool's counter set as the measure sees it: one shareable device whose capacities are the
+    set's counters, used up by the allocated devices that draw on it (the pool's, wherever they
+    are published); `members` are the partitions of it the node can use, in the allocator's order."""
+
+    driver: str
+    pool: str
+    name: str
+    totals: dict[str, int]  # counter -> total, nano-units
+    consumers: list[tuple[DeviceInfo, dict[str, int]]]
+    members: list[DeviceInfo] = dataclasses.field(default_factory=list)
+
+    @property
+    def id(self) -> tuple[str, str, str]:
+        return self.driver, self.pool, self.name
+
+    @classmethod
+    def of(cls, pool: Pool, name: str) -> CounterSet:
+        consumers = [(info, dict(counters)) for info in pool.counter_consumers
+                     for set_name, counters in info.consumes if set_name == name]
+        return cls(pool.id.driver, pool.id.pool, name, dict(pool.counter_sets[name]), consumers)
+
+    def taken(self, info: DeviceInfo, names: Sequence[str]) -> tuple[Amount, ...]:
+        """What the device takes of each counter (names in order), when allocated."""
+        counters = next((dict(c) for set_name, c in info.consumes if set_name == self.name), {})
+        return tuple(_nano(counters.get(name, 0)) for name in names)
+
+    def free(self, names: Sequence[str], allocated: AllocatedState) -> tuple[Amount, ...]:
+        used = dict.fromkeys(names, 0)
+        for info, counters in self.consumers:
+            if info.id in allocated.exclusive or info.id in allocated.shared:
+                for counter, amount in counters.items():
+                    if counter in used:
+                        used[counter] += amount
+        return tuple(_nano(max(self.totals[name] - used[name], 0)) for name in names)
 
 
 def _request_key(request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest) -> str:
@@ -73,28 +122,50 @@ class ClusterModel:
         self.signatures: list[Signature] = []
         self.representatives: list[DeviceInfo] = []
         self.dimensions: list[tuple[str, ...]] = []  # capacity names per signature ((): one unit)
-        self.devices: list[list[DeviceInfo]] = []
+        # Per node, the measure's devices in the allocator's order: devices, and counter sets
+        # standing for the partitions that draw on them; with the devices each stands for.
+        self.devices: list[list[DeviceInfo | CounterSet]] = []
+        self.device_ids: list[list[tuple[DeviceID, ...]]] = []
         self.device_signatures: list[list[int]] = []
+        self._members: dict[int, list[tuple[DeviceInfo, tuple[Amount, ...]]]] = {}  # counter set signatures
         seen: set[DeviceID] = set()
+        seen_sets: set[tuple[str, str, str]] = set()
         # Whether each node's state is all that decides the model's fit there: not so when some
         # device is usable from several nodes (measured on the first only, below).
         self.exact = True
         for view in views:
-            infos, sigs = [], []
-            for _, info in snapshot.slices.scope_for(view, features).order:
+            units: list[DeviceInfo | CounterSet] = []
+            sets: dict[tuple[str, str, str], CounterSet] = {}
+            for pool, info in snapshot.slices.scope_for(view, features).order:
                 if info.id in seen:
                     self.exact = False
                     continue  # a device many nodes can use (allNodes) is measured on the first only
                 seen.add(info.id)
-                infos.append(info)
-                sigs.append(self._signature(info))
-            self.devices.append(infos)
-            self.device_signatures.append(sigs)
+                name = self._counter_set_of(pool, info)
+                if name is None:
+                    units.append(info)
+                    continue
+                key = (info.driver, info.id.pool, name)
+                counter_set = sets.get(key)
+                if counter_set is None:
+                    if key in seen_sets:  # measured on another node that sees the pool
+                        self.exact = False
+                        continue
+                    seen_sets.add(key)
+                    counter_set = sets[key] = CounterSet.of(pool, name)
+                    units.append(counter_set)
+                counter_set.members.append(info)
+            self.devices.append(units)
+            self.device_ids.append([(u.id,) if isinstance(u, DeviceInfo) else tuple(m.id for m in u.members)
+                                    for u in units])
+            self.device_signatures.append([self._signature(u) if isinstance(u, DeviceInfo)
+                                           else self._counter_signature(u) for u in units])
         # (driver, pool) -> the nodes whose measured devices are in it: whose state a result changes.
         self.nodes_of_pool: dict[tuple[str, str], list[int]] = {}
-        for index, infos in enumerate(self.devices):
-            for key in sorted({(info.id.driver, info.id.pool) for info in infos}):
-                self.nodes_of_pool.setdefault(key, []).append(index)
+        for index, units in enumerate(self.devices):
+            for pool_key in sorted({(u.id.driver, u.id.pool) if isinstance(u, DeviceInfo) else (u.driver, u.pool)
+                                    for u in units}):
+                self.nodes_of_pool.setdefault(pool_key, []).append(index)
         self.allocatable = [tuple(self._allocatable(n, name) for name in RESOURCES) for n in node_list]
         self._demands: dict[str, dict[int, tuple[Amount, ...]] | None] = {}
         self._by_object: dict[int, tuple[object, dict[int, tuple[Amount, ...]] | None]] = {}
@@ -153,6 +224,48 @@ class ClusterModel:
         self.dimensions.append(names)
         return len(self.signatures) - 1
 
+    def _counter_set_of(self, pool: Pool, info: DeviceInfo) -> str | None:
+        """The counter set the measure counts the device in, if it is a partition it can model:
+        a device that cannot be shared, drawing on one counter set of its pool. Other devices
+        that consume counters are measured as devices of their own, as if counters were not
+        there: free while unallocated, which the allocator may still refuse (never the other
+        way round, so the model's fit stays a necessary condition)."""
+        if not self.features.partitionable_devices or len(info.consumes) != 1 or self._shareable(info):
+            return None
+        name, counters = info.consumes[0]
+        totals = pool.counter_sets.get(name)
+        if totals is None or any(counter not in totals for counter, _ in counters):
+            return None
+        return name
+
+    def _counter_signature(self, counter_set: CounterSet) -> int:
+        """A counter set's signature: its counters and totals, and its partitions (what each is,
+        what each takes of the set). Selectors are asked of one partition per kind."""
+        names = tuple(sorted(counter_set.totals))
+        kinds: dict[tuple[object, ...], tuple[DeviceInfo, tuple[Amount, ...]]] = {}
+        for info in counter_set.members:
+            taken = counter_set.taken(info, names)
+            kind = (info.driver, tuple((k, self._dumped(v)) for k, v in sorted(info.attributes.items())),
+                    tuple((k, self._dumped(v)) for k, v in sorted(info.capacity.items())), taken)
+            kinds.setdefault(kind, (info, taken))
+        key = ("counter set", counter_set.driver, tuple((n, counter_set.totals[n]) for n in names),
+               tuple(sorted(kinds, key=repr)))
+        known = self._signature_of.get(key)
+        if known is not None:
+            return known
+        self._signature_of[key] = len(self.signatures)
+        self.signatures.append(Signature(tuple(_nano(counter_set.totals[n]) for n in names), True))
+        members = [kinds[k] for k in sorted(kinds, key=repr)]
+        self.representatives.append(members[0][0])
+        self.dimensions.append(names)
+        self._members[len(self.signatures) - 1] = members
+        return len(self.signatures) - 1
+
+    def _unit_state(self, unit: DeviceInfo | CounterSet, sig: int, allocated: AllocatedState) -> DeviceState:
+        if isinstance(unit, DeviceInfo):
+            return self._device_state(unit, sig, allocated)
+        return sig, unit.free(self.dimensions[sig], allocated)
+
     def _device_state(self, info: DeviceInfo, sig: int, allocated: AllocatedState) -> DeviceState:
         totals = self.signatures[sig].totals
         if info.id in allocated.exclusive:
@@ -166,8 +279,8 @@ class ClusterModel:
         return sig, tuple(_exact(Fraction(t) - consumed.get(n, Fraction(0))) for n, t in zip(names, totals, strict=True))
 
     def _state(self, index: int, allocated: AllocatedState, usage: nodefit.NodeUsage) -> NodeState:
-        devices = tuple(self._device_state(info, sig, allocated)
-                        for info, sig in zip(self.devices[index], self.device_signatures[index], strict=True))
+        devices = tuple(self._unit_state(unit, sig, allocated)
+                        for unit, sig in zip(self.devices[index], self.device_signatures[index], strict=True))
         left = tuple(total - usage.requests.get(name, 0) if total != UNLIMITED else UNLIMITED
                      for name, total in zip(RESOURCES, self.allocatable[index], strict=True))
         return devices, left
@@ -220,6 +333,14 @@ class ClusterModel:
             assert result is not None
             wanted = request.capacity.requests if request.capacity is not None else None
             for sig, info in enumerate(self.representatives):
+                members = self._members.get(sig)
+                if members is not None:
+                    # A counter set serves the request with any partition the selectors accept;
+                    # the least each counter could lose keeps the model's fit a necessary one.
+                    options = [taken for member, taken in members if self._selects(member, device_class, request)]
+                    if options:
+                        result[sig] = tuple(min(column) for column in zip(*options, strict=True))
+                    continue
                 try:
                     if not (selectors.all_match(info, device_class.spec.selectors, owner="fragmentation model",
                                                 view=self.view)
@@ -239,6 +360,14 @@ class ClusterModel:
         self._demands[key] = result
         self._by_object[id(request)] = (request, result)
         return result
+
+    def _selects(self, info: DeviceInfo, device_class: model_classes.DeviceClass,
+                 request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest) -> bool:
+        try:
+            return (selectors.all_match(info, device_class.spec.selectors, owner="fragmentation model", view=self.view)
+                    and selectors.all_match(info, request.selectors, owner="fragmentation model", view=self.view))
+        except errors.AllocationInputError:
+            return False  # the allocator reports the error when the item is placed
 
     def shape(self, claims: Sequence[model_claims.ResourceClaim], requests: Mapping[str, int] | None) -> Shape | None:
         """The item as the measure sees it; None when some request is not modelled."""
@@ -302,8 +431,9 @@ class ClusterModel:
             for index in (heapq.merge(*run) if len(run) > 1 else list(run[0]) if run else ()):
                 positions = choices[self.state_ids[index]]
                 assert positions is not None
-                infos = self.devices[index]
-                yield index, tuple(infos[p].id for p in positions[1])
+                ids = self.device_ids[index]
+                # A counter set stands for its partitions: all are offered, the allocator picks.
+                yield index, tuple(dict.fromkeys(i for p in positions[1] for i in ids[p]))
         if self.exact:
             # The model's fit is a necessary condition (CPU and memory as node fit counts them;
             # selectors on devices alike in everything a selector reads; the allocator's own

@@ -1,0 +1,166 @@
+"""The fragmentation-aware policy on partitions: GPUs shared through counters, not capacity.
+
+Each GPU is a counter set `gpu-<i>` with 4 `slices` (quarters); its partitions are devices
+that take 1, 2, 3 or 4 slices of it (4 + 2 + 1 + 1 devices). The model measures a counter
+set as one shareable device whose capacities are its counters, used up by the allocated
+partitions; a request takes what its partition takes. The allocator decides every
+placement; the policy orders nodes and offers the partitions of the counter set it chose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dralloc.allocation.features import Features
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import claims, classes, conversion, devices, nodes, pods
+from dralloc.scheduling import placement
+
+FEATURES = Features.from_gates({}, release="1.37")
+DRIVER = "gpu.example.com"
+SIZES = {1: 4, 2: 2, 3: 1, 4: 1}  # slices a partition takes -> partitions of that size per GPU
+
+
+def node_objects(name: str, gpus: int = 2, cpu: str = "32", *, two_sets: bool = False) -> list[dict[str, Any]]:
+    """A Node with `gpus` partitionable GPUs: one slice of counter sets, one of partitions.
+    `two_sets`: every partition also draws on a node-wide counter set (not modelled as one)."""
+    sets = [{"name": f"gpu-{g}", "counters": {"slices": {"value": "4"}}} for g in range(gpus)]
+    if two_sets:
+        sets.append({"name": "node", "counters": {"slices": {"value": str(4 * gpus)}}})
+    partitions = []
+    for g in range(gpus):
+        for size, count in SIZES.items():
+            for j in range(count):
+                consumes = [{"counterSet": f"gpu-{g}", "counters": {"slices": {"value": str(size)}}}]
+                if two_sets:
+                    consumes.append({"counterSet": "node", "counters": {"slices": {"value": str(size)}}})
+                partitions.append({"name": f"gpu-{g}-{size}q-{j}", "attributes": {"slices": {"int": size},
+                                                                                  "index": {"int": g}},
+                                   "consumesCounters": consumes})
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 2}
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+         "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-counters"},
+         "spec": {"driver": DRIVER, "nodeName": name, "pool": pool, "sharedCounters": sets}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-partitions"},
+         "spec": {"driver": DRIVER, "nodeName": name, "pool": pool, "devices": partitions}},
+    ]
+
+
+def placer(objects: Sequence[dict[str, Any]], policy: str) -> placement.Placer:
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+    snapshot = Snapshot.build(
+        device_classes=[conversion.parse_as(classes.DeviceClass, device_class)],
+        resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
+                         if o["kind"] == "ResourceSlice"],
+        features=FEATURES)
+    node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
+    return placement.Placer(node_list=node_list, snapshot=snapshot, features=FEATURES, policy=policy)
+
+
+def item(name: str, slices: int, count: int = 1, cpu: str = "1") -> placement.Item:
+    """A pod asking for `count` partitions of `slices` quarters each."""
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count, "selectors": [
+        {"cel": {"expression": f'device.attributes["{DRIVER}"].slices == {slices}'}}]}}
+    claim = conversion.parse_as(claims.ResourceClaim, {"metadata": {"name": f"{name}-gpu", "namespace": "default"},
+                                                       "spec": {"devices": {"requests": [request]}}})
+    pod = conversion.parse_as(pods.Pod, {"metadata": {"name": name, "namespace": "default"}, "spec": {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}})
+    return placement.Item(name, claims=(claim,), pod=pod)
+
+
+def place(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
+    where: list[str | None] = []
+    for it in items:
+        decision = p.place(it)
+        if isinstance(decision, placement.Placement):
+            p.commit(it, decision)
+            where.append(decision.node + "/" + ",".join(r.device for a in decision.results
+                                                          for r in a.devices.results))
+        else:
+            where.append(None)
+    return where
+
+
+WORKLOAD = [item("whole", 4), item("quarter", 1), item("half", 2)]
+
+
+class TestModel:
+    def test_a_counter_set_is_one_device_used_up_by_its_allocated_partitions(self) -> None:
+        """Two GPUs: the model sees two devices of 4 slices; a half partition on gpu-0 leaves 2."""
+        p = placer(node_objects("a"), "fragmentation-aware")
+        p.expect(WORKLOAD)
+        assert p.model is not None
+        assert [d[1] for d in p.model.state(0)[0]] == [(4,), (4,)]
+        assert place(p, [item("h", 2)]) == ["a/gpu-0-2q-0"]
+        assert [d[1] for d in p.model.state(0)[0]] == [(2,), (4,)]
+
+    def test_used_up_counters_rule_the_node_out_without_an_allocator_call(self) -> None:
+        """Two halves use up the GPU's slices; its quarter partitions are all unallocated, but the
+        model counts the counters, so a quarter is not tried there at all."""
+        p = placer(node_objects("a", gpus=1), "fragmentation-aware")
+        p.expect(WORKLOAD)
+        assert place(p, [item("h1", 2), item("h2", 2)]) == ["a/gpu-0-2q-0", "a/gpu-0-2q-1"]
+        calls = p.allocator_calls
+        assert place(p, [item("q", 1)]) == [None]
+        assert p.allocator_calls == calls
+
+    def test_partitions_drawing_on_two_sets_are_measured_as_devices(self) -> None:
+        """A partition that also draws on a node-wide set is not folded into one counter set: the
+        model counts each as a device of its own, free until allocated. That keeps its fit a
+        necessary condition (the node is still asked); the allocator refuses what the counters
+        do not allow."""
+        p = placer(node_objects("a", gpus=1, two_sets=True), "fragmentation-aware")
+        p.expect(WORKLOAD)
+        assert p.model is not None and p.model.exact
+        assert len(p.model.state(0)[0]) == sum(SIZES.values())
+        calls = p.allocator_calls
+        assert place(p, [item("h", 2), item("q1", 1), item("q2", 1), item("q3", 1)]) == [
+            "a/gpu-0-2q-0", "a/gpu-0-1q-0", "a/gpu-0-1q-1", None]
+        assert p.allocator_calls == calls + 4
+
+
+class TestWhyThisPartition:
+    def test_quarter_completes_the_used_gpu(self) -> None:
+        """gpu-0 free, gpu-1 with a half in use: a quarter goes to gpu-1, so gpu-0 stays whole for
+        the whole-GPU shape; first-fit takes the first quarter partition, on gpu-0."""
+        for policy, expected in (("fragmentation-aware", "a/gpu-1-1q-0"), ("first-fit", "a/gpu-0-1q-0")):
+            p = placer(node_objects("a"), policy)
+            p.expect(WORKLOAD)
+            whole = item("whole", 4)
+            decision = p.place(whole)
+            assert isinstance(decision, placement.Placement)
+            p.commit(whole, decision)
+            assert place(p, [item("h", 2)]) == ["a/gpu-1-2q-0"]
+            p.release("a", decision.results, whole.pod)
+            assert place(p, [item("q", 1)]) == [expected], policy
+
+
+class TestWhyThisNode:
+    def test_half_goes_to_the_broken_gpu_not_the_whole_one(self) -> None:
+        """Node a's GPU is untouched, node b's has a quarter in use: a half goes to b (a stays
+        whole for the whole-GPU shape); first-fit takes a, the first node by name."""
+        for policy, expected in (("fragmentation-aware", "b/gpu-0-2q-0"), ("first-fit", "a/gpu-0-2q-0")):
+            p = placer([*node_objects("a", gpus=1), *node_objects("b", gpus=1)], policy)
+            p.expect(WORKLOAD)
+            whole = item("whole", 4)
+            decision = p.place(whole)
+            assert isinstance(decision, placement.Placement) and decision.node == "a"
+            p.commit(whole, decision)
+            assert place(p, [item("q", 1)]) == ["b/gpu-0-1q-0"]
+            p.release("a", decision.results, whole.pod)
+            assert place(p, [item("h", 2)]) == [expected], policy
+
+    def test_fills_as_many_gpus_as_first_fit_on_quarters_only(self) -> None:
+        """Identical single-partition requests: the policy places exactly as many as first-fit."""
+        cluster = [*node_objects("a", gpus=2), *node_objects("b", gpus=1)]
+        counts = {}
+        for policy in ("first-fit", "fragmentation-aware"):
+            p = placer(cluster, policy)
+            quarters = [item(f"q{i}", 1) for i in range(14)]
+            p.expect(quarters)
+            counts[policy] = sum(w is not None for w in place(p, quarters))
+        assert counts == {"first-fit": 12, "fragmentation-aware": 12}
