@@ -9,6 +9,14 @@ unallocated, the tasks placed and decisions per second (every item decided, plac
 or not, over the loop's seconds). All policies run in the same process one after
 the other: compare ratios, not absolute speeds, on a shared machine.
 
+`--sharing partitions` converts the trace with GPUs as partitions on shared counters
+(bench/traces.py): a placed task then takes its partitions' size (a share the smallest
+partition of quarters that holds it, a whole GPU 1000), which is what "allocated" and
+"unallocated GPUs" count; what rounding strands is allocated but unused, and a line after
+the table gives what the placed tasks asked for against what their partitions took. The
+judge then solves the tasks rounded to their partitions (the same problem: any quarters
+that add up to at most 4 are partitions of one GPU).
+
 The judge (OR-Tools CP-SAT, `pip install ortools`; not a runtime dependency):
 small clusters drawn from the trace's nodes with a seeded inflated workload, solved
 exactly for "place as many of these tasks as possible" (each task on one node of an
@@ -22,6 +30,7 @@ it includes what no arrival-order policy can recover.
 
 Prints numbers, asserts nothing. Usage:
   .venv/bin/python bench/quality.py [--files default,gpushare100,...] [--policies ...] [--judge 10]
+      [--sharing capacity|partitions]
 """
 
 from __future__ import annotations
@@ -58,11 +67,13 @@ class Outcome:
     allocated_milli: int = 0  # GPU capacity the placed tasks took
     # Per task in arrival order: (node name, device names), or None when not placed.
     where: list[tuple[str, tuple[str, ...]] | None] = dataclasses.field(default_factory=list, repr=False)
+    asked_milli: int = 0  # GPU capacity the placed tasks asked for (less than taken: partitions' rounding)
 
 
 def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, tasks: Sequence[traces.TraceTask],
-               total_milli: int) -> Outcome:
-    """simulate's loop on the files, with the GPU capacity each placed task takes counted."""
+               total_milli: int, sharing: str = "capacity") -> Outcome:
+    """simulate's loop on the files, with the GPU capacity each placed task takes counted
+    (`sharing` as the files were converted: partitions take their size, see TraceTask.taken_milli)."""
     request = simulating.Request(snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy=policy,
                                  progress=False)
     sink = open("/dev/null", "w")
@@ -72,11 +83,12 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
     elapsed = time.perf_counter() - start
     sink.close()
     by_name = {t.name: t for t in tasks}
-    allocated, first_failure = 0, None
+    allocated, asked, first_failure = 0, 0, None
     for result in results:
         task = by_name[result.item.name]
         if result.placement is not None:
-            allocated += task.gpu_request_milli
+            allocated += task.taken_milli(sharing)
+            asked += task.gpu_request_milli
         elif first_failure is None:
             first_failure = allocated
     first_failure = allocated if first_failure is None else first_failure
@@ -84,14 +96,14 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
              if r.placement is not None else None for r in results]
     return Outcome(policy, 100 * first_failure / total_milli, 100 * allocated / total_milli,
                    (total_milli - allocated) / traces.MILLI, sum(r.placement is not None for r in results),
-                   len(results), len(results) / elapsed if elapsed > 0 else 0.0, allocated, where)
+                   len(results), len(results) / elapsed if elapsed > 0 else 0.0, allocated, where, asked)
 
 
-def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], directory: pathlib.Path
-          ) -> tuple[pathlib.Path, pathlib.Path]:
+def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], directory: pathlib.Path,
+          sharing: str = "capacity") -> tuple[pathlib.Path, pathlib.Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    traces._dump(traces.snapshot_objects(nodes), directory / "snapshot.yaml")
-    traces._dump(traces.workload_objects(tasks), directory / "workload.yaml")
+    traces._dump(traces.snapshot_objects(nodes, sharing), directory / "snapshot.yaml")
+    traces._dump(traces.workload_objects(tasks, sharing), directory / "workload.yaml")
     return directory / "snapshot.yaml", directory / "workload.yaml"
 
 
@@ -102,6 +114,20 @@ def table(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
     for o in outcomes:
         write_(f"  {o.policy:20} {o.at_first_failure:13.1f}% {o.at_end:8.1f}% {o.unallocated_gpus:12.1f} "
                f"{o.placed:>6}/{o.items:<7} {o.decisions_per_second:11.0f}\n")
+
+
+def rounding_line(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
+    """Partitions: per policy, the GPUs the placed tasks asked for against those their partitions took."""
+    parts = [f"{o.policy} {o.asked_milli / traces.MILLI:.1f} vs {o.allocated_milli / traces.MILLI:.1f} "
+             f"({(o.allocated_milli - o.asked_milli) / traces.MILLI:.1f} stranded by rounding)" for o in outcomes]
+    out.write(f"  GPUs the placed tasks asked for vs their partitions took: {'; '.join(parts)}\n")  # type: ignore[attr-defined]
+
+
+def rounded(task: traces.TraceTask) -> traces.TraceTask:
+    """The task asking for what its partitions take (a share rounded up to whole quarters)."""
+    if task.num_gpu != 1:
+        return task
+    return dataclasses.replace(task, gpu_milli=task.partition_slices * traces.SLICE_MILLI)
 
 
 # ---- the exact judge ------------------------------------------------------------------------
@@ -232,7 +258,7 @@ def _hint(model: object, nodes: Sequence[traces.TraceNode], tasks: Sequence[trac
         need = task.gpu_milli if task.num_gpu == 1 else traces.MILLI
         for n, x in options_of[t].items():
             add(x, n == chosen)
-            picked = {int(d.rsplit("-", 1)[1]) for d in at[1]} if n == chosen and at is not None else set()
+            picked = {traces.gpu_index(d) for d in at[1]} if n == chosen and at is not None else set()
             for g, var in enumerate(gpu_vars[t].get(n, ())):
                 add(var, g in picked)
             reasons = reason_vars.get((t, n))
@@ -249,12 +275,12 @@ def _hint(model: object, nodes: Sequence[traces.TraceNode], tasks: Sequence[trac
             cpu[chosen] += task.cpu_milli
             memory[chosen] += task.memory_mib
             for d in at[1]:
-                used[chosen][int(d.rsplit("-", 1)[1])] += need
+                used[chosen][traces.gpu_index(d)] += need
 
 
 def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.TraceTask], *, instances: int,
           node_count: int, policies: Sequence[str], time_limit: float, workdir: pathlib.Path,
-          inflation: float = 1.3, objective: str = "tasks") -> None:
+          inflation: float = 1.3, objective: str = "tasks", sharing: str = "capacity") -> None:
     what = "tasks placed" if objective == "tasks" else "milli-GPUs allocated"
     sys.stdout.write(f"\nexact judge: {instances} instances of {node_count} nodes drawn from the trace, tasks "
                      f"inflated to {inflation}x their GPUs; {what}, gap to the offline optimum (free to skip "
@@ -265,9 +291,11 @@ def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.Trac
         rng = random.Random(seed)
         nodes = sorted(rng.sample(list(all_nodes), node_count), key=lambda n: n.name)
         tasks = traces.inflate(all_tasks, sum(n.gpus for n in nodes), factor=inflation, seed=seed)
-        snapshot, workload = write(nodes, tasks, workdir / f"judge-{seed}")
+        snapshot, workload = write(nodes, tasks, workdir / f"judge-{seed}", sharing)
         total = sum(n.gpus for n in nodes) * traces.MILLI
-        outcomes = [run_policy(policy, snapshot, workload, tasks, total) for policy in policies]
+        outcomes = [run_policy(policy, snapshot, workload, tasks, total, sharing) for policy in policies]
+        if sharing == "partitions":
+            tasks = [rounded(t) for t in tasks]  # the solver's problem: what the partitions take
         # The best policy's placement starts both solvers: a solution of both problems.
         def value(o: Outcome) -> int:
             return o.placed if objective == "tasks" else o.allocated_milli
@@ -317,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the judge's tasks ask for this multiple of its cluster's GPUs")
     parser.add_argument("--time-limit", type=float, default=20.0, help="CP-SAT seconds per instance")
     parser.add_argument("--skip-inflation", action="store_true")
+    parser.add_argument("--sharing", choices=traces.SHARING, default="capacity",
+                        help="how the converter shares GPUs: capacity (consumable capacity, a share takes its "
+                             "milli-GPUs) or partitions (shared counters, a share takes the smallest partition of "
+                             "quarters that holds it; allocated counts the partitions); default capacity")
     args = parser.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
     unknown = [p for p in policies if p not in placement.POLICIES]
@@ -331,14 +363,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             tasks_all = traces.read_tasks(args.trace / f"openb_pod_list_{name}.csv")
             if not args.skip_inflation:
                 tasks = traces.inflate(tasks_all, total, factor=args.inflation, seed=args.seed)
-                snapshot, workload = write(nodes, tasks, workdir / name)
+                snapshot, workload = write(nodes, tasks, workdir / name, args.sharing)
+                shown = "" if args.sharing == "capacity" else f", sharing {args.sharing}"
                 sys.stdout.write(f"\n{name}: {len(nodes)} nodes, {total} GPUs, {len(tasks)} tasks "
-                                 f"(inflation {args.inflation}, seed {args.seed})\n")
+                                 f"(inflation {args.inflation}, seed {args.seed}{shown})\n")
                 outcomes = []
                 for policy in policies:
-                    outcomes.append(run_policy(policy, snapshot, workload, tasks, total * traces.MILLI))
+                    outcomes.append(run_policy(policy, snapshot, workload, tasks, total * traces.MILLI,
+                                               args.sharing))
                     sys.stdout.flush()
                 table(outcomes)
+                if args.sharing == "partitions":
+                    rounding_line(outcomes)
                 baselines = [o for o in outcomes if o.policy in ("first-fit", "binpack", "spread")]
                 mine = [o for o in outcomes if o.policy == "fragmentation-aware"]
                 if baselines and mine:
@@ -349,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.judge and name == "default":
                 judge(nodes, tasks_all, instances=args.judge, node_count=args.judge_nodes, policies=policies,
                       time_limit=args.time_limit, workdir=workdir, inflation=args.judge_inflation,
-                      objective=args.judge_objective)
+                      objective=args.judge_objective, sharing=args.sharing)
             sys.stdout.flush()
     return 0
 

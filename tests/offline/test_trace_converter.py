@@ -213,3 +213,188 @@ def test_add_nodes_template_errors_name_the_file(dralloc: Invoke, tmp_path: path
     run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--add-nodes", str(tmp_path / "two.yaml"))
     assert run.code == 2
     assert run.err == f"error: --add-nodes {tmp_path / 'two.yaml'}: expected exactly one Node, found 2\n"
+
+
+# ---- partitions: GPUs as counter sets, shares as partitions of quarters -----------------------
+
+def test_partitions_snapshot_is_a_counter_slice_and_a_partition_slice_per_node(tmp_path: pathlib.Path) -> None:
+    """Per GPU a counter set of 4 quarters, in a slice of its own (a slice with sharedCounters lists no
+    devices); per GPU 8 partitions (4 x 1q, 2 x 2q, 1 x 3q, 1 x 4q) consuming their quarters, exclusive."""
+    objects = traces.snapshot_objects(traces.read_nodes(_write(tmp_path, "n.csv", NODES)), "partitions")
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("DeviceClass", "gpu"), ("Node", "openb-node-0000"), ("ResourceSlice", "openb-node-0000-gpu-counters"),
+        ("ResourceSlice", "openb-node-0000-gpus"), ("Node", "openb-node-0227"),
+        ("ResourceSlice", "openb-node-0227-gpu-counters"), ("ResourceSlice", "openb-node-0227-gpus")]
+    counters, partitions = objects[2]["spec"], objects[3]["spec"]
+    pool = {"name": "openb-node-0000", "generation": 1, "resourceSliceCount": 2}
+    assert counters == {"driver": "gpu.trace.dralloc.dev", "nodeName": "openb-node-0000", "pool": pool,
+                        "sharedCounters": [{"name": "gpu-0", "counters": {"slices": {"value": "4"}}},
+                                           {"name": "gpu-1", "counters": {"slices": {"value": "4"}}}]}
+    assert partitions["pool"] == pool and partitions["nodeName"] == "openb-node-0000"
+    assert "sharedCounters" not in partitions
+    assert [d["name"] for d in partitions["devices"]] == [
+        f"gpu-{i}-{name}" for i in (0, 1)
+        for name in ("1q-0", "1q-1", "1q-2", "1q-3", "2q-0", "2q-1", "3q-0", "4q-0")]
+    assert partitions["devices"][13] == {
+        "name": "gpu-1-2q-1", "attributes": {"model": {"string": "P100"}, "index": {"int": 1}, "slices": {"int": 2}},
+        "consumesCounters": [{"counterSet": "gpu-1", "counters": {"slices": {"value": "2"}}}]}
+    assert len(objects[6]["spec"]["devices"]) == 64 and len(objects[5]["spec"]["sharedCounters"]) == 8
+    # Two slices, one dict each: YAML writes no anchors or aliases.
+    traces._dump(objects, tmp_path / "s.yaml")
+    assert "&id" not in (tmp_path / "s.yaml").read_text()
+
+
+ROUNDING = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
+s250,1000,1024,1,250,
+s251,1000,1024,1,251,
+s500,1000,1024,1,500,
+s750,1000,1024,1,750,
+s751,1000,1024,1,751,
+w1,1000,1024,1,1000,
+w2,1000,1024,2,1000,
+s251t4,1000,1024,1,251,T4|P100
+cpu,1000,1024,0,0,
+"""
+
+
+def test_partitions_share_asks_for_the_smallest_partition_that_holds_it(tmp_path: pathlib.Path) -> None:
+    """k quarters with k * 250 >= gpu_milli (250: 1, 251 and 500: 2, 751: 4, as a whole GPU does);
+    whole GPUs ask for n 4-quarter partitions; one template per distinct request, named with its k."""
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", ROUNDING))
+    assert [t.partition_slices for t in tasks[:8]] == [1, 2, 2, 3, 4, 4, 4, 2]
+    assert [t.taken_milli("partitions") for t in tasks] == [250, 500, 500, 750, 1000, 1000, 2000, 500, 0]
+    assert [t.taken_milli() for t in tasks] == [250, 251, 500, 750, 751, 1000, 2000, 251, 0]
+    workload = traces.workload_objects(tasks, "partitions")
+    templates = {o["metadata"]["name"]: o["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+                 for o in workload if o["kind"] == "ResourceClaimTemplate"}
+    assert list(templates) == ["gpu-1x1q-any", "gpu-1x2q-any", "gpu-1x3q-any", "gpu-1x4q-any", "gpu-2x4q-any",
+                               "gpu-1x2q-p100-t4"]
+    assert templates["gpu-1x2q-any"] == {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1,
+        "selectors": [{"cel": {"expression": 'device.attributes["gpu.trace.dralloc.dev"].slices == 2'}}]}
+    assert templates["gpu-2x4q-any"]["count"] == 2
+    assert templates["gpu-1x2q-p100-t4"]["selectors"] == [
+        {"cel": {"expression": 'device.attributes["gpu.trace.dralloc.dev"].slices == 2'}},
+        {"cel": {"expression": 'device.attributes["gpu.trace.dralloc.dev"].model in ["P100", "T4"]'}}]
+    claims = {o["metadata"]["name"]: o["spec"].get("resourceClaims") for o in workload if o["kind"] == "Pod"}
+    assert claims["s751"] == claims["w1"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu-1x4q-any"}]
+    assert claims["cpu"] is None
+    # Capacity mode's names differ where the request does.
+    assert {traces.template_name(t) for t in tasks[:8]}.isdisjoint(templates)
+
+
+def _partition_files(tmp_path: pathlib.Path, nodes_csv: str, pods_csv: str) -> tuple[str, str]:
+    nodes_ = traces.read_nodes(_write(tmp_path, "n.csv", nodes_csv))
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", pods_csv))
+    traces._dump(traces.snapshot_objects(nodes_, "partitions"), tmp_path / "s.yaml")
+    traces._dump(traces.workload_objects(tasks, "partitions"), tmp_path / "w.yaml")
+    return str(tmp_path / "s.yaml"), str(tmp_path / "w.yaml")
+
+
+# One T4 and two P100s: whatever GPU each policy picks, the whole T4 is taken, three quarters of one P100,
+# two halves fill the other, and the last quarter completes the first: every task placed, all 12 quarters used.
+MIXED = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
+whole,1000,1024,1,1000,T4
+three,1000,1024,1,700,P100
+half,1000,1024,1,460,
+half-b,1000,1024,1,500,
+quarter,1000,1024,1,250,
+"""
+
+
+@pytest.mark.parametrize("policy", ["first-fit", "fragmentation-aware"])
+def test_simulate_places_partitions(dralloc: Invoke, tmp_path: pathlib.Path, policy: str) -> None:
+    """The partitions snapshot is a valid pool to simulate (no invalid-pool reasons); shares take
+    partitions of their GPU's quarters, and every task fits."""
+    snapshot, workload = _partition_files(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\n"
+                                          "node-t4,32000,65536,1,T4\nnode-p100,32000,65536,2,P100\n", MIXED)
+    out = tmp_path / "placed.txt"
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--policy", policy,
+                  "--placements-out", str(out))
+    assert run.code == 0, run.out + run.err
+    assert "invalid" not in run.out + run.err
+    assert "counters slices 12/12 (100%)" in run.out
+    placed = {}
+    for line in out.read_text().splitlines():
+        task, node, device = line.split(" ")
+        assert device.startswith(f"gpu=gpu.trace.dralloc.dev/{node}/"), line
+        placed[task] = (node, device.rsplit("/", 1)[1])
+    assert placed["whole"] == ("node-t4", "gpu-0-4q-0")
+    three = placed["three"][1].removesuffix("-3q-0")
+    other = {"gpu-0": "gpu-1", "gpu-1": "gpu-0"}[three]
+    assert {placed[t][1] for t in ("half", "half-b")} == {f"{other}-2q-0", f"{other}-2q-1"}
+    assert placed["quarter"][1].startswith(f"{three}-1q-")
+    assert {placed[t][0] for t in ("three", "half", "half-b", "quarter")} == {"node-p100"}
+
+
+def test_four_quarters_fill_a_gpu_and_a_fifth_does_not_fit(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """Four 1-quarter shares use up the GPU's counters (the other partitions, 2q to 4q, are then
+    unusable too); a fifth quarter finds no room on the 1-GPU node."""
+    snapshot, workload = _partition_files(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\nnode-a,32000,65536,1,T4\n",
+                                          "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                          + "".join(f"q{i},1000,1024,1,{200 + i}\n" for i in range(5)))
+    out = tmp_path / "placed.txt"
+    run = dralloc("simulate", "-f", snapshot, "--workload", workload, "--placements-out", str(out))
+    assert run.code == 1, run.err
+    assert out.read_text().splitlines() == [f"q{i} node-a gpu=gpu.trace.dralloc.dev/node-a/gpu-0-1q-{i}"
+                                            for i in range(4)]
+    assert "counters slices 4/4 (100%)" in run.out
+    assert "invalid" not in run.out + run.err
+
+
+def test_capacity_sharing_is_unchanged(tmp_path: pathlib.Path) -> None:
+    """The default, and `--sharing capacity`, write what the converter wrote before partitions existed."""
+    _write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nnode-a,32000,65536,1,T4\n")
+    _write(tmp_path, "p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\ns,1000,1024,1,460,T4\n")
+    for name, flags in (("default", []), ("capacity", ["--sharing", "capacity"])):
+        assert traces.main(["--nodes", str(tmp_path / "n.csv"), "--pods", str(tmp_path / "p.csv"), "--inflation", "0",
+                            "-o", str(tmp_path / name), *flags]) == 0
+    for name in ("default", "capacity"):
+        assert (tmp_path / name / "snapshot.yaml").read_text().split("---\n")[2:] == [CAPACITY_SLICE]
+        assert (tmp_path / name / "workload.yaml").read_text().split("---\n")[0] == CAPACITY_TEMPLATE
+
+
+CAPACITY_SLICE = """apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: node-a-gpus
+spec:
+  driver: gpu.trace.dralloc.dev
+  nodeName: node-a
+  pool:
+    name: node-a
+    generation: 1
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+    allowMultipleAllocations: true
+    attributes:
+      model:
+        string: T4
+      index:
+        int: 0
+    capacity:
+      compute:
+        value: '1000'
+"""
+CAPACITY_TEMPLATE = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: gpu-1x460-t4
+  namespace: trace
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu
+          allocationMode: ExactCount
+          count: 1
+          capacity:
+            requests:
+              compute: '460'
+          selectors:
+          - cel:
+              expression: device.attributes["gpu.trace.dralloc.dev"].model in ["T4"]
+"""
