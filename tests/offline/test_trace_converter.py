@@ -342,6 +342,22 @@ def test_four_quarters_fill_a_gpu_and_a_fifth_does_not_fit(dralloc: Invoke, tmp_
     assert "invalid" not in run.out + run.err
 
 
+def test_partitions_of_more_than_8_gpus_take_more_slice_pairs(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """A slice holds at most 8 counter sets and 64 devices that consume counters: 9 GPUs are two pairs
+    of slices of one pool (resourceSliceCount 4), and a 9-GPU task still fits."""
+    nodes_ = [traces.TraceNode("big", 96000, 393216, 9, "G2")]
+    slices = [o for o in traces.snapshot_objects(nodes_, "partitions") if o["kind"] == "ResourceSlice"]
+    assert [(o["metadata"]["name"], o["spec"]["pool"]["resourceSliceCount"]) for o in slices] == [
+        ("big-gpu-counters", 4), ("big-gpu-counters-1", 4), ("big-gpus", 4), ("big-gpus-1", 4)]
+    assert [len(o["spec"].get("sharedCounters", o["spec"].get("devices"))) for o in slices] == [8, 1, 64, 8]
+    traces._dump(traces.snapshot_objects(nodes_, "partitions"), tmp_path / "s.yaml")
+    tasks = traces.read_tasks(_write(tmp_path, "p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                                        "nine,1000,1024,9,1000\n"))
+    traces._dump(traces.workload_objects(tasks, "partitions"), tmp_path / "w.yaml")
+    run = dralloc("simulate", "-f", str(tmp_path / "s.yaml"), "--workload", str(tmp_path / "w.yaml"))
+    assert run.code == 0, run.out + run.err
+
+
 def test_capacity_sharing_is_unchanged(tmp_path: pathlib.Path) -> None:
     """The default, and `--sharing capacity`, write what the converter wrote before partitions existed."""
     _write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nnode-a,32000,65536,1,T4\n")
