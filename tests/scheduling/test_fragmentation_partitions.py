@@ -9,8 +9,11 @@ placement; the policy orders nodes and offers the partitions of the counter set 
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Sequence
 from typing import Any
+
+import yaml
 
 from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
@@ -164,3 +167,42 @@ class TestWhyThisNode:
             p.expect(quarters)
             counts[policy] = sum(w is not None for w in place(p, quarters))
         assert counts == {"first-fit": 12, "fragmentation-aware": 12}
+
+
+class TestRealDriver:
+    """dra-example-driver's partitionable GPUs (tests/offline/data/real-drivers): per GPU a full
+    device and 4 partitions, all drawing on the GPU's counter set (memory 80Gi, compute 100)."""
+
+    @staticmethod
+    def claim_item(name: str, selector: str) -> placement.Item:
+        request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                              "selectors": [{"cel": {"expression": selector}}]}}
+        claim = conversion.parse_as(claims.ResourceClaim, {"metadata": {"name": name, "namespace": "default"},
+                                                           "spec": {"devices": {"requests": [request]}}})
+        return placement.Item(name, claims=(claim,))
+
+    def test_counter_sets_are_measured_and_a_full_gpu_goes_where_they_allow(self) -> None:
+        path = pathlib.Path(__file__).parents[1] / "offline" / "data" / "real-drivers" / \
+            "example-driver-partitions-2x4.yaml"
+        objects = [o for o in yaml.safe_load_all(path.read_text()) if o]
+        snapshot = Snapshot.build(
+            device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects if o["kind"] == "DeviceClass"],
+            resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
+                             if o["kind"] == "ResourceSlice"],
+            features=FEATURES)
+        node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
+        p = placement.Placer(node_list=node_list, snapshot=snapshot, features=FEATURES, policy="fragmentation-aware")
+        partition = 'has(device.attributes["gpu.example.com"].partition)'
+        full = 'has(device.attributes["gpu.example.com"].full)'
+        p.expect([self.claim_item("p", partition), self.claim_item("f", full)])
+        assert p.model is not None and p.model.exact
+        gi = 2**30
+        assert [d[1] for d in p.model.state(0)[0]] == [(100, 80 * gi), (100, 80 * gi)]  # compute, memory
+        assert place(p, [self.claim_item("p1", partition), self.claim_item("f1", full),
+                         self.claim_item("f2", full), self.claim_item("p2", partition)]) == [
+            "dra-example-driver-cluster-worker/gpu-0-partition-0",
+            "dra-example-driver-cluster-worker/gpu-1-full",  # gpu-0's counters have 75 compute left
+            None,
+            "dra-example-driver-cluster-worker/gpu-0-partition-1",
+        ]
+        assert [d[1] for d in p.model.state(0)[0]] == [(50, 40 * gi), (0, 0)]
