@@ -206,3 +206,23 @@ class TestRealDriver:
             "dra-example-driver-cluster-worker/gpu-0-partition-1",
         ]
         assert [d[1] for d in p.model.state(0)[0]] == [(50, 40 * gi), (0, 0)]
+
+
+class TestNotModelled:
+    def test_two_partitions_of_one_gpu_for_one_request_are_left_to_the_allocator(self) -> None:
+        """Two quarters in one request fit a 1-GPU node (two quarter partitions of one counter
+        set); the measure counts a request's devices as distinct units, so it does not describe
+        the request, and the item is placed by the allocator on the nodes in name order."""
+        p = placer(node_objects("a", gpus=1), "fragmentation-aware")
+        p.expect(WORKLOAD)
+        pair = item("pair", 1, count=2)
+        assert p._model_shape(pair) is None
+        assert place(p, [pair]) == ["a/gpu-0-1q-0,gpu-0-1q-1"]
+
+    def test_a_request_for_two_whole_gpus_is_modelled(self) -> None:
+        """Two 4-quarter partitions cannot come from one counter set: distinct units are exact."""
+        p = placer(node_objects("a"), "fragmentation-aware")
+        p.expect(WORKLOAD)
+        both = item("both", 4, count=2)
+        assert p._model_shape(both) is not None
+        assert place(p, [both]) == ["a/gpu-0-4q-0,gpu-1-4q-0"]

@@ -361,6 +361,14 @@ class ClusterModel:
         self._by_object[id(request)] = (request, result)
         return result
 
+    def _holds_two(self, sig: int, taken: tuple[Amount, ...]) -> bool:
+        """Whether one counter set of the signature could give one request two of its partitions.
+        The measure counts a request's devices as distinct units, so it would count one where
+        the allocator may find two: such a request is not modelled (its fit would no longer be
+        a necessary condition)."""
+        return sig in self._members and all(2 * t <= total for t, total in
+                                            zip(taken, self.signatures[sig].totals, strict=True))
+
     def _selects(self, info: DeviceInfo, device_class: model_classes.DeviceClass,
                  request: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest) -> bool:
         try:
@@ -387,6 +395,8 @@ class ClusterModel:
                 if amounts is None:
                     return None
                 count = chosen.count if chosen.count is not None else 1
+                if count > 1 and any(self._holds_two(sig, taken) for sig, taken in amounts.items()):
+                    return None
                 demands.append(DeviceDemand(count, amounts))
         wanted = requests or {}
         return Shape(tuple(demands), tuple(wanted.get(name, 0) for name in RESOURCES))
