@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dralloc.model import conversion, nodes, pods
+from dralloc.allocation.features import Features
+from dralloc.allocation.snapshots import Snapshot
+from dralloc.model import classes, conversion, devices, nodes, pods
+from dralloc.scheduling import placement
 
 
 def node_taint(key: str, value: str | None = None, effect: str = "NoSchedule") -> dict[str, Any]:
@@ -98,3 +101,14 @@ def pod_raw(
 def pod_(name: str = "p", **fields: Any) -> pods.Pod:
     parsed: pods.Pod = conversion.parse_as(pods.Pod, pod_raw(name, **fields))
     return parsed
+
+
+def placer_of(objects: Sequence[Mapping[str, Any]], policy: str, features: Features) -> placement.Placer:
+    """A Placer over API objects as JSON (DeviceClasses, ResourceSlices and Nodes; others ignored)."""
+    snapshot = Snapshot.build(
+        device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects if o["kind"] == "DeviceClass"],
+        resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
+                         if o["kind"] == "ResourceSlice"],
+        features=features)
+    node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
+    return placement.Placer(node_list=node_list, snapshot=snapshot, features=features, policy=policy)

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
+from tests.scheduling.objects import placer_of
 
 from dralloc.allocation.features import Features
-from dralloc.allocation.snapshots import Snapshot
-from dralloc.model import claims, classes, conversion, devices, nodes, pods
+from dralloc.model import claims, conversion, pods
 from dralloc.scheduling import placement
 
 FEATURES = Features.from_gates({}, release="1.37")
@@ -55,13 +55,7 @@ def node_objects(name: str, gpus: int = 2, cpu: str = "32", *, two_sets: bool = 
 def placer(objects: Sequence[dict[str, Any]], policy: str) -> placement.Placer:
     device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
                     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
-    snapshot = Snapshot.build(
-        device_classes=[conversion.parse_as(classes.DeviceClass, device_class)],
-        resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
-                         if o["kind"] == "ResourceSlice"],
-        features=FEATURES)
-    node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
-    return placement.Placer(node_list=node_list, snapshot=snapshot, features=FEATURES, policy=policy)
+    return placer_of([device_class, *objects], policy, FEATURES)
 
 
 def item(name: str, slices: int, count: int = 1, cpu: str = "1") -> placement.Item:
@@ -185,13 +179,7 @@ class TestRealDriver:
         path = pathlib.Path(__file__).parents[1] / "offline" / "data" / "real-drivers" / \
             "example-driver-partitions-2x4.yaml"
         objects = [o for o in yaml.safe_load_all(path.read_text()) if o]
-        snapshot = Snapshot.build(
-            device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects if o["kind"] == "DeviceClass"],
-            resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
-                             if o["kind"] == "ResourceSlice"],
-            features=FEATURES)
-        node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
-        p = placement.Placer(node_list=node_list, snapshot=snapshot, features=FEATURES, policy="fragmentation-aware")
+        p = placer_of(objects, "fragmentation-aware", FEATURES)
         partition = 'has(device.attributes["gpu.example.com"].partition)'
         full = 'has(device.attributes["gpu.example.com"].full)'
         p.expect([self.claim_item("p", partition), self.claim_item("f", full)])

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import hypothesis.strategies as st
 from bench import traces
 from hypothesis import given, settings
+from tests.scheduling.objects import placer_of
 
 from dralloc.allocation.features import Features
-from dralloc.allocation.snapshots import Snapshot
-from dralloc.model import claims, classes, conversion, devices, nodes, pods
+from dralloc.model import claims, conversion, pods
 from dralloc.scheduling import placement
 
 FEATURES = Features.from_gates({}, release="1.37")
@@ -38,14 +38,7 @@ def item(t: traces.TraceTask) -> placement.Item:
 
 
 def placer(trace_nodes: Sequence[traces.TraceNode], policy: str) -> placement.Placer:
-    objects = traces.snapshot_objects(trace_nodes)
-    snapshot = Snapshot.build(
-        device_classes=[conversion.parse_as(classes.DeviceClass, o) for o in objects if o["kind"] == "DeviceClass"],
-        resource_slices=[conversion.parse_as(devices.ResourceSlice, o) for o in objects
-                         if o["kind"] == "ResourceSlice"],
-        features=FEATURES)
-    node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
-    return placement.Placer(node_list=node_list, snapshot=snapshot, features=FEATURES, policy=policy)
+    return placer_of(traces.snapshot_objects(trace_nodes), policy, FEATURES)
 
 
 def place(p: placement.Placer, tasks: Sequence[traces.TraceTask]) -> list[str | None]:
