@@ -102,3 +102,34 @@ def test_rank_orders_distances_exactly_where_their_floats_are_equal() -> None:
     assert near is not None and far is not None
     assert near[0][1] == far[0][1]  # the floats alone would tie
     assert near < far
+
+
+def domain_state(*free: tuple[str, int], cpu: int = 10) -> tuple[tuple[tuple[int, tuple[int]], ...], tuple[int, int]]:
+    """GPUs by domain: signature 0 lives in domain "a", signature 1 in "b" (both GPUs of 1000)."""
+    return tuple((0 if domain == "a" else 1, (f,)) for domain, f in free), (cpu, 10)
+
+
+def in_one_domain(milli: int, count: int) -> DeviceDemand:
+    return DeviceDemand(count, {0: (milli,), 1: (milli,)}, {0: "a", 1: "b"})
+
+
+def test_a_request_in_one_domain_cannot_use_domains_too_small_for_it() -> None:
+    """Three whole GPUs in one domain: with 2 free in a and 2 in b the node cannot take them (all
+    4000 is lost to the shape); with 3 in b, b serves it and a's single GPU cannot (1000)."""
+    measure = Measure([GPU, GPU], [(shape(in_one_domain(1000, 3)), 1)])
+    assert measure.fragmentation(domain_state(("a", 1000), ("a", 1000), ("b", 1000), ("b", 1000))) == 4000
+    assert measure.fragmentation(domain_state(("a", 1000), ("b", 1000), ("b", 1000), ("b", 1000))) == 1000
+    assert measure.choose(domain_state(("a", 1000), ("a", 1000), ("b", 1000), ("b", 1000)),
+                          shape(in_one_domain(1000, 3))) is None
+
+
+def test_choose_keeps_a_request_in_the_domain_of_its_first_device() -> None:
+    """Two 400 shares in one domain (weight 2) beside whole GPUs of either domain (weight 1). a: 400
+    and 1000 free, b: 1000 and 1000. The first share takes a's whole GPU (1000 lost, the least;
+    taking a's 400 would leave a unable to host the pair: 2000). The second must stay in a: a's 400
+    (1800); b's first GPU would have been less (1600) but splits the request across domains."""
+    whole = DeviceDemand(1, {0: (1000,), 1: (1000,)})
+    measure = Measure([GPU, GPU], [(shape(whole), 1), (shape(in_one_domain(400, 2)), 2)])
+    state = domain_state(("a", 400), ("a", 1000), ("b", 1000), ("b", 1000))
+    choice = measure.choose(state, shape(in_one_domain(400, 2)))
+    assert choice is not None and choice[1] == (1, 0)

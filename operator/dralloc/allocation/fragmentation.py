@@ -51,15 +51,20 @@ class Signature:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceDemand:
-    """One request: `count` devices, each of a signature in `amounts` (what it takes of each dimension)."""
+    """One request: `count` devices, each of a signature in `amounts` (what it takes of each dimension).
+
+    `domains`: the request's devices must all be in one topology domain (a matchAttribute
+    constraint): signature id -> its domain, for every signature in `amounts`."""
 
     count: int
     amounts: Mapping[int, tuple[Amount, ...]]  # signature id -> amount per dimension
+    domains: Mapping[int, object] | None = None
     _key: tuple[object, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def key(self) -> tuple[object, ...]:
         if self._key is None:  # computed once: asked for on every decision
-            object.__setattr__(self, "_key", (self.count, tuple(sorted(self.amounts.items()))))
+            domains = tuple(sorted(self.domains.items(), key=repr)) if self.domains is not None else None
+            object.__setattr__(self, "_key", (self.count, tuple(sorted(self.amounts.items())), domains))
         assert self._key is not None
         return self._key
 
@@ -87,8 +92,9 @@ DeviceState = tuple[int, tuple[Amount, ...]]
 NodeState = tuple[tuple[DeviceState, ...], tuple[int, ...]]
 # What the measure keeps of a node's devices: (free share, per group the share its requests can
 # use or 0 when they do not fit, per measured demand the devices that can serve it, per group
-# the share its requests can use).
-DevicePart = tuple[Amount, tuple[Amount, ...], tuple[int, ...], tuple[Amount, ...]]
+# the share its requests can use, per measured demand the most devices that can serve it
+# together: in one domain for a demand with domains, else the third element).
+DevicePart = tuple[Amount, tuple[Amount, ...], tuple[int, ...], tuple[Amount, ...], tuple[int, ...]]
 Key = tuple[Amount | float, ...]  # a choice's order key (`Measure.rank`)
 
 
@@ -132,7 +138,12 @@ class Measure:
         self._single = (tuple(demands[0][0] for demands, _ in self._groups),
                         tuple(demands[0][1] for demands, _ in self._groups)) if single else None
         self._no_counts = (0,) * self._measured
-        self._no_parts: DevicePart = (0, (0,) * len(self._groups), self._no_counts, (0,) * len(self._groups))
+        self._no_parts: DevicePart = (0, (0,) * len(self._groups), self._no_counts, (0,) * len(self._groups),
+                                      self._no_counts)
+        # Groups and demands with topology domains: their parts are worked out per node, not summed.
+        self._domain_demands = tuple(i for i in range(self._measured) if self._demands[i].domains is not None)
+        self._domain_groups = tuple(g for g, (demands, _) in enumerate(self._groups)
+                                    if any(self._demands[i].domains is not None for i, _ in demands))
         self._last_shape: Shape | None = None
         self._last_ids: tuple[int, ...] = ()
         self._usable: dict[tuple[DeviceState, int], bool] = {}
@@ -202,8 +213,12 @@ class Measure:
         for demand, demand_id in zip(shape.devices, self._ids(shape), strict=True):
             if demand_id < self._measured:
                 if counts is None:
-                    counts = self._device_part(state[0])[2]  # shared by every shape asked of the node
+                    counts = self._device_part(state[0])[4]  # shared by every shape asked of the node
                 if counts[demand_id] < demand.count:
+                    return False
+                continue
+            if demand.domains is not None:
+                if self._most_in_a_domain(state[0], demand) < demand.count:
                     return False
                 continue
             usable = 0
@@ -215,6 +230,21 @@ class Measure:
             else:
                 return False
         return True
+
+    def _most_in_a_domain(self, devices: Sequence[DeviceState], demand: DeviceDemand,
+                          excluded: tuple[int, ...] = ()) -> int:
+        """The most devices that can serve the demand in one of its domains."""
+        return max(self._domain_members(devices, demand, excluded).values(), key=len, default=()).__len__()
+
+    def _domain_members(self, devices: Sequence[DeviceState], demand: DeviceDemand,
+                        excluded: tuple[int, ...] = ()) -> dict[object, list[int]]:
+        """Per domain, the positions of the devices that can serve the demand."""
+        assert demand.domains is not None
+        members: dict[object, list[int]] = {}
+        for position, device in enumerate(devices):
+            if position not in excluded and self.usable(device, demand):
+                members.setdefault(demand.domains[device[0]], []).append(position)
+        return members
 
     def _ids(self, shape: Shape) -> tuple[int, ...]:
         """The shape's demand ids; the last shape's are kept: a decision asks them of every node."""
@@ -237,7 +267,7 @@ class Measure:
         memoized on its own, as many nodes share one but not the other.
         """
         devices, left = state
-        free, usable, _, _ = self._device_part(devices)
+        free, usable = self._device_part(devices)[:2]
         if not free:
             return 0
         dot: Amount = sum(map(operator.mul, usable, self._resource_part(left)))
@@ -269,7 +299,7 @@ class Measure:
             free: Amount = sum([v[0] for v in vectors], 0)
             counts = tuple(map(sum, zip(*[v[1] for v in vectors], strict=True)))
             usable = tuple(map(sum, zip(*[v[2] for v in vectors], strict=True)))
-            known = (free, self._fitting(counts, usable), counts, usable)
+            known = self._with_domains(devices, (free, self._fitting(counts, usable), counts, usable, counts))
         self._device_parts[devices] = known
         return known
 
@@ -283,8 +313,37 @@ class Measure:
             free = base[0] - was[0] + now[0]
             counts = tuple(map(operator.add, map(operator.sub, base[2], was[1]), now[1]))
             usable = tuple(map(operator.add, map(operator.sub, base[3], was[2]), now[2]))
-            known = self._device_parts[devices] = (free, self._fitting(counts, usable), counts, usable)
+            known = self._device_parts[devices] = self._with_domains(
+                devices, (free, self._fitting(counts, usable), counts, usable, counts))
         return known
+
+    def _with_domains(self, devices: tuple[DeviceState, ...], part: DevicePart) -> DevicePart:
+        """The part with its groups and demands that have topology domains worked out on the node:
+        a demand fits when one domain has enough devices for it, and only the devices of domains
+        that do can serve it (the others are too few together)."""
+        if not self._domain_demands:
+            return part
+        free, fitting, counts, usable, _ = part
+        most = list(counts)
+        for i in self._domain_demands:
+            most[i] = self._most_in_a_domain(devices, self._demands[i])
+        parts = list(fitting)
+        for g in self._domain_groups:
+            serving = [False] * len(devices)
+            fit = True
+            for i, count in self._groups[g][0]:
+                demand = self._demands[i]
+                if demand.domains is None:
+                    positions = [p for p, d in enumerate(devices) if self._usable_by(d, i)]
+                    fit = fit and len(positions) >= count
+                else:
+                    positions = [p for members in self._domain_members(devices, demand).values()
+                                 if len(members) >= count for p in members]
+                    fit = fit and bool(positions)
+                for p in positions:
+                    serving[p] = True
+            parts[g] = sum((self.share(d) for d, s in zip(devices, serving, strict=True) if s), 0) if fit else 0
+        return free, tuple(parts), counts, usable, tuple(most)
 
     def _fitting(self, counts: tuple[int, ...], usable: tuple[Amount, ...]) -> tuple[Amount, ...]:
         """Per group: the free capacity its requests can use if the devices can serve them, else 0."""
@@ -360,7 +419,7 @@ class Measure:
                 resources = tuple(h - n for h, n in zip(left, need, strict=True))
             part = parts.get(devices) or self._device_part(devices)
             if measured is not None:
-                counts = part[2]
+                counts = part[4]
                 if any(counts[i] < n for i, n in measured):
                     results.append(None)
                     continue
@@ -375,9 +434,16 @@ class Measure:
             best: tuple[Amount, int, tuple[DeviceState, ...], Amount] | None = None
             after, failed = devices, False
             for demand, demand_id in zip(shape.devices, ids, strict=True):
+                domains = demand.domains
+                hosting: set[object] | None = None
+                if domains is not None:  # its devices in one domain with room for all of them
+                    hosting = {domain for domain, members in self._domain_members(after, demand, excluded).items()
+                               if len(members) >= demand.count}
                 for _ in range(demand.count):
                     best = None
                     for position, step, changed in steps(after, demand_id, excluded):
+                        if hosting is not None and domains[after[position][0]] not in hosting:  # type: ignore[index]
+                            continue
                         # The fragmentation of (changed, resources), inline: it runs per candidate.
                         left_free = step[0]
                         value = weight * left_free - sum(map(operator.mul, step[1], fitting)) if left_free else 0
@@ -386,6 +452,8 @@ class Measure:
                     if best is None:
                         failed = True
                         break
+                    if hosting is not None:
+                        hosting = {domains[after[best[1]][0]]}  # type: ignore[index]
                     position, after = best[1], best[2]
                     taken.append(position)
                     if not self.signatures[after[position][0]].shareable:

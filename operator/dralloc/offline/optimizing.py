@@ -79,8 +79,8 @@ def solve(placer: placement.Placer, items: Sequence[placement.Item], *, time_lim
     considered = 0
     for i, item in enumerate(items):
         shape = placer._model_shape(item)
-        if shape is None:
-            left_out += 1
+        if shape is None or any(d.domains is not None for d in shape.devices):
+            left_out += 1  # not described (or in one topology domain: not in this model yet)
             continue
         considered += 1
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None

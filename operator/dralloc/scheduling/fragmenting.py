@@ -12,8 +12,12 @@ be shared, each drawing on one counter set of its pool) as their counter set, on
 shareable device whose capacities are the set's counters, which a request takes what
 its partition takes of; CPU and memory of a pod. A device drawing on several counter
 sets is measured as a device of its own, as if the counters were not there (the
-model may see room the allocator refuses, never the other way round). What is not
-modelled (constraints, All mode, admin access) is simply not measured: an item
+model may see room the allocator refuses, never the other way round). A request
+whose devices must share attributes (matchAttribute constraints covering that request
+alone: a topology domain such as an NVLink island) is measured per domain: it fits a
+node where one domain has room for all of it, and only such domains' devices serve it.
+What is not modelled (other constraints, All mode, admin access) is simply not
+measured: an item
 whose shape cannot be modelled gets no device preference and tries the nodes by
 name, and a shape that cannot be modelled does not count in the distribution. The
 allocator decides every placement, so a model that is only an approximation can
@@ -361,6 +365,43 @@ class ClusterModel:
         self._by_object[id(request)] = (request, result)
         return result
 
+    @staticmethod
+    def _domain_attributes(claim: model_claims.ResourceClaim) -> dict[str, list[str]] | None:
+        """Request name -> the attributes its devices must share (matchAttribute constraints that
+        cover that one request: a topology domain); None when the claim has a constraint the
+        measure does not describe (distinctAttribute, or one across several requests)."""
+        names = [r.name for r in claim.spec.devices.requests]
+        result: dict[str, list[str]] = {}
+        for constraint in claim.spec.devices.constraints:
+            if constraint.match_attribute is None or constraint.distinct_attribute is not None:
+                return None
+            covered = constraint.requests or tuple(names)
+            if len(covered) != 1 or "/" in covered[0]:
+                return None
+            result.setdefault(covered[0], []).append(constraint.match_attribute)
+        return result
+
+    def _domains(self, amounts: Mapping[int, tuple[Amount, ...]], attributes: Sequence[str]
+                 ) -> dict[int, object] | None:
+        """Signature -> its domain (the attributes' values) for the signatures that have every
+        attribute (a device without one cannot serve the request); None when some value is one the
+        measure does not compare (a list) or a signature is a counter set (partitions differ)."""
+        domains: dict[int, object] = {}
+        for sig in amounts:
+            if sig in self._members:
+                return None
+            info = self.representatives[sig]
+            values = []
+            for attribute in attributes:
+                value = info.attributes.get(attribute)
+                found = value.kind_and_value() if value is not None else None
+                if value is not None and (found is None or found[0] not in ("int", "bool", "string", "version")):
+                    return None
+                values.append(found)
+            if all(v is not None for v in values):
+                domains[sig] = tuple(values)
+        return domains
+
     def _holds_two(self, sig: int, taken: tuple[Amount, ...]) -> bool:
         """Whether one counter set of the signature could give one request two of its partitions.
         The measure counts a request's devices as distinct units, so it would count one where
@@ -381,7 +422,8 @@ class ClusterModel:
         """The item as the measure sees it; None when some request is not modelled."""
         demands = []
         for claim in claims:
-            if claim.spec.devices.constraints:
+            in_one_domain = self._domain_attributes(claim)
+            if in_one_domain is None:
                 return None
             for request in claim.spec.devices.requests:
                 chosen: model_claims.ExactDeviceRequest | model_claims.DeviceSubRequest | None = request.exactly
@@ -394,10 +436,19 @@ class ClusterModel:
                 amounts = self._amounts(chosen)
                 if amounts is None:
                     return None
+                domains = None
+                attributes = in_one_domain.get(request.name)
+                if attributes:
+                    if chosen.derived_attributes:
+                        return None  # values computed per request: not the devices' own
+                    domains = self._domains(amounts, attributes)
+                    if domains is None:
+                        return None
+                    amounts = {sig: taken for sig, taken in amounts.items() if sig in domains}
                 count = chosen.count if chosen.count is not None else 1
                 if count > 1 and any(self._holds_two(sig, taken) for sig, taken in amounts.items()):
                     return None
-                demands.append(DeviceDemand(count, amounts))
+                demands.append(DeviceDemand(count, amounts, domains))
         wanted = requests or {}
         return Shape(tuple(demands), tuple(wanted.get(name, 0) for name in RESOURCES))
 
