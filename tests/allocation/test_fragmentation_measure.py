@@ -133,3 +133,15 @@ def test_choose_keeps_a_request_in_the_domain_of_its_first_device() -> None:
     state = domain_state(("a", 400), ("a", 1000), ("b", 1000), ("b", 1000))
     choice = measure.choose(state, shape(in_one_domain(400, 2)))
     assert choice is not None and choice[1] == (1, 0)
+
+
+def test_one_request_takes_distinct_devices_and_the_next_may_share_one() -> None:
+    """Two shares of 300 in one request take two GPUs (the allocator never gives one request a
+    device twice), though one GPU has room for both; a second request of the shape may then
+    take the GPU the first one used."""
+    measure = Measure([GPU], [(shape(share(300, count=2)), 1)])
+    choice = measure.choose(state(1000, 1000), shape(share(300, count=2)))
+    assert choice is not None and sorted(choice[1]) == [0, 1]
+    two_requests = Shape((share(300), share(300)), (1, 1))
+    choice = measure.choose(state(1000, 1000), two_requests)
+    assert choice is not None and choice[1] == (0, 0)

@@ -88,10 +88,12 @@ def reference_choose(signatures: list[Signature], unit: int, shapes: list[tuple[
     for demand in shape.devices:
         excluded = [p for p in taken if not signatures[devices[p][0]].shareable]
         hosting = _hosting(devices, demand, excluded)
+        mine: list[int] = []  # one request never takes a device twice
         for _ in range(demand.count):
             best = None
             for position, device in enumerate(devices):
-                if not _usable(device, demand) or (position in taken and not signatures[device[0]].shareable):
+                if not _usable(device, demand) or position in mine or (
+                        position in taken and not signatures[device[0]].shareable):
                     continue
                 if hosting is not None and demand.domains[device[0]] not in hosting:  # type: ignore[index]
                     continue
@@ -107,6 +109,7 @@ def reference_choose(signatures: list[Signature], unit: int, shapes: list[tuple[
                 hosting = {demand.domains[devices[best[1]][0]]}  # type: ignore[index]
             devices = best[2]
             taken.append(best[1])
+            mine.append(best[1])
     return reference_fragmentation(signatures, unit, shapes, (tuple(devices), resources)) - before, tuple(taken)
 
 

@@ -388,6 +388,7 @@ class Measure:
 
         Devices are taken one at a time, request by request, each time the one whose taking
         leaves the least expected fragmentation (ties: the earliest position): greedy, as FGD.
+        A request takes distinct devices; a later request may take a shareable one again.
         """
         choice = self._choices((state,), shape)[0]
         return None if choice is None else choice[:2]
@@ -439,9 +440,12 @@ class Measure:
                 if domains is not None:  # its devices in one domain with room for all of them
                     hosting = {domain for domain, members in self._domain_members(after, demand, excluded).items()
                                if len(members) >= demand.count}
+                # One request never takes a device twice (the allocator's rule, shares too);
+                # requests after it may share a shareable one.
+                out = excluded
                 for _ in range(demand.count):
                     best = None
-                    for position, step, changed in steps(after, demand_id, excluded):
+                    for position, step, changed in steps(after, demand_id, out):
                         if hosting is not None and domains[after[position][0]] not in hosting:  # type: ignore[index]
                             continue
                         # The fragmentation of (changed, resources), inline: it runs per candidate.
@@ -456,6 +460,7 @@ class Measure:
                         hosting = {domains[after[best[1]][0]]}  # type: ignore[index]
                     position, after = best[1], best[2]
                     taken.append(position)
+                    out = tuple(sorted((*out, position)))
                     if not self.signatures[after[position][0]].shareable:
                         excluded = tuple(sorted((*excluded, position)))
                 if failed:
