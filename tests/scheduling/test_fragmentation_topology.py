@@ -114,10 +114,13 @@ class TestModel:
         assert place(p, [item("p0", index=0), two]) == ["a/gpu-0", "a/gpu-4,gpu-5,gpu-6,gpu-7"]
 
 
-def test_the_exact_solver_counts_domain_requests_apart() -> None:
-    """`simulate --optimal`'s model has no domains yet: it leaves such items out rather than count
-    placements that would split an island."""
+def test_the_exact_solver_keeps_each_request_in_one_domain() -> None:
+    """`simulate --optimal`: two 4-GPU islands fit an empty node (one per domain), not three. Two
+    islands of 3 and one of 2 are 8 GPUs, but after the 3s each domain has 1 left: 2 of them."""
     pytest.importorskip("ortools", reason="the exact solver needs OR-Tools: pip install ortools (the test extra)")
     p = placer_of([CLASS, *node_objects("a")], "fragmentation-aware", FEATURES)
-    optimum = optimizing.solve(p, [item("four", 4, one_domain=True), item("one")], time_limit=10)
-    assert (optimum.items, optimum.left_out, optimum.best) == (1, 1, 1)
+    optimum = optimizing.solve(p, [item(f"four-{i}", 4, one_domain=True) for i in range(3)], time_limit=10)
+    assert (optimum.items, optimum.left_out, optimum.best, optimum.proven) == (3, 0, 2, True)
+    mixed = [item("three-0", 3, one_domain=True), item("three-1", 3, one_domain=True), item("two", 2, one_domain=True)]
+    optimum = optimizing.solve(p, mixed, time_limit=10)
+    assert (optimum.best, optimum.proven) == (2, True)

@@ -79,8 +79,8 @@ def solve(placer: placement.Placer, items: Sequence[placement.Item], *, time_lim
     considered = 0
     for i, item in enumerate(items):
         shape = placer._model_shape(item)
-        if shape is None or any(d.domains is not None for d in shape.devices):
-            left_out += 1  # not described (or in one topology domain: not in this model yet)
+        if shape is None:
+            left_out += 1
             continue
         considered += 1
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
@@ -97,17 +97,26 @@ def solve(placer: placement.Placer, items: Sequence[placement.Item], *, time_lim
             devices = state[0]
             for q, demand in enumerate(shape.devices):
                 chosen = []
+                # A request in one topology domain: one domain is picked, its devices only.
+                picked: dict[object, Any] = {}
                 for d, device in enumerate(devices):
                     amounts = demand.amounts.get(device[0])
                     if amounts is None:
                         continue
                     y = cp.new_bool_var(f"y{i}_{n}_{q}_{d}")
                     chosen.append(y)
+                    if demand.domains is not None:
+                        domain = demand.domains[device[0]]
+                        if domain not in picked:
+                            picked[domain] = cp.new_bool_var(f"z{i}_{n}_{q}_{len(picked)}")
+                        cp.add_implication(y, picked[domain])
                     for k, amount in enumerate(amounts):
                         device_use.setdefault((n, d, k), []).append((amount, y))
                     if not model.signatures[device[0]].shareable:
                         device_use.setdefault((n, d, -1), []).append((1, y))  # one holder at most
                 cp.add(sum(chosen) == demand.count * x)
+                if picked:
+                    cp.add(sum(picked.values()) <= 1)
         if options:
             cp.add(sum(options) <= 1)
             placed.extend(options)
