@@ -112,3 +112,17 @@ def placer_of(objects: Sequence[Mapping[str, Any]], policy: str, features: Featu
         features=features)
     node_list = [conversion.parse_as(nodes.Node, o) for o in objects if o["kind"] == "Node"]
     return placement.Placer(node_list=node_list, snapshot=snapshot, features=features, policy=policy)
+
+
+def place_all(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
+    """Each item placed in order and committed: "node/device,device..." for each (None: not placed)."""
+    where: list[str | None] = []
+    for it in items:
+        decision = p.place(it)
+        if isinstance(decision, placement.Placement):
+            p.commit(it, decision)
+            where.append(decision.node + "/" + ",".join(r.device for a in decision.results
+                                                          for r in a.devices.results))
+        else:
+            where.append(None)
+    return where

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
+from tests.scheduling.objects import place_all as place
 from tests.scheduling.objects import placer_of
 
 from dralloc.allocation.features import Features
@@ -67,19 +68,6 @@ def item(name: str, slices: int, count: int = 1, cpu: str = "1") -> placement.It
     pod = conversion.parse_as(pods.Pod, {"metadata": {"name": name, "namespace": "default"}, "spec": {
         "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}})
     return placement.Item(name, claims=(claim,), pod=pod)
-
-
-def place(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
-    where: list[str | None] = []
-    for it in items:
-        decision = p.place(it)
-        if isinstance(decision, placement.Placement):
-            p.commit(it, decision)
-            where.append(decision.node + "/" + ",".join(r.device for a in decision.results
-                                                          for r in a.devices.results))
-        else:
-            where.append(None)
-    return where
 
 
 WORKLOAD = [item("whole", 4), item("quarter", 1), item("half", 2)]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from tests.scheduling.objects import place_all as place
 from tests.scheduling.objects import placer_of
 
 from dralloc.allocation.features import Features
@@ -49,19 +50,6 @@ def item(name: str, count: int = 1, *, one_domain: bool = False, index: int | No
     claim = conversion.parse_as(claims.ResourceClaim, {"metadata": {"name": name, "namespace": "default"},
                                                        "spec": spec})
     return placement.Item(name, claims=(claim,))
-
-
-def place(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
-    where: list[str | None] = []
-    for it in items:
-        decision = p.place(it)
-        if isinstance(decision, placement.Placement):
-            p.commit(it, decision)
-            where.append(decision.node + "/" + ",".join(r.device for a in decision.results
-                                                          for r in a.devices.results))
-        else:
-            where.append(None)
-    return where
 
 
 WORKLOAD = [item("island", 4, one_domain=True), item("single")]
