@@ -130,7 +130,6 @@ class Measure:
         self._groups = [(tuple((i, self._demands[i].count) for i in ids), members)
                         for ids, members in sorted(groups.items())]
         self._group_weights = [sum(w for _, w in members) for _, members in self._groups]
-        self._weight = sum(self._group_weights)
         # The demands of the groups; demands of other shapes (`choose` on a shape the workload
         # did not announce) get ids after these and are not in the per-device vectors.
         self._measured = len(self._demands)
@@ -231,10 +230,9 @@ class Measure:
                 return False
         return True
 
-    def _most_in_a_domain(self, devices: Sequence[DeviceState], demand: DeviceDemand,
-                          excluded: tuple[int, ...] = ()) -> int:
+    def _most_in_a_domain(self, devices: Sequence[DeviceState], demand: DeviceDemand) -> int:
         """The most devices that can serve the demand in one of its domains."""
-        return max(self._domain_members(devices, demand, excluded).values(), key=len, default=()).__len__()
+        return max(map(len, self._domain_members(devices, demand).values()), default=0)
 
     def _domain_members(self, devices: Sequence[DeviceState], demand: DeviceDemand,
                         excluded: tuple[int, ...] = ()) -> dict[object, list[int]]:
@@ -271,7 +269,7 @@ class Measure:
         if not free:
             return 0
         dot: Amount = sum(map(operator.mul, usable, self._resource_part(left)))
-        return self._weight * free - dot
+        return self.total_weight * free - dot
 
     def _vector(self, device: DeviceState) -> tuple[Amount, tuple[int, ...], tuple[Amount, ...]]:
         """One device state's part: (its free share, per measured demand whether it can serve
@@ -365,14 +363,8 @@ class Measure:
                       if len(left) == len(self._levels) else left)
             known = self._resource_levels.get(levels)
             if known is None:
-                if len(left) == 2:  # CPU and memory, as the scheduling layer models them: a tight loop
-                    cpu, memory = left
-                    known = tuple(sum(w for (c, m), w in members if c <= cpu and m <= memory)
-                                  for _, members in self._groups)
-                else:
-                    known = tuple(sum(w for needs, w in members
-                                      if all(n <= h for n, h in zip(needs, left, strict=True)))
-                                  for _, members in self._groups)
+                known = tuple(sum(w for needs, w in members if all(n <= h for n, h in zip(needs, left, strict=True)))
+                              for _, members in self._groups)
                 self._resource_levels[levels] = known
             self._resource_parts[left] = known
         return known
@@ -403,7 +395,7 @@ class Measure:
         # Counted per device part when every request of the shape is a measured demand.
         measured = tuple((i, d.count) for i, d in zip(ids, shape.devices, strict=True)) \
             if all(i < self._measured for i in ids) else None
-        weight, resource_part, steps = self._weight, self._resource_part, self._steps
+        weight, resource_part, steps = self.total_weight, self._resource_part, self._steps
         parts = self._device_parts
         results: list[tuple[Amount, tuple[int, ...], Amount] | None] = []
         for state in states:
@@ -428,7 +420,7 @@ class Measure:
                 results.append(None)
                 continue
             free = part[0]
-            before = weight * free - sum(map(operator.mul, part[1], resource_part(left))) if free else 0
+            before = self.fragmentation(state)
             fitting = resource_part(resources)
             taken: list[int] = []
             excluded: tuple[int, ...] = ()
@@ -479,8 +471,8 @@ class Measure:
                ) -> list[tuple[int, DevicePart, tuple[DeviceState, ...]]]:
         """The devices one device of the demand may take next, each as (position, the device part
         after taking it, the devices after): the earliest of equal devices stands for all, as
-        equal devices give equal results; positions in `excluded` (taken, not shareable) are
-        out. Kept per devices and demand: the shapes that differ only in CPU and memory (most
+        equal devices give equal results; positions in `excluded` (taken by this request, or
+        by an earlier one and not shareable) are out. Kept per devices and demand: the shapes that differ only in CPU and memory (most
         of a workload's) share them, and only the weights of what fits then differ."""
         key = (devices, demand_id, excluded)
         known = self._step_memo.get(key)

@@ -17,11 +17,10 @@ whose devices must share attributes (matchAttribute constraints covering that re
 alone: a topology domain such as an NVLink island) is measured per domain: it fits a
 node where one domain has room for all of it, and only such domains' devices serve it.
 What is not modelled (other constraints, All mode, admin access) is simply not
-measured: an item
-whose shape cannot be modelled gets no device preference and tries the nodes by
-name, and a shape that cannot be modelled does not count in the distribution. The
-allocator decides every placement, so a model that is only an approximation can
-make a choice worse, never invalid.
+measured: an item whose shape cannot be modelled gets no device preference and tries
+the nodes by name, and a shape that cannot be modelled does not count in the
+distribution. The allocator decides every placement, so a model that is only an
+approximation can make a choice worse, never invalid.
 
 Devices are grouped by signature (driver, attributes, capacities, shareable):
 selectors are evaluated once per signature, not once per device, which is what
@@ -37,7 +36,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 
-from dralloc.allocation import capacity, errors, selectors
+from dralloc.allocation import capacity, constraints, errors, selectors
 from dralloc.allocation.features import Features
 from dralloc.allocation.fragmentation import (
     Amount,
@@ -83,10 +82,6 @@ class CounterSet:
     totals: dict[str, int]  # counter -> total, nano-units
     consumers: list[tuple[DeviceInfo, dict[str, int]]]
     members: list[DeviceInfo] = dataclasses.field(default_factory=list)
-
-    @property
-    def id(self) -> tuple[str, str, str]:
-        return self.driver, self.pool, self.name
 
     @classmethod
     def of(cls, pool: Pool, name: str) -> CounterSet:
@@ -345,14 +340,8 @@ class ClusterModel:
                     if options:
                         result[sig] = tuple(min(column) for column in zip(*options, strict=True))
                     continue
-                try:
-                    if not (selectors.all_match(info, device_class.spec.selectors, owner="fragmentation model",
-                                                view=self.view)
-                            and selectors.all_match(info, request.selectors, owner="fragmentation model",
-                                                    view=self.view)):
-                        continue
-                except errors.AllocationInputError:
-                    continue  # the allocator reports the error when the item is placed
+                if not self._selects(info, device_class, request):
+                    continue
                 names = self.dimensions[sig]
                 if not names:
                     result[sig] = (1,)
@@ -391,15 +380,12 @@ class ClusterModel:
             if sig in self._members:
                 return None
             info = self.representatives[sig]
-            values = []
-            for attribute in attributes:
-                value = info.attributes.get(attribute)
-                found = value.kind_and_value() if value is not None else None
-                if value is not None and (found is None or found[0] not in ("int", "bool", "string", "version")):
-                    return None
-                values.append(found)
+            try:  # the allocator's own reading of the values: typed, `int 1` is not `string "1"`
+                values = tuple(constraints.elements(info, attribute, list_types=False) for attribute in attributes)
+            except constraints.UnsupportedValue:
+                return None
             if all(v is not None for v in values):
-                domains[sig] = tuple(values)
+                domains[sig] = values
         return domains
 
     def _holds_two(self, sig: int, taken: tuple[Amount, ...]) -> bool:
