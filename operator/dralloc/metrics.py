@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -298,6 +299,12 @@ def observe_health_transition(state: str) -> None:
         health_transitions.labels(state).inc()
 
 
-def serve(port: int, address: str = "127.0.0.1") -> None:
-    """Expose /metrics on a background thread (prometheus_client's own server)."""
-    start_http_server(port, addr=address, registry=REGISTRY)
+def serve(port: int, address: str = "127.0.0.1") -> WSGIServer:
+    """Expose /metrics on a daemon thread (prometheus_client's own server); the server, to stop it.
+
+    Its listening socket sets SO_REUSEADDR (http.server.HTTPServer's allow_reuse_address,
+    which prometheus_client's ThreadingWSGIServer inherits), so a restart binds the port again
+    while the last scrapes' connections are in TIME_WAIT; running.usable_port probes alike.
+    """
+    server, _thread = start_http_server(port, addr=address, registry=REGISTRY)
+    return server

@@ -68,10 +68,17 @@ async def _wait(flag: asyncio.Event | threading.Event) -> None:
 
 
 def usable_port(address: str, port: int, *, may_move: bool, what: str) -> int:
-    """`port`, or (when it is taken and `may_move`) a free one on `address`; 0 stays 0 (off)."""
+    """`port`, or (when it is taken and `may_move`) a free one on `address`; 0 stays 0 (off).
+
+    The probe binds the way the listeners will (SO_REUSEADDR, as http.server's and aiohttp's
+    servers do): connections of the previous process left in TIME_WAIT on the port do not
+    make it "taken" (a restart within a minute of a scrape would crash-loop), a socket still
+    listening on it (another replica) does.
+    """
     if not port:
         return 0
     with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((address, port))
             return port
