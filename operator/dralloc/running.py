@@ -32,6 +32,49 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+# C0 controls, DEL, C1 controls and Unicode's line/paragraph separators: anything a terminal or
+# a log shipper could take for the end of a line (or the start of an escape sequence).
+_CONTROLS = [*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"]
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_ESCAPES = str.maketrans({c: _NAMED.get(c, f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                          for c in _CONTROLS})
+PLAIN_FORMAT = "%(asctime)s %(levelname)-7s [%(replica)s] %(name)s: %(message)s"
+CONTINUATION = "  | "  # starts each traceback line of a plain record
+
+
+def escape_controls(text: str) -> str:
+    """`text` on one line: a newline becomes the two characters \\n (\\r, \\t alike), other controls \\xNN
+    (the Unicode line separators \\u2028, \\u2029)."""
+    return text.translate(_ESCAPES)
+
+
+class _PlainFormatter(logging.Formatter):
+    """One record, one line: what a tenant put into a message (a CEL string, a name) cannot forge lines.
+
+    The message line is escaped (`escape_controls`); a traceback (exc_info, stack_info) keeps its
+    lines, each escaped and started with CONTINUATION, so none of them reads as a record of its
+    own (a record's line starts with its time). Backslashes are not doubled: a message may show
+    a literal "\\n" the same as an escaped newline, but never a line break.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(PLAIN_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        # logging.Formatter.format, except that no text is appended unescaped (nor cached on the record).
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        lines = [escape_controls(self.formatMessage(record))]
+        if record.exc_info:
+            lines.append(self.formatException(record.exc_info))
+        elif record.exc_text:
+            lines.append(record.exc_text)
+        if record.stack_info:
+            lines.append(self.formatStack(record.stack_info))
+        return "\n".join([lines[0], *(CONTINUATION + escape_controls(line)
+                                       for text in lines[1:] for line in text.rstrip("\n").split("\n"))])
+
+
 class _Replica(logging.Filter):
     """Every line says which replica wrote it (two replicas log to one place in a cluster)."""
 
@@ -50,7 +93,7 @@ def configure_logging(settings: Settings, identity: str = "-") -> None:
     if settings.runtime.log_format == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s [%(replica)s] %(name)s: %(message)s"))
+        handler.setFormatter(_PlainFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.runtime.log_level)
