@@ -40,6 +40,9 @@ TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
 EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
 HEALTH_STATES = ("healthy", "suspect", "unhealthy", "recovering")
+# Why a health report does not count (lifecycle/health.py IGNORED_REASONS).
+HEALTH_REPORT_IGNORED_REASONS = ("unknown-claim", "claim-not-found", "claim-not-reserved", "device-not-allocated",
+                                 "bad-resource-id")
 # kube-controller-manager's taint-eviction pod_deletion_duration_seconds buckets (5 ms ... 240 s).
 EVICTION_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240)
 
@@ -103,6 +106,11 @@ health_transitions = Counter(
     "dralloc_device_health_transitions_total",
     "Device health state changes made by DeviceHealthPolicies, by the state entered.", ["state"],
     registry=REGISTRY)
+health_reports_ignored = Counter(
+    "dralloc_health_reports_ignored_total",
+    "Health reports (pod allocatedResourcesStatus, claim device conditions) a DeviceHealthPolicy would act on "
+    "that do not count because the device is not allocated to the reporter's claim, by reason; each report "
+    "once.", ["reason"], registry=REGISTRY)
 
 leader = Gauge(
     "dralloc_leader", "1 while this replica holds the leader Lease and acts (0: standby); by Lease name.",
@@ -131,6 +139,8 @@ for _effect in TAINT_EFFECTS:
         devices_tainted.labels(_effect, _source)
 for _state in HEALTH_STATES:
     health_transitions.labels(_state)
+for _reason in HEALTH_REPORT_IGNORED_REASONS:
+    health_reports_ignored.labels(_reason)
 for _result in ALLOCATION_RESULTS:
     allocation_attempts.labels(_result)
     allocation_duration.labels(_result)
@@ -297,6 +307,11 @@ def set_devices_tainted(counts: Mapping[tuple[str, str], int]) -> None:
 def observe_health_transition(state: str) -> None:
     if state in HEALTH_STATES:
         health_transitions.labels(state).inc()
+
+
+def observe_health_report_ignored(reason: str) -> None:
+    if reason in HEALTH_REPORT_IGNORED_REASONS:
+        health_reports_ignored.labels(reason).inc()
 
 
 def serve(port: int, address: str = "127.0.0.1") -> WSGIServer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Iterator
@@ -11,7 +12,10 @@ import pytest
 from tests.handlers import cluster, helpers
 from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
 
-from dralloc.lifecycle import eviction
+from dralloc import metrics
+from dralloc.allocation.pools import DeviceID
+from dralloc.handlers import health as health_loop
+from dralloc.lifecycle import eviction, health
 
 Obj = dict[str, Any]
 
@@ -149,26 +153,80 @@ def test_device_selector_signal_with_no_schedule(apiserver: Cluster, healer: Ope
     assert sum(1 for n in ("a", "b") if helpers.node_of(apiserver, n)) == 1
 
 
-def test_pod_reported_unhealthy_resource_taints_its_device(apiserver: Cluster, healer: OperatorThread) -> None:
-    """A kubelet reporting allocatedResourcesStatus health Unhealthy marks the device (here NoSchedule)."""
-    one_gpu_node(apiserver, 2, policy(apiserver, unhealthy_after=0, healthy_after=0, effect="NoSchedule",
-                                      podResourceHealth=True))
-    apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
-    wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
-    claim = claim_of(apiserver, "worker")
-    (result,) = claim["status"]["allocation"]["devices"]["results"]
-    resource_id = f"{result['driver']}/{result['pool']}/{result['device']}"
+def allocated_device(server: Cluster, pod_name: str) -> Obj:
+    (result,) = claim_of(server, pod_name)["status"]["allocation"]["devices"]["results"]
+    return dict(result)
+
+
+def report_unhealthy(server: Cluster, pod_name: str, *results: Obj) -> None:
+    """What a kubelet does: these devices Unhealthy in the pod's allocatedResourcesStatus (any pod may write its own)."""
+    resources = [{"resourceID": f"{r['driver']}/{r['pool']}/{r['device']}", "health": "Unhealthy"} for r in results]
     status = {"containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox",
                                      "imageID": "", "state": {"running": {}},
                                      "allocatedResourcesStatus": [{
                                          # `claim:<the container's claim entry>` (the pod's name for it,
                                          # not the ResourceClaim's), `/<request>` only when the entry
                                          # names one: kube-apiserver refuses anything else
-                                         "name": "claim:gpus",
-                                         "resources": [{"resourceID": resource_id, "health": "Unhealthy"}]}]}]}
-    helpers._request(apiserver, "PATCH", f"/api/v1/namespaces/{apiserver.namespace}/pods/worker/status",
+                                         "name": "claim:gpus", "resources": resources}]}]}
+    helpers._request(server, "PATCH", f"/api/v1/namespaces/{server.namespace}/pods/{pod_name}/status",
                      {"status": status})
+
+
+def test_pod_reported_unhealthy_resource_taints_its_device(apiserver: Cluster, healer: OperatorThread) -> None:
+    """A kubelet reporting allocatedResourcesStatus health Unhealthy marks the device (here NoSchedule)."""
+    one_gpu_node(apiserver, 2, policy(apiserver, unhealthy_after=0, healthy_after=0, effect="NoSchedule",
+                                      podResourceHealth=True))
+    apiserver.seed([cluster.pod("worker", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "worker"), timeout=10, what="worker placed")
+    result = allocated_device(apiserver, "worker")
+    report_unhealthy(apiserver, "worker", result)
     (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for the device the pod reports")
     assert rule["spec"]["deviceSelector"]["device"] == result["device"]
     assert rule["spec"]["taint"]["effect"] == "NoSchedule"
     assert not helpers.gone_or_deleting(apiserver, "worker")  # NoSchedule evicts nobody
+
+
+def _ignored(reason: str) -> float:
+    return metrics.REGISTRY.get_sample_value("dralloc_health_reports_ignored_total", {"reason": reason}) or 0.0
+
+
+def test_pod_report_for_another_tenants_device_is_ignored(apiserver: Cluster, healer: OperatorThread) -> None:
+    """Issue 26: pod `a` reports the GPU of pod `b` unhealthy: no taint, `b` stays; `a`'s own GPU is tainted."""
+    one_gpu_node(apiserver, 2, policy(apiserver, unhealthy_after=0, healthy_after=0, podResourceHealth=True))
+    apiserver.seed([cluster.pod("b", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "b"), timeout=10, what="b placed")
+    apiserver.seed([cluster.pod("a", template_name="one-gpu")])
+    wait_for(lambda: helpers.node_of(apiserver, "a"), timeout=10, what="a placed")
+    theirs, mine = allocated_device(apiserver, "b"), allocated_device(apiserver, "a")
+    assert theirs["device"] != mine["device"]
+    before = _ignored(health.DEVICE_NOT_ALLOCATED)
+    report_unhealthy(apiserver, "a", theirs)
+    wait_for(lambda: _ignored(health.DEVICE_NOT_ALLOCATED) > before, timeout=5, what="the foreign report ignored")
+    time.sleep(0.5)
+    assert rules(apiserver) == []
+    assert not helpers.gone_or_deleting(apiserver, "b")
+    # The same report again with a's own device: only a's device is tainted (and a evicted: NoExecute).
+    report_unhealthy(apiserver, "a", theirs, mine)
+    (rule,) = wait_for(lambda: rules(apiserver), timeout=5, what="rule for a's own device")
+    assert rule["spec"]["deviceSelector"]["device"] == mine["device"]
+    wait_for(lambda: helpers.gone_or_deleting(apiserver, "a"), timeout=5, what="a evicted")
+    assert not helpers.gone_or_deleting(apiserver, "b")
+    assert _ignored(health.DEVICE_NOT_ALLOCATED) == before + 1  # each report counted once, however many passes
+
+
+def test_ignored_reports_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Every pass sees the report again: the metric and the warning count it once per pod."""
+    report = health.Report(DeviceID(cluster.DRIVER, "node-0", "gpu-0"), "Pod ns/a", "uid-a",
+                           "claim:gpus health Unhealthy", health.DEVICE_NOT_ALLOCATED)
+    other = dataclasses.replace(report, device=DeviceID(cluster.DRIVER, "node-0", "gpu-1"))
+    ignored = health_loop.IgnoredReports()
+    before = _ignored(health.DEVICE_NOT_ALLOCATED)
+    with caplog.at_level("DEBUG", logger=health_loop.__name__):
+        for _ in range(3):
+            ignored.note([report])
+        ignored.note([report, other])
+    assert _ignored(health.DEVICE_NOT_ALLOCATED) == before + 2
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG"]
+    assert "Pod ns/a" in caplog.records[0].getMessage() and "not allocated" in caplog.records[0].getMessage()
+    ignored.keep(set())
+    assert ignored.seen == {}

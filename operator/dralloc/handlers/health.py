@@ -4,7 +4,11 @@ Runs on the active replica only, started by the control-loop daemon. Each pass (
 any claim, pod, slice, policy or rule change, and when a persistence or recovery
 window ends), for every DeviceHealthPolicy:
 
-1. `health.signals_for` reads the signals from the view;
+1. `health.signals_for` reads the signals from the view (pods' reports, which
+   count only for devices allocated to the reporting pod's own claims, are read
+   once per pass by `health.pod_reports`); a report that does not count is counted
+   in `dralloc_health_reports_ignored_total{reason}` and logged, once per report
+   (a warning for the first of each pod or claim, debug for the next);
 2. `health.step` advances each device's state (damping, injected clock);
 3. the policy's DeviceTaintRules are made to match the tainted devices: one rule
    per device, named `<policy>.<pool>.<device>` (made a valid name, with a hash
@@ -29,6 +33,7 @@ import datetime as dt
 import hashlib
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from dralloc import metrics
@@ -81,7 +86,41 @@ def _owned_rules(rt: Runtime, policy: str) -> dict[DeviceID, taints.DeviceTaintR
     return found
 
 
-async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
+_EXPLAINED = {
+    health.UNKNOWN_CLAIM: "the pod has no claim of that name",
+    health.CLAIM_NOT_FOUND: "the pod's claim is not there (not created or recorded yet)",
+    health.CLAIM_NOT_RESERVED: "the claim is not allocated and reserved for the pod",
+    health.DEVICE_NOT_ALLOCATED: "the device is not allocated to that claim",
+    health.BAD_RESOURCE_ID: "the resourceID is not driver/pool/device",
+}
+
+
+@dataclasses.dataclass
+class IgnoredReports:
+    """Health reports that do not count: each one counted in the metric and logged once (per reporting object)."""
+
+    seen: dict[str, set[tuple[str, str, str]]] = dataclasses.field(default_factory=dict)  # uid -> reports
+
+    def note(self, reports: Iterable[health.Report]) -> None:
+        for report in reports:
+            key = (report.what, str(report.device) if report.device else "", report.ignored)
+            known = self.seen.setdefault(report.uid or report.source, set())
+            if key in known:
+                continue
+            first = not known
+            known.add(key)
+            metrics.observe_health_report_ignored(report.ignored)
+            logger.log(logging.WARNING if first else logging.DEBUG,
+                       "%s: health report for device %s ignored (%s): %s", report.source,
+                       report.device or "(none)", _EXPLAINED.get(report.ignored, report.ignored), report.what)
+
+    def keep(self, live: set[str]) -> None:
+        """Forget the objects that are gone."""
+        for uid in set(self.seen) - live:
+            del self.seen[uid]
+
+
+async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory], ignored: IgnoredReports | None = None) -> float:
     """One pass over every policy; seconds until a window ends."""
     if rt.taint_rule_resource is None:
         return IDLE_WAIT  # no DeviceTaintRules in this cluster: nothing to act with
@@ -91,12 +130,17 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
     waits = [IDLE_WAIT]
     live = set()
     index = rt.views.slice_index()
+    ignored = ignored if ignored is not None else IgnoredReports()
     claims = list(rt.cluster.claims.all())
+    policies = list(rt.cluster.health_policies.all())
     pods = [entry.raw for entry in rt.cluster.pods.entries.values()]
-    for policy in list(rt.cluster.health_policies.all()):
+    # Read once for every policy, and only when one asks for them (O(pods)).
+    reports = health.pod_reports(pods, claims) if any(p.signals.pod_resource_health for p in policies) else []
+    for policy in policies:
         live.add(policy.metadata.name)
         try:
-            next_at = await _policy_pass(rt, policy, memory, now=now, index=index, claims=claims, pods=pods)
+            next_at = await _policy_pass(rt, policy, memory, ignored, now=now, index=index, claims=claims,
+                                         reports=reports)
         except Exception as exc:  # one policy (or a bug it meets) must not stop the others
             logger.exception("DeviceHealthPolicy %s: pass failed; retrying", policy.metadata.name)
             metrics.observe_object_error("health")
@@ -107,13 +151,16 @@ async def run_pass(rt: Runtime, memory: dict[str, PolicyMemory]) -> float:
             waits.append((next_at - clock.now()).total_seconds())
     for gone in set(memory) - live:
         del memory[gone]
+    if ignored.seen:
+        ignored.keep({str((p.get("metadata") or {}).get("uid") or "") for p in pods}
+                     | {c.metadata.uid or "" for c in claims})
     await _delete_orphans(rt, live)
     return max(0.01, min(waits))
 
 
-async def _policy_pass(rt: Runtime, policy: health.DeviceHealthPolicy, memory: dict[str, PolicyMemory], *,
-                       now: dt.datetime, index: SliceIndex, claims: list[ResourceClaim],
-                       pods: list[dict[str, Any]]) -> dt.datetime | None:
+async def _policy_pass(rt: Runtime, policy: health.DeviceHealthPolicy, memory: dict[str, PolicyMemory],
+                       ignored: IgnoredReports, *, now: dt.datetime, index: SliceIndex, claims: list[ResourceClaim],
+                       reports: list[health.Report]) -> dt.datetime | None:
     """One policy's step; when its windows next end (None: no window open)."""
     name, uid = policy.metadata.name, policy.metadata.uid or ""
     mine = memory.get(name)
@@ -122,7 +169,9 @@ async def _policy_pass(rt: Runtime, policy: health.DeviceHealthPolicy, memory: d
         # New to this process: rules it already has mean "unhealthy", counted from now.
         mine = memory[name] = PolicyMemory(uid, {d: health.DeviceHealth(health.UNHEALTHY, now, "before restart")
                                                  for d in owned})
-    signals, problem = health.signals_for(policy, claims=claims, pods=pods, index=index)
+    observed = health.signals_for(policy, claims=claims, reports=reports, index=index)
+    signals, problem = observed.signals, observed.problem
+    ignored.note(observed.ignored)
     spec = policy.spec or health.DeviceHealthPolicySpec()
     result = health.step(mine.states, signals, now=now,
                          unhealthy_after=dt.timedelta(seconds=max(0, spec.unhealthy_after_seconds)),
@@ -279,5 +328,6 @@ async def _write_status(rt: Runtime, policy: health.DeviceHealthPolicy, mine: Po
 async def health_loop(rt: Runtime, stopped: asyncio.Event) -> None:
     """Run passes whenever something changed, or when a damping window ends."""
     memory: dict[str, PolicyMemory] = {}
-    await looping.pass_loop("health", lambda: run_pass(rt, memory), rt.health_wakeup, stopped,
+    ignored = IgnoredReports()
+    await looping.pass_loop("health", lambda: run_pass(rt, memory, ignored), rt.health_wakeup, stopped,
                             batch_delay=BATCH_DELAY)

@@ -5,10 +5,13 @@ that mark a device unhealthy and the taint to put on it:
 
 - `signals.claimConditions`: an entry of a ResourceClaim's `status.devices[]`
   whose `conditions` contain one with this type and status (e.g. Ready=False)
-  marks that device;
+  marks that device, if it is one the claim is allocated;
 - `signals.podResourceHealth: true`: a pod's
   `status.containerStatuses[].allocatedResourcesStatus[].resources[]` entry with
-  `health: Unhealthy` marks the device of its `resourceID` (driver/pool/device);
+  `health: Unhealthy` marks the device of its `resourceID` (driver/pool/device),
+  only if that device is allocated to the pod's own claim the entry names
+  (`claim:<entry>[/<request>]`), reserved for the pod: a pod writes its own status,
+  so its word counts for its own devices only (`pod_reports`);
 - `signals.deviceSelectors`: CEL over the published device (as in a
   DeviceClass); a device for which all are true is unhealthy.
 
@@ -174,45 +177,155 @@ def step(
     return Step(states, tuple(transitions), min(deadlines) if deadlines else None)
 
 
-def claim_signals(policy: DeviceHealthPolicy, claims: Iterable[model_claims.ResourceClaim]) -> dict[DeviceID, str]:
+# Why a health report does not count (dralloc_health_reports_ignored_total{reason}):
+UNKNOWN_CLAIM = "unknown-claim"  # the pod has no claim entry (nor extended-resource claim) of that name
+CLAIM_NOT_FOUND = "claim-not-found"  # the entry's claim is not created or not recorded yet, or not in the pod's namespace
+CLAIM_NOT_RESERVED = "claim-not-reserved"  # the claim is not allocated, or not reserved for the reporting pod
+DEVICE_NOT_ALLOCATED = "device-not-allocated"  # the device is not in the claim's allocation (for that request)
+BAD_RESOURCE_ID = "bad-resource-id"  # the resourceID is not driver/pool/device
+IGNORED_REASONS = (UNKNOWN_CLAIM, CLAIM_NOT_FOUND, CLAIM_NOT_RESERVED, DEVICE_NOT_ALLOCATED, BAD_RESOURCE_ID)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """One report that a device is unhealthy: a pod's allocatedResourcesStatus entry, or a claim's device condition.
+
+    A report counts only for a device allocated to the reporter's claim: any pod may
+    write its own status, so a pod's report must not mark another tenant's device.
+    """
+
+    device: DeviceID | None  # None: the resourceID names no device
+    source: str  # "Pod ns/name" or "ResourceClaim ns/name"
+    uid: str  # the reporting object's uid
+    what: str  # e.g. "claim:gpus health Unhealthy", "condition Ready=False"
+    ignored: str = ""  # why it does not count (one of IGNORED_REASONS); "" when it does
+
+    @property
+    def reason(self) -> str:
+        return f"{self.source}: {self.what}"
+
+
+def _allocated(claim: model_claims.ResourceClaim, request: str = "") -> frozenset[DeviceID]:
+    """The devices of the claim's allocation (of one request, "req" or its subrequests "req/sub", when given)."""
+    allocation = claim.status.allocation
+    if allocation is None:
+        return frozenset()
+    return frozenset(DeviceID(r.driver, r.pool, r.device) for r in allocation.devices.results
+                     if not request or r.request == request or r.request.startswith(request + "/"))
+
+
+def claim_reports(policy: DeviceHealthPolicy, claims: Iterable[model_claims.ResourceClaim]) -> list[Report]:
+    """Device conditions matching the policy's claimConditions; those of devices outside the claim's allocation are ignored.
+
+    `status.devices` is written by the driver (status subresource), so the claim itself is
+    trusted; kube-apiserver refuses entries for devices the claim was not allocated, and this
+    checks it again (for a share, the shareID too).
+    """
     matches = policy.signals.claim_conditions
-    found: dict[DeviceID, str] = {}
+    found: list[Report] = []
     if not matches:
         return found
     for claim in claims:
+        results = claim.status.allocation.devices.results if claim.status.allocation else ()
         for entry in claim.status.devices:
             device = DeviceID(entry.driver, entry.pool, entry.device)
-            if not policy.covers(device):
+            match = next((m for m in matches for c in entry.conditions
+                          if c.get("type") == m.type and c.get("status") == m.status), None)
+            if match is None:
                 continue
-            for condition in entry.conditions:
-                for match in matches:
-                    if condition.get("type") == match.type and condition.get("status") == match.status:
-                        found.setdefault(device, f"ResourceClaim {claim.metadata.namespace}/{claim.metadata.name}: "
-                                                 f"condition {match.type}={match.status}")
+            allocated = any(DeviceID(r.driver, r.pool, r.device) == device
+                            and (entry.share_id is None or r.share_id == entry.share_id) for r in results)
+            found.append(Report(device, f"ResourceClaim {claim.metadata.namespace}/{claim.metadata.name}",
+                                claim.metadata.uid or "", f"condition {match.type}={match.status}",
+                                "" if allocated else DEVICE_NOT_ALLOCATED))
     return found
 
 
-def pod_signals(policy: DeviceHealthPolicy, pods: Iterable[Mapping[str, Any]]) -> dict[DeviceID, str]:
-    """Raw pods: `allocatedResourcesStatus` is read straight from the API JSON."""
-    found: dict[DeviceID, str] = {}
-    if not policy.signals.pod_resource_health:
-        return found
+ClaimsByName = Mapping[tuple[str, str], model_claims.ResourceClaim]
+
+
+def _own_claim(pod: Mapping[str, Any], entry: str, claims: ClaimsByName) -> tuple[model_claims.ResourceClaim | None, str]:
+    """The claim a pod's `claim:<entry>` names, if it is the pod's own, allocated and reserved for it; else why not."""
+    spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
+    name: str | None = None
+    pod_claim = next((c for c in spec.get("resourceClaims") or [] if c.get("name") == entry), None)
+    if pod_claim is not None:
+        name = pod_claim.get("resourceClaimName")
+        if not name and pod_claim.get("resourceClaimTemplateName"):
+            name = next((s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []
+                         if s.get("name") == entry), None)
+        if not name:
+            return None, CLAIM_NOT_FOUND
+    elif entry and (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName") == entry:
+        name = entry  # the pod's claim for extended resources is named as such
+    else:
+        return None, UNKNOWN_CLAIM
+    claim = claims.get((str(meta.get("namespace") or ""), str(name)))
+    if claim is None:
+        return None, CLAIM_NOT_FOUND
+    uid = meta.get("uid")
+    reserved = any(r.resource == "pods" and not r.api_group and r.uid == uid for r in claim.status.reserved_for)
+    if claim.status.allocation is None or not uid or not reserved:
+        return None, CLAIM_NOT_RESERVED
+    return claim, ""
+
+
+def pod_reports(pods: Iterable[Mapping[str, Any]], claims: Iterable[model_claims.ResourceClaim]) -> list[Report]:
+    """Every `health: Unhealthy` resource of a `claim:` entry in the raw pods' allocatedResourcesStatus.
+
+    It counts only when `claim:<entry>[/<request>]` names one of the pod's own claims
+    (`spec.resourceClaims`, resolved through `status.resourceClaimStatuses` for a
+    template, or its extended-resource claim) in its namespace, allocated and reserved
+    for the pod (its uid), and the resourceID (driver/pool/device) is one of that
+    claim's allocated devices (of that request, when the entry names one).
+    """
+    by_name: dict[tuple[str, str], model_claims.ResourceClaim] = {
+        (c.metadata.namespace or "", c.metadata.name): c for c in claims}
+    found: list[Report] = []
     for pod in pods:
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
             continue
         meta = pod.get("metadata") or {}
+        source, uid = f"Pod {meta.get('namespace')}/{meta.get('name')}", str(meta.get("uid") or "")
         for container in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]:
             for allocated in container.get("allocatedResourcesStatus") or []:
-                if not str(allocated.get("name") or "").startswith("claim:"):
+                name = str(allocated.get("name") or "")
+                unhealthy = [r for r in allocated.get("resources") or [] if r.get("health") == "Unhealthy"]
+                if not name.startswith("claim:") or not unhealthy:
                     continue
-                for resource in allocated.get("resources") or []:
+                entry, _, request = name[len("claim:"):].partition("/")
+                claim, why = _own_claim(pod, entry, by_name)
+                devices = _allocated(claim, request) if claim is not None else frozenset()
+                for resource in unhealthy:
                     device = parse_resource_id(str(resource.get("resourceID") or ""))
-                    if device is None or resource.get("health") != "Unhealthy" or not policy.covers(device):
-                        continue
-                    found.setdefault(device, f"Pod {meta.get('namespace')}/{meta.get('name')}: "
-                                             f"{allocated.get('name')} health Unhealthy")
+                    ignored = (BAD_RESOURCE_ID if device is None else why
+                               or ("" if device in devices else DEVICE_NOT_ALLOCATED))
+                    found.append(Report(device, source, uid, f"{name} health Unhealthy", ignored))
     return found
+
+
+def _sort(policy: DeviceHealthPolicy, reports: Iterable[Report]) -> tuple[dict[DeviceID, str], list[Report]]:
+    """The devices the policy's reports mark (device -> first reason), and its reports that do not count."""
+    found: dict[DeviceID, str] = {}
+    ignored: list[Report] = []
+    for report in reports:
+        if report.device is not None and not policy.covers(report.device):
+            continue
+        if report.ignored or report.device is None:
+            ignored.append(report)
+        else:
+            found.setdefault(report.device, report.reason)
+    return found, ignored
+
+
+def claim_signals(policy: DeviceHealthPolicy, claims: Iterable[model_claims.ResourceClaim]) -> dict[DeviceID, str]:
+    return _sort(policy, claim_reports(policy, claims))[0]
+
+
+def pod_signals(policy: DeviceHealthPolicy, reports: Iterable[Report]) -> dict[DeviceID, str]:
+    """The devices pod reports (`pod_reports`) mark, when the policy watches them."""
+    return _sort(policy, reports)[0] if policy.signals.pod_resource_health else {}
 
 
 def parse_resource_id(resource_id: str) -> DeviceID | None:
@@ -246,16 +359,29 @@ def selector_signals(policy: DeviceHealthPolicy, index: SliceIndex) -> tuple[dic
     return found, problem
 
 
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    signals: dict[DeviceID, str]  # every device the policy's signals mark unhealthy now -> first reason
+    problem: str | None  # the first CEL problem, if any
+    ignored: tuple[Report, ...]  # the reports the policy would act on that do not count
+
+
 def signals_for(
     policy: DeviceHealthPolicy,
     *,
     claims: Iterable[model_claims.ResourceClaim],
-    pods: Iterable[Mapping[str, Any]],
+    reports: Iterable[Report],
     index: SliceIndex,
-) -> tuple[dict[DeviceID, str], str | None]:
-    """Every device the policy's signals mark unhealthy now (device -> first reason); a CEL problem."""
+) -> Observed:
+    """What the policy's signals say now; `reports` are the pods' (`pod_reports`, computed once for all policies)."""
     found, problem = selector_signals(policy, index)
-    for more in (claim_signals(policy, claims), pod_signals(policy, pods)):
-        for device, reason in more.items():
+    ignored: list[Report] = []
+    sources = [claim_reports(policy, claims)]
+    if policy.signals.pod_resource_health:
+        sources.append(list(reports))
+    for source in sources:
+        counted, dropped = _sort(policy, source)
+        ignored += dropped
+        for device, reason in counted.items():
             found.setdefault(device, reason)
-    return found, problem
+    return Observed(found, problem, tuple(ignored))
