@@ -135,9 +135,9 @@ def test_a_pod_groups_reservation_goes_with_the_pod_group() -> None:
     PodGroup of that UID exists; gone or replaced (another UID), the entry is dropped and the claim
     deallocated, as kube-controller-manager 1.37 does."""
     c = claim("fabric", reserved=[GROUP], allocated=True)
-    assert claims.claim_plan(c, pods_by_uid=VIEW, pod_group_uids={"uid-train"}) == ()
-    for present in (set(), {"uid-train-2"}):
-        planned = claims.claim_plan(c, pods_by_uid=VIEW, pod_group_uids=present)
+    assert claims.claim_plan(c, pods_by_uid=VIEW, pod_groups={("default", "train", "uid-train")}) == ()
+    for present in (set(), {("default", "train", "uid-train-2")}):
+        planned = claims.claim_plan(c, pods_by_uid=VIEW, pod_groups=present)
         assert planned[:2] == (plans.DropReservations("default", "fabric", ()), plans.Deallocate("default", "fabric"))
 
 

@@ -68,12 +68,11 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         pod = cluster.pods.get(namespace, name)
         if pod is None:
             continue
-        uid = pod.metadata.uid or ""
-        affected_claims |= cluster.claims_of.get(uid, set())
+        named = cluster.claims_naming(namespace, pod.metadata.uid or "")
+        affected_claims.update(named)
         if not rt.watches_namespace(namespace):
             continue
-        owned = [c for key in sorted(cluster.claims_of.get(uid, set()))
-                 if (c := cluster.claims.get(*key)) is not None]
+        owned = [c for key in named if (c := cluster.claims.get(*key)) is not None]
         group, group_claims, missing = _group_of(rt, pod)
         try:
             steps: list[Any] = list(templates.pod_claim_plan(
@@ -91,8 +90,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     work = []
     # Pods that vanished leave their claims behind: those claims name uids no pod has any more.
     # PodGroups that are gone leave the claims reserved for them behind in the same way.
-    pod_group_uids = ({g.metadata.uid or "" for g in cluster.pod_groups.all()}
-                      if rt.pod_group_resource is not None else None)
+    pod_groups = ({(g.namespace, g.name, g.metadata.uid or "") for g in cluster.pod_groups.all()}
+                  if rt.pod_group_resource is not None else None)
     if dirty_pods or dirty_groups:
         for uid in [u for u in cluster.claims_of if u not in cluster.pod_keys]:
             affected_claims |= cluster.claims_of.get(uid, set())
@@ -104,7 +103,7 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
             continue
         try:
             planned = _combined(lifecycle_claims.claim_plan(current, pods_by_uid=pods_by_uid, now=now,
-                                                            pod_group_uids=pod_group_uids))
+                                                            pod_groups=pod_groups))
         except Exception as exc:
             await _failed(rt, "claim", key, exc)
             continue
@@ -130,7 +129,7 @@ def _group_of(rt: Runtime, pod: pods.Pod) -> tuple[scheduling_model.PodGroup | N
     group = rt.cluster.pod_groups.get(pod.metadata.namespace or "", name)
     if group is None:
         return None, [], True
-    owned = [c for key in sorted(rt.cluster.claims_of.get(group.metadata.uid or "", set()))
+    owned = [c for key in rt.cluster.claims_naming(group.namespace, group.metadata.uid or "")
              if (c := rt.cluster.claims.get(*key)) is not None]
     return group, owned, False
 
@@ -160,7 +159,7 @@ async def _pod_group_claims(rt: Runtime, dirty: set[tuple[str, str]],
         if group is None or not rt.watches_namespace(key[0]):
             continue
         rt.dirty_pods |= _members(rt, key)
-        owned = [c for claim_key in sorted(rt.cluster.claims_of.get(group.metadata.uid or "", set()))
+        owned = [c for claim_key in rt.cluster.claims_naming(group.namespace, group.metadata.uid or "")
                  if (c := rt.cluster.claims.get(*claim_key)) is not None]
         try:
             steps = list(templates.pod_group_claim_plan(group, template_map, owned, api_version=resource.api_version))
@@ -300,8 +299,9 @@ def _target(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> tuple[str
         group = _group_key(rt, step.raw)
         if group is not None:
             return "podgroup", group
-        for ref in (step.raw.get("metadata") or {}).get("ownerReferences") or []:
-            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+        meta = step.raw.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            key = rt.cluster.pod_key_in(str(meta.get("namespace") or ""), str(ref.get("uid") or ""))
             if key is not None:
                 return "pod", key
         return None
@@ -344,7 +344,7 @@ def _mark_dirty_again(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) ->
             rt.dirty_pod_groups.add(group)
         meta = step.raw.get("metadata") or {}
         for ref in meta.get("ownerReferences") or []:
-            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+            key = rt.cluster.pod_key_in(str(meta.get("namespace") or ""), str(ref.get("uid") or ""))
             if key is not None:
                 rt.dirty_pods.add(key)
     elif isinstance(step, plans.SetPodGroupClaimStatuses):
@@ -388,7 +388,7 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
             rt.dirty_pod_groups.add(group)
             rt.lifecycle_wakeup.set()
         for ref in meta.get("ownerReferences") or []:
-            key = rt.cluster.pod_keys.get(str(ref.get("uid") or ""))
+            key = rt.cluster.pod_key_in(str(meta.get("namespace") or ""), str(ref.get("uid") or ""))
             if key is not None:
                 rt.dirty_pods.add(key)
                 rt.lifecycle_wakeup.set()
@@ -542,7 +542,7 @@ def _protected(rt: Runtime, raw: Raw) -> Raw:
     meta = raw.get("metadata") or {}
     settings = rt.settings.scheduling
     for ref in meta.get("ownerReferences") or []:
-        pod = rt.cluster.pod_by_uid(str(ref.get("uid") or ""))
+        pod = rt.cluster.pod_in(str(meta.get("namespace") or ""), str(ref.get("uid") or ""))
         if pod is not None and scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             finalizers = list(meta.get("finalizers") or [])
             if lifecycle_claims.DELETE_PROTECTION_FINALIZER not in finalizers:

@@ -29,11 +29,21 @@ taking it away in between would fight that allocator. A finalizer left on an
 unallocated claim only matters at deletion, where it is removed, so a plan
 executed in parts and planned again still ends in the same state.
 
+References name objects of the claim's own namespace. A reservation is that consumer's
+while an object of its resource with the claim's namespace, the entry's name and UID exists
+(as upstream: it looks the pod up by the claim's namespace and the entry's name, then
+compares the UID); the controlling owner likewise (the garbage collector looks owners up the
+same way). A UID that belongs to an object in another namespace names nothing: a tenant who
+writes another namespace's pod UID into its own claim gets its reservation dropped as that of
+a consumer that does not exist, and a claim generated for a pod of another namespace is one
+whose pod is gone.
+
 Deliberate differences from upstream, release 1.36:
 - The pod view is complete: `pods_by_uid` must hold every pod of the claim's
-  namespace the informer knows (synced). A UID absent from it means the pod is
-  gone. Upstream double-checks with a GET because its cache may lag; the caller
-  does the equivalent by planning only from a synced view.
+  namespace the informer knows (synced). A UID absent from it (or held by a pod of
+  another namespace or name) means the pod is gone. Upstream double-checks with a
+  GET because its cache may lag; the caller does the equivalent by planning only
+  from a synced view.
 - Generated claims whose pod is gone are deleted here; upstream leaves that case
   to the garbage collector (which the sandbox also implements). Deleting is
   guarded by the claim's UID, so it cannot hit a successor.
@@ -92,22 +102,38 @@ def is_pod_group_consumer(ref: ResourceClaimConsumerReference) -> bool:
     return ref.api_group == "scheduling.k8s.io" and ref.resource == "podgroups"
 
 
-def consumer_valid(ref: ResourceClaimConsumerReference, pods_by_uid: Mapping[str, Pod],
-                   pod_group_uids: Collection[str] | None) -> bool:
-    """Whether a reservation stands: a pod's (see `pod_consumer_valid`); a PodGroup's while a
-    PodGroup of that UID exists (kube-controller-manager 1.37, DRAWorkloadResourceClaims: gone or
-    replaced, the entry goes); any other consumer's, and PodGroups' when the cluster serves none
-    we watch (`pod_group_uids` None), are kept: they are not ours to judge."""
+PodGroupRef = tuple[str, str, str]  # namespace, name, uid of a PodGroup that exists
+
+
+def consumer_valid(ref: ResourceClaimConsumerReference, namespace: str, pods_by_uid: Mapping[str, Pod],
+                   pod_groups: Collection[PodGroupRef] | None) -> bool:
+    """Whether a reservation of a claim in `namespace` stands: a pod's (see `pod_consumer_valid`); a
+    PodGroup's while that PodGroup (the claim's namespace, the entry's name and UID) exists
+    (kube-controller-manager 1.37, DRAWorkloadResourceClaims: gone or replaced, the entry goes); any
+    other consumer's, and PodGroups' when the cluster serves none we watch (`pod_groups` None), are
+    kept: they are not ours to judge."""
     if is_pod_consumer(ref):
-        return pod_consumer_valid(ref, pods_by_uid)
-    if is_pod_group_consumer(ref) and pod_group_uids is not None:
-        return ref.uid in pod_group_uids
+        return pod_consumer_valid(ref, namespace, pods_by_uid)
+    if is_pod_group_consumer(ref) and pod_groups is not None:
+        return (namespace, ref.name, ref.uid) in pod_groups
     return True
 
 
-def pod_consumer_valid(ref: ResourceClaimConsumerReference, pods_by_uid: Mapping[str, Pod]) -> bool:
-    """Whether a pod's reservation still stands: that very pod (same UID) exists and is not done."""
-    pod = pods_by_uid.get(ref.uid)
+def pod_named(pods_by_uid: Mapping[str, Pod], namespace: str, name: str, uid: str) -> Pod | None:
+    """The pod a reference from an object in `namespace` names: that namespace, name and UID, or None.
+
+    A UID alone is not enough: a tenant can write any UID into its own objects, and a pod of
+    another namespace is never what a claim's reference means."""
+    pod = pods_by_uid.get(uid) if uid else None
+    if pod is None or pod.namespace != namespace or pod.name != name:
+        return None
+    return pod
+
+
+def pod_consumer_valid(ref: ResourceClaimConsumerReference, namespace: str, pods_by_uid: Mapping[str, Pod]) -> bool:
+    """Whether a pod's reservation on a claim in `namespace` still stands: that very pod (the claim's
+    namespace, the entry's name, same UID) exists and is not done."""
+    pod = pod_named(pods_by_uid, namespace, ref.name, ref.uid)
     return pod is not None and not pod_is_done(pod)
 
 
@@ -155,12 +181,12 @@ def claim_plan(
     pods_by_uid: Mapping[str, Pod],
     now: dt.datetime | None = None,  # None: no time-based repair of stranded allocations (pure upstream)
     unreserved_grace: dt.timedelta = UNRESERVED_GRACE,
-    pod_group_uids: Collection[str] | None = None,  # the PodGroups that exist; None: not watched
+    pod_groups: Collection[PodGroupRef] | None = None,  # the PodGroups that exist; None: not watched
 ) -> plans.Plan:
     """Drop stale reservations, deallocate, release the finalizer, delete a generated claim: in that order."""
     namespace, name = claim.namespace, claim.name
     reserved = claim.status.reserved_for
-    keep = tuple(ref for ref in reserved if consumer_valid(ref, pods_by_uid, pod_group_uids))
+    keep = tuple(ref for ref in reserved if consumer_valid(ref, namespace, pods_by_uid, pod_groups))
     dropped = len(keep) < len(reserved)
     deleting = claim.metadata.deletion_timestamp is not None
     allocated = claim.status.allocation is not None
@@ -181,7 +207,7 @@ def claim_plan(
 
     owner = templates.controlling_pod(claim)
     if owner is not None and not deleting:
-        pod = pods_by_uid.get(owner.uid)
+        pod = pod_named(pods_by_uid, namespace, owner.name, owner.uid)
         if pod is None or pod_is_done(pod):
             steps.append(plans.DeleteClaim(namespace, name, claim.metadata.uid or ""))
     return tuple(steps)

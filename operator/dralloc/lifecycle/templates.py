@@ -103,9 +103,13 @@ def controlling_pod(claim: ResourceClaim) -> OwnerReference | None:
 
 
 def is_controlled_by(claim: ResourceClaim, pod: Pod) -> bool:
-    """True when the pod (this incarnation: same UID) is the claim's controller."""
+    """True when the pod (this incarnation: same UID) is the claim's controller.
+
+    An owner reference names an object of the claim's own namespace, by name and UID (as the
+    garbage collector reads it): a claim in another namespace naming this pod's UID is not its."""
     owner = controlling_pod(claim)
-    return owner is not None and bool(pod.metadata.uid) and owner.uid == pod.metadata.uid
+    return (owner is not None and bool(pod.metadata.uid) and owner.uid == pod.metadata.uid
+            and claim.namespace == pod.namespace and owner.name == pod.name)
 
 
 def claim_for_template(pod: Pod, entry: PodResourceClaim, template: ResourceClaimTemplate) -> dict[str, Any]:
@@ -189,10 +193,12 @@ def pod_group_owner_reference(group: PodGroup, api_version: str) -> dict[str, An
 
 
 def is_controlled_by_group(claim: ResourceClaim, group: PodGroup) -> bool:
-    """True when this PodGroup (same UID; any scheduling.k8s.io version) is the claim's controller."""
-    return bool(group.metadata.uid) and any(
+    """True when this PodGroup (same UID; any scheduling.k8s.io version) is the claim's controller
+    (in the claim's namespace, by name and UID, as `is_controlled_by`)."""
+    return bool(group.metadata.uid) and claim.namespace == group.namespace and any(
         owner.controller and owner.kind == "PodGroup" and owner.api_version.startswith(f"{SCHEDULING_GROUP}/")
-        and owner.uid == group.metadata.uid for owner in claim.metadata.owner_references)
+        and owner.uid == group.metadata.uid and owner.name == group.metadata.name
+        for owner in claim.metadata.owner_references)
 
 
 def find_pod_group_claim(group: PodGroup, entry_name: str, claims: Iterable[ResourceClaim]) -> ResourceClaim | None:

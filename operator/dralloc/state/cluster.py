@@ -13,7 +13,7 @@ Plain Python, no kopf, no awaits: handlers call `apply()` from the event loop.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from dralloc.lifecycle import health
@@ -156,8 +156,12 @@ class ClusterState:
         # scheduling.k8s.io PodGroups (gangs), when the cluster serves them (handlers/watching.py).
         self.pod_groups: Store[scheduling.PodGroup] = Store(scheduling.PodGroup)
         self.relevant_changes = 0
+        # Called with (kind, the object before, after) for every change applied (None, None: a relist):
+        # the scheduling queue's hints (scheduling/queueing.py) listen here.
+        self.listeners: list[Callable[[str, Raw | None, Raw | None], None]] = []
         # Indexes the claim lifecycle needs on every pass, kept current on every apply:
-        # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys.
+        # pod uid -> pod key, and consumer uid (owner or reservedFor) -> claim keys (of any namespace:
+        # a claim's references name objects of its own namespace only, see `claims_naming`).
         self.pod_keys: dict[str, Key] = {}
         # Pods without a node or with scheduling gates: the only ones a scheduler may have to place.
         self.unplaced_pods: set[Key] = set()
@@ -177,9 +181,11 @@ class ClusterState:
         """Apply one watch event (None: an object seen while listing). True when something changed."""
         store = self.store(kind)
         key = Store.key_of(raw)
-        before = store.raw(*key) if kind == "Pod" else None
+        before = store.raw(*key) if kind == "Pod" or self.listeners else None
         changed = store.remove(raw) if event_type == "DELETED" else store.put(raw)
         if changed:
+            for listener in self.listeners:
+                listener(kind, before, None if event_type == "DELETED" else raw)
             if kind == "Pod":
                 self._index_pod(key, before, None if event_type == "DELETED" else raw)
             elif kind == "ResourceClaim":
@@ -192,6 +198,8 @@ class ClusterState:
         """A full list from the API for one kind: anything not in it is gone (the slices' list is
         consumed: see `Store.replace_all`)."""
         self.store(kind).replace_all(items)
+        for listener in self.listeners:
+            listener(kind, None, None)  # anything may have changed
         if kind == "Pod":
             self.pod_keys = {}
             self.unplaced_pods = set()
@@ -232,8 +240,27 @@ class ClusterState:
             self.claims_of.setdefault(uid, set()).add(key)
 
     def pod_by_uid(self, uid: str) -> pods.Pod | None:
+        """The pod of that UID in any namespace: for a reference read from an object, use `pod_in`."""
         key = self.pod_keys.get(uid)
         return self.pods.get(*key) if key is not None else None
+
+    def pod_key_in(self, namespace: str, uid: str) -> Key | None:
+        """The key of the pod of that UID if it is in `namespace`: what an owner reference or a
+        reservation of an object in `namespace` can name (a UID of another namespace's pod names nothing)."""
+        key = self.pod_keys.get(uid)
+        return key if key is not None and key[0] == namespace else None
+
+    def pod_in(self, namespace: str, uid: str) -> pods.Pod | None:
+        """The pod of that UID if it is in `namespace` (see `pod_key_in`)."""
+        key = self.pod_key_in(namespace, uid)
+        return self.pods.get(*key) if key is not None else None
+
+    def claims_naming(self, namespace: str, uid: str) -> list[Key]:
+        """The claims in `namespace` whose owner references or reservations carry `uid`, sorted.
+
+        `claims_of` is keyed by UID alone and any tenant can write any UID into its own claims:
+        the claims of an object are only those in the object's namespace."""
+        return sorted(key for key in self.claims_of.get(uid, ()) if key[0] == namespace)
 
 
 class PodsByUid(Mapping[str, pods.Pod]):
