@@ -86,10 +86,10 @@ def test_a_bug_met_on_one_pod_fails_only_that_pod(apiserver: Cluster, operator: 
     node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
     real_place = placement.Placer.place
 
-    def place(self: placement.Placer, item: placement.Item) -> object:
+    def place(self: placement.Placer, item: placement.Item, **kwargs: bool) -> object:
         if item.pod is not None and item.pod.metadata.name == "cursed":
             raise RuntimeError("boom")
-        return real_place(self, item)
+        return real_place(self, item, **kwargs)
 
     monkeypatch.setattr(placement.Placer, "place", place)
     apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),

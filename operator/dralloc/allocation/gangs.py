@@ -49,7 +49,7 @@ import typing
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes, requests
+from dralloc.allocation import errors, interruption, outcomes, requests
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -271,6 +271,7 @@ class _Search:
         if self.steps >= self.budget:
             raise _OutOfSteps
         self.steps += 1
+        interruption.checkpoint()
         try:
             return allocation.allocate(snapshot, member.claims, node, features=self.features,
                                        budget=self.allocate_budget, explain=False)

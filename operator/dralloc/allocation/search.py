@@ -35,7 +35,7 @@ import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 
-from dralloc.allocation import capacity, errors, nodeaffinity, selectors, taints
+from dralloc.allocation import capacity, errors, interruption, nodeaffinity, selectors, taints
 from dralloc.allocation import constraints as constraints_
 from dralloc.allocation.counters import CounterLedger
 from dralloc.allocation.features import OPTIONAL_NODE_OPERATIONS, Features
@@ -104,6 +104,7 @@ class Search:
         self.results: list[list[Pick]] = [[] for _ in claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.share_count = 0
+        self.interrupt = interruption.current()  # the caller's "too costly, stop" (None: never)
 
     def fresh(self, *, budget: int | None) -> Search:
         """A new search over the same claims and node, with nothing taken yet.
@@ -330,6 +331,8 @@ class Search:
         self.steps += 1
         if self.budget is not None and self.steps > self.budget:
             raise BudgetExceeded
+        if self.interrupt is not None and not self.steps % interruption.STEPS_BETWEEN_CHECKS and self.interrupt():
+            raise interruption.Interrupted
         if ci >= len(self.claims):
             return FOUND
         claim = self.claims[ci]

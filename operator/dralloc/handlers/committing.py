@@ -77,8 +77,8 @@ def release_unsent(rt: Runtime, item: placement.Item) -> None:
 
 
 def backoff(rt: Runtime, pod: pods.Pod, operation: str, exc: BaseException) -> None:
-    settings = rt.settings.scheduling
-    delay = rt.memory(pod.metadata.uid or "").back_off(settings.backoff_initial, settings.backoff_max)
+    uid = pod.metadata.uid or ""
+    delay = rt.queue.back_off(uid, time.monotonic()) if uid in rt.queue else 0.0
     metrics.observe_retry(operation)
     if isinstance(exc, kube_errors.ConflictError):
         metrics.observe_conflict(operation)
@@ -380,8 +380,9 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
 async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note: str = "") -> None:
     """The pod is bound (or ungated) with its claims allocated: forget its failures, say so, measure."""
     rt.placements += 1
+    rt.queue.succeeded(pod.metadata.uid or "")
     memory = rt.memory(pod.metadata.uid or "")
-    memory.failures, memory.unschedulable_at, memory.error_at, memory.last_message = 0, None, None, ""
+    memory.failure = memory.last_message = memory.last_signature = ""
     pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
     devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
     try:

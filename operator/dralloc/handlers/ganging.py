@@ -90,7 +90,7 @@ from dralloc.kube import resources, writing
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import nodefit, placement
+from dralloc.scheduling import nodefit, placement, queueing
 
 logger = logging.getLogger(__name__)
 
@@ -226,9 +226,34 @@ def _held(rt: Runtime, pending: Sequence[pods.Pod], group_uid: str | None = None
     return tuple(held)
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """What the gang's search needs, read from the view on the loop: the search itself (`search`) then
+    reads only this and the placer, so it can run in the decider's worker thread."""
+
+    key: Key
+    ref: str
+    pending: tuple[pods.Pod, ...]
+    items: tuple[placement.Item, ...]
+    group_claims: frozenset[str]
+    topology: str | None
+    domain: str | None
+    held: tuple[tuple[model_claims.ResourceClaim, str], ...]
+    any_placed: bool
+    group_ref: Raw
+    gang_budget: int = gangs.DEFAULT_GANG_BUDGET  # allocator calls for the search (--gang-budget)
+
+
 def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Decided | NotPlaced | None:
-    """The gang's placement, without any await; None while a member is not ready (its claims are being
-    created, or an earlier write of ours is not observed yet). Raises MemberError for one member's error."""
+    """`prepare`, then `search` at once (for callers that decide on the loop: tests, tools)."""
+    prepared = prepare(rt, placer, key, members)
+    return search(placer, prepared) if isinstance(prepared, Prepared) else prepared
+
+
+def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Prepared | NotPlaced | None:
+    """The gang's inputs from the view, without any await; a NotPlaced when it cannot be decided now; None
+    while a member is not ready (its claims are being created, or an earlier write of ours is not observed
+    yet). Raises MemberError for one member's error."""
     namespace, name = key
     ref = f"{namespace or 'default'}/{name}"
     pending = tuple(members.pending)
@@ -298,6 +323,23 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
             if node is not None and node.metadata.labels.get(topology) is not None:
                 domain = node.metadata.labels[topology]
                 break
+    return Prepared(key, ref, pending, tuple(items), frozenset(group_claims), topology, domain, held, any_placed,
+                    group.consumer_reference(), rt.settings.scheduling.gang_budget)
+
+
+def too_costly(prepared: Prepared, budget: float) -> NotPlaced:
+    """The gang's search used up the decision's CPU budget."""
+    return NotPlaced(prepared.key, prepared.pending, (
+        f"PodGroup {prepared.ref}: gang of {len(prepared.pending)}: deciding where it fits took more than the "
+        f"scheduler's CPU budget of {budget:g} s per decision; it is retried after a backoff when the cluster "
+        "changes"), "too-costly", None, prepared.held, prepared.any_placed)
+
+
+def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
+    """The gang's search against the placer alone (no view, no await): runs in the decider's thread."""
+    key, ref, pending, items = prepared.key, prepared.ref, prepared.pending, prepared.items
+    held, any_placed, group_claims = prepared.held, prepared.any_placed, set(prepared.group_claims)
+    topology, domain = prepared.topology, prepared.domain
 
     def allows(index: int, view: NodeView) -> bool:
         j = placer.index.get(view.name)
@@ -320,7 +362,8 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
 
     gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, items, strict=True)]
     outcome = gangs.place_gang(placer.snapshot, gang, placer.views, features=placer.features, topology_key=topology,
-                               node_allows=allows, node_holds=holds, allocate_budget=placer.budget)
+                               node_allows=allows, node_holds=holds, allocate_budget=placer.budget,
+                               budget=prepared.gang_budget)
     if isinstance(outcome, gangs.GangBudgetExhausted):
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the search gave up after "
                                        f"{outcome.steps} allocator calls", "budget-exhausted", outcome.steps,
@@ -334,8 +377,7 @@ def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) ->
     if unusable is not None:
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: {unusable}", "unfit", outcome.steps,
                          held, any_placed)
-    return Decided(key, tuple(decided), outcome.steps, outcome.domain, group.consumer_reference(),
-                   frozenset(group_claims))
+    return Decided(key, tuple(decided), outcome.steps, outcome.domain, prepared.group_ref, frozenset(group_claims))
 
 
 def _group_claims_unusable(placer: placement.Placer, decided: Sequence[Member], group_claims: set[str]) -> str | None:
@@ -516,30 +558,37 @@ async def _after_failure(rt: Runtime, decided: Decided, operation: str, exc: Bas
 
 # ---- reporting ------------------------------------------------------------------------------
 
-async def report(rt: Runtime, step: NotPlaced, seen: int) -> None:
+async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants]) -> None:
     """Every member's PodScheduled says why the gang waits; one Event on the PodGroup per distinct message.
-    A PodGroup that cannot be used (`error`) is an object error: SchedulerError on every member, backed off."""
+    A PodGroup that cannot be used (`error`) is an object error: SchedulerError on every member, backed off.
+    `wants`: per member uid, the changes that may make it fit (queueing hints)."""
     for pod in step.who:
         if step.result == "error":
-            await scheduling._record_error(rt, pod, scheduling.PodInputError(step.message), seen=seen)
+            await scheduling._record_error(rt, pod, scheduling.PodInputError(step.message))
         else:
-            await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, seen=seen, event=False)
-    if rt.gang_messages.get(step.key) != step.message:
-        rt.gang_messages[step.key] = step.message
-        reason = {"waiting": "GangWaiting", "error": "GangError"}.get(step.result, "GangUnfit")
+            await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, event=False,
+                                                   wants=wants[pod.metadata.uid or ""],
+                                                   failure="too-costly" if step.result == "too-costly"
+                                                   else "unschedulable")
+    if rt.gang_messages.get(step.key) != scheduling.signature(step.message):
+        rt.gang_messages[step.key] = scheduling.signature(step.message)
+        reason = {"waiting": "GangWaiting", "error": "GangError", "too-costly": "DecisionTooCostly"}.get(
+            step.result, "GangUnfit")
         await _group_event(rt, step.key, reason, "Warning", step.message)
 
 
-async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError, seen: int) -> None:
+async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError,
+                       wants: dict[str, queueing.Wants]) -> None:
     """One member's error: on it as SchedulerError, on the others as the reason the gang waits."""
-    await scheduling._record_error(rt, error.pod, error.cause, seen=seen)
+    await scheduling._record_error(rt, error.pod, error.cause)
     text = (f"PodGroup {key[1]}: member {_ref(error.pod)} cannot be placed: "
             f"{scheduling.error_message(error.cause)}")
     for pod in pods_:
         if pod.metadata.uid != error.pod.metadata.uid:
-            await scheduling._record_unschedulable(rt, pod, text, nodes=False, seen=seen, event=False)
-    if rt.gang_messages.get(key) != text:
-        rt.gang_messages[key] = text
+            await scheduling._record_unschedulable(rt, pod, text, nodes=False, event=False,
+                                                   wants=wants[pod.metadata.uid or ""])
+    if rt.gang_messages.get(key) != scheduling.signature(text):
+        rt.gang_messages[key] = scheduling.signature(text)
         await _group_event(rt, key, "GangUnfit", "Warning", text)
 
 

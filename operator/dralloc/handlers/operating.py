@@ -17,7 +17,6 @@ import contextlib
 import gc
 import logging
 import os
-import time
 from typing import Any
 
 import kopf
@@ -30,6 +29,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.kube.session import Session
+from dralloc.scheduling import queueing
 from dralloc.state import capacity
 
 logger = logging.getLogger(__name__)
@@ -341,20 +341,23 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
     # Which class each device is in is computed once per slice, class or taint-rule change; a scrape
     # only looks the devices up in the allocated state.
     capacities = capacity.device_gauges(rt.views.inventory(), rt.views.snapshot().allocated)
-    now_changes = rt.cluster.relevant_changes
     queue = dict.fromkeys(metrics.QUEUE_STATES, 0.0)
     settings = rt.settings.scheduling
-    now = time.monotonic()
     for pod in rt.cluster.pods.all():
         if not scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
-        memory = rt.pods.get(pod.metadata.uid or "")
-        if memory is not None and memory.error_at is not None:
-            queue["error"] += 1  # until a decision for it succeeds or finds it unschedulable
-        elif memory is not None and memory.retry_at > now:
-            queue["backoff"] += 1
-        elif memory is not None and memory.unschedulable_at == now_changes:
+        uid = pod.metadata.uid or ""
+        memory = rt.pods.get(uid)
+        entry = rt.queue.entries.get(uid)
+        failure = memory.failure if memory is not None and entry is not None else ""
+        # How its last attempt ended counts until the next one ends otherwise: a change that sends an
+        # unschedulable pod back to the queue does not make it schedulable (nor reset the alert's clock).
+        if failure == "error":
+            queue["error"] += 1
+        elif failure in ("unschedulable", "too-costly"):
             queue["unschedulable"] += 1
+        elif entry is not None and entry.place is queueing.Place.BACKOFF:
+            queue["backoff"] += 1
         elif capacity.claims_missing(pod, rt.cluster.claims.entries.keys()):
             queue["waiting-for-claim"] += 1  # a claim to be created from its template, or named and absent
         else:

@@ -14,8 +14,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dralloc.handlers.coexisting import Coexistence
+from dralloc.handlers.deciding import Decider
 from dralloc.handlers.failures import Failures
 from dralloc.lifecycle import eviction
+from dralloc.scheduling import queueing
 from dralloc.settings import Settings
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
@@ -30,22 +32,16 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class PodMemory:
-    """What the scheduler remembers about one pod between passes."""
+    """What the scheduler remembers about one pod between passes, besides its place in the queue
+    (`Runtime.queue`); it goes when the pod leaves the cluster."""
 
-    failures: int = 0
-    retry_at: float = 0.0  # monotonic; backoff after a failed write
-    unschedulable_at: int | None = None  # ClusterState.relevant_changes when it last did not fit
-    error_at: int | None = None  # ClusterState.relevant_changes when deciding for it last failed
     bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
     claims_awaited_since: float | None = None  # monotonic; since when it waits for KCM to create a claim
-
-    def back_off(self, initial: float, maximum: float) -> float:
-        """One more failure: the next try waits twice as long (up to `maximum`); the delay."""
-        self.failures += 1
-        delay = min(initial * 2.0 ** (self.failures - 1), maximum)
-        self.retry_at = time.monotonic() + delay
-        return delay
+    # What its PodScheduled condition says now (written by us), and its reason's signature: the
+    # condition and the Event are written again only when the signature changes.
     last_message: str = ""
+    last_signature: str = ""
+    failure: str = ""  # how its last attempt ended: "", "unschedulable", "too-costly", "error"
 
 
 def _identity() -> str:
@@ -59,7 +55,7 @@ class Runtime:
         self.settings = settings
         self.cluster = ClusterState()
         self.ledger = Ledger()
-        self.views = Views(self.cluster, self.ledger, settings.scheduling.features)
+        self.views = Views(self.cluster, self.ledger, settings.scheduling.features, settings.scheduling.budget)
         self.session: Session | None = None
         self.policy = "first-fit"
         self.scheduling_wakeup = asyncio.Event()
@@ -70,6 +66,14 @@ class Runtime:
         self.unknown_checked: dict[str, float] = {}  # claim uid -> when its unknown write was last read back
         self.lifecycle_failures = Failures()  # pods and claims whose lifecycle failed: backed off
         self.pods: dict[str, PodMemory] = {}  # by pod uid
+        scheduling = settings.scheduling
+        # The pending pods we own, as kube-scheduler queues them (active, backoff, unschedulable).
+        self.queue = queueing.PodQueue(initial_backoff=scheduling.backoff_initial,
+                                       max_backoff=scheduling.backoff_max,
+                                       max_unschedulable=scheduling.max_unschedulable_seconds)
+        self.cluster.listeners.append(self._changed)
+        # Decisions run in a worker thread, each under a CPU budget (handlers/deciding.py).
+        self.decider = Decider(scheduling.decision_cpu_budget)
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
         # Who this process is in logs, Events and the leader Lease: distinct for every process.
@@ -109,6 +113,12 @@ class Runtime:
         # kopf gives every object's handlers a shallow copy of the memo; the operator's state must
         # be one and the same for all of them, or a handler's assignment would go unseen.
         return self
+
+    def _changed(self, kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+        """A change applied to the view: parked pods it may make fit go back to the queue."""
+        change = queueing.EVERYTHING if before is None and after is None else queueing.classify(kind, before, after)
+        if change is not None:
+            self.queue.note(change)
 
     def require_session(self) -> Session:
         if self.session is None:

@@ -34,20 +34,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
+import re
 import time
 from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock, committing, completing, failures, ganging
+from dralloc.allocation import interruption
+from dralloc.handlers import clock, committing, completing, deciding, failures, ganging
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import placement
+from dralloc.scheduling import placement, queueing
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +168,11 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
 
 
 def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
+    """The pods to try now, in the queue's fair order (round-robin across namespaces, then priority,
+    then age). Every pending pod we own joins the queue; pods that left it (placed, deleted, no longer
+    ours) are forgotten, with what the scheduler remembered about them."""
     settings = rt.settings.scheduling
-    found = []
+    owned_now: dict[str, pods.Pod] = {}
     for key in list(rt.cluster.unplaced_pods):
         pod = rt.cluster.pods.get(*key)
         if pod is None:
@@ -175,19 +181,51 @@ def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
             continue
         if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
-        memory = rt.memory(pod.metadata.uid or "")
-        if memory.bound_to is not None and not pod.spec.node_name:
+        uid = pod.metadata.uid or ""
+        memory = rt.pods.get(uid)
+        if memory is not None and memory.bound_to is not None and not pod.spec.node_name:
             continue  # bound by us; the watch has not shown it yet
-        # A pod that failed with an error waits out its backoff, unless something it may
-        # depend on changed since (a class created or fixed, a claim or slice replaced).
-        if memory.retry_at > now and (memory.error_at is None or memory.error_at == rt.cluster.relevant_changes):
-            continue
-        if memory.unschedulable_at is not None and memory.unschedulable_at == rt.cluster.relevant_changes:
-            continue
-        found.append(pod)
-    # Higher priority first, then oldest first: the order kube-scheduler's queue uses.
-    found.sort(key=lambda p: (-(p.spec.priority or 0), p.metadata.creation_timestamp or "", p.metadata.name))
-    return found
+        owned_now[uid] = pod
+        rt.queue.add(uid, key, priority=pod.spec.priority or 0, created=pod.metadata.creation_timestamp or "")
+    rt.queue.keep_only(owned_now)
+    forget_gone(rt)
+    rt.queue.flush(now)
+    return [owned_now[entry.uid] for entry in rt.queue.order(rt.queue.ready(now))]
+
+
+def forget_gone(rt: Runtime) -> None:
+    """What is remembered about pods and PodGroups that left the cluster goes with them."""
+    for uid in [uid for uid in rt.pods if uid not in rt.cluster.pod_keys]:
+        del rt.pods[uid]
+    for key in [key for key in rt.gang_messages if key not in rt.cluster.pod_groups.entries]:
+        del rt.gang_messages[key]
+
+
+def wants(rt: Runtime, pod: pods.Pod, item: placement.Item | None = None, gang: tuple[str, str] | None = None,
+          ) -> queueing.Wants:
+    """What may make the pod fit besides a change that frees something for everyone (queueing hints):
+    its own object, its claims and their classes, its templates, its PodGroup."""
+    namespace = pod.metadata.namespace or ""
+    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    claim_keys: set[tuple[str, str]] = set()
+    template_keys: set[tuple[str, str]] = set()
+    for entry in pod.spec.resource_claims:
+        name = entry.resource_claim_name or recorded.get(entry.name)
+        if name:
+            claim_keys.add((namespace, name))
+        if entry.resource_claim_template_name:
+            template_keys.add((namespace, entry.resource_claim_template_name))
+    classes: set[str] = set()
+    claims_ = item.claims + item.allocated if item is not None else tuple(
+        c for c in (rt.cluster.claims.get(*k) for k in claim_keys) if c is not None)
+    for claim in claims_:
+        claim_keys.add((claim.metadata.namespace or "", claim.metadata.name))
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None and request.exactly.device_class_name:
+                classes.add(request.exactly.device_class_name)
+            classes.update(sub.device_class_name for sub in request.first_available if sub.device_class_name)
+    return queueing.Wants(pod=(namespace, pod.metadata.name), claims=frozenset(claim_keys),
+                          classes=frozenset(classes), templates=frozenset(template_keys), pod_group=gang)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,18 +242,20 @@ class _NotPlaced:
     nodes: bool = True  # a reason per group of nodes (else one about the pod's own objects)
 
 
-def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> _Decided | _NotPlaced | None:
-    """Where the pod goes, without any await; None while it is not ready. May raise anything."""
-    item = _item_for(rt, pod)
-    if item is None:
-        return None
-    if isinstance(item, str):
-        return _NotPlaced(item, "unschedulable", nodes=False)
-    decision = placer.place(item)
-    if isinstance(decision, placement.NoPlacement):
-        return _NotPlaced(decision.message(), "budget-exhausted" if decision.budget_exhausted else "unschedulable",
-                          item)
-    return _Decided(item, decision)
+def _place(placer: placement.Placer, item: placement.Item) -> _Decided | _NotPlaced:
+    """Where the item goes (run by the decider's worker thread: reads only the placer and the item).
+    Its explanation, when it fits nowhere, is worked out with what is left of the decision's budget;
+    when that is not enough, the pod is told it fits nowhere without the reasons per node."""
+    decision = placer.place(item, explain=False)
+    if isinstance(decision, placement.Placement):
+        return _Decided(item, decision)
+    result = "budget-exhausted" if decision.budget_exhausted else "unschedulable"
+    try:
+        explained = placer.explanation(item, budget_exhausted=decision.budget_exhausted)
+    except interruption.Interrupted:
+        return _NotPlaced("no node fits its claims and constraints (working out the reason on every node would "
+                          "take longer than the decision's CPU budget)", result, item)
+    return _NotPlaced(explained.message(), result, item)
 
 
 def error_message(exc: BaseException) -> str:
@@ -240,29 +280,32 @@ def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) 
     placer.expect(items)
 
 
-async def run_pass(rt: Runtime) -> PassResult:
-    """One pass over the ready pods. Decisions are synchronous; writes follow each decision.
+# A pass decides for at most this long (wall seconds) before it ends and the next one takes the queue
+# afresh: pods that arrived meanwhile, of every namespace, are then served in the fair order.
+PASS_SLICE = 0.5
 
-    Whatever goes wrong while deciding for one pod (an input error, a bug of ours) is
-    reported on that pod and retried with backoff; the pass goes on with the others.
+
+async def run_pass(rt: Runtime) -> PassResult:
+    """One pass over the ready pods, in the queue's fair order, for at most PASS_SLICE seconds.
+
+    Each decision runs in the decider's worker thread under its CPU budget (the loop stays free);
+    recording it (placer, ledger) and writing it happen on the loop. Whatever goes wrong while
+    deciding for one pod (an input error, a bug of ours, a decision too costly) is reported on that
+    pod, which backs off; the pass goes on with the others.
     """
     result = PassResult()
     if len(rt.ledger):
         await committing.resolve_unknown(rt)
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
-    if not pods_now:
-        await _report_unreadable(rt)
-        return result
     await _report_unreadable(rt)
+    if not pods_now:
+        return result
     placer = rt.views.placer(rt.policy)
     _expect_queue(rt, placer, pods_now)
-    # The changes the placer's view includes. The pass awaits between pods (status writes, Events),
-    # and changes arriving meanwhile are not in the view: a pod found not to fit is retried on any
-    # change after this count, not after the count when its result is recorded.
-    seen = rt.cluster.relevant_changes
-    # Decisions are made one after another without awaits; the writes of decided pods run
-    # concurrently (each pod's own writes stay in order), as kube-scheduler binds asynchronously.
+    ends = time.monotonic() + PASS_SLICE
+    # Decisions are made one after another; the writes of decided pods run concurrently (each
+    # pod's own writes stay in order), as kube-scheduler binds asynchronously.
     commits: set[asyncio.Task[int]] = set()
     limit = asyncio.Semaphore(COMMIT_CONCURRENCY)
 
@@ -310,6 +353,9 @@ async def run_pass(rt: Runtime) -> PassResult:
     gangs_seen: set[ganging.Key] = set()
 
     for pod in pods_now:
+        if time.monotonic() > ends:
+            rt.scheduling_wakeup.set()  # the rest stay ready: the next pass orders them with newcomers
+            break
         fresh = rt.cluster.pods.get(pod.metadata.namespace or "", pod.metadata.name)
         if fresh is None or fresh.metadata.uid != pod.metadata.uid:
             continue
@@ -324,85 +370,135 @@ async def run_pass(rt: Runtime) -> PassResult:
                 commits.add(asyncio.create_task(complete_gang(gang, intent)))
                 continue
             members = gang_members.get(gang) or ganging.Members(pending=[fresh])
-            decided, placer, seen = await _gang(rt, placer, gang, members, seen, result)
+            decided, placer = await _gang(rt, placer, gang, members, result)
             if decided is not None:
                 rt.gangs_committing.add(gang)
                 commits.add(asyncio.create_task(commit_gang(decided)))
             continue
-        started = time.perf_counter()
-        try:
-            step = _decide(rt, placer, fresh)
-            if isinstance(step, _Decided):
+        step = await _decide(rt, placer, fresh, result)
+        if step is None:
+            continue
+        if isinstance(step, _Decided):
+            try:
                 # The placer first: if it fails half-way, nothing is reserved and a fresh
-                # placer (from the cluster view and the ledger) replaces it below.
+                # placer (from the cluster view and the ledger) replaces it.
                 placer.commit(step.item, step.decision)
                 committing.reserve(rt, fresh, step.item, step.decision)
-        except Exception as exc:
-            metrics.observe_allocation("error", time.perf_counter() - started)
-            result.errors += 1
-            await _record_error(rt, fresh, exc, seen=seen)
-            placer, seen = rt.views.placer(rt.policy), rt.cluster.relevant_changes
-            continue
-        elapsed = time.perf_counter() - started
-        if step is None:
-            result.waiting += 1
-            continue
-        if isinstance(step, _NotPlaced):
-            try:
-                if step.item is not None and await _roll_back_partial(rt, fresh, step.item):
-                    continue  # reservations of an earlier attempt released; retried on the next pass
-                metrics.observe_allocation(step.result, elapsed)
-                await _record_unschedulable(rt, fresh, step.message, nodes=step.nodes, seen=seen)
             except Exception as exc:
-                logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
-                                 fresh.metadata.name)
-                metrics.observe_object_error("scheduling")
-                committing.backoff(rt, fresh, "pod-status", exc)
-            result.unschedulable += 1
+                result.errors += 1
+                committing.release_unsent(rt, step.item)
+                await _record_error(rt, fresh, exc)
+                placer = rt.views.placer(rt.policy)
+                continue
+            commits.add(asyncio.create_task(commit(fresh, step.item, step.decision)))
+            if len(commits) >= COMMIT_CONCURRENCY * 4:
+                done, commits = await asyncio.wait(commits, return_when=asyncio.FIRST_COMPLETED)
+                result.placed += sum(1 for task in done if task.result())
             continue
-        metrics.observe_allocation("allocated", elapsed, step.decision.steps)
-        commits.add(asyncio.create_task(commit(fresh, step.item, step.decision)))
-        if len(commits) >= COMMIT_CONCURRENCY * 4:
-            done, commits = await asyncio.wait(commits, return_when=asyncio.FIRST_COMPLETED)
-            result.placed += sum(1 for task in done if task.result())
+        try:
+            if step.item is not None and await _roll_back_partial(rt, fresh, step.item):
+                continue  # reservations of an earlier attempt released; retried on the next pass
+            await _record_unschedulable(rt, fresh, step.message, nodes=step.nodes,
+                                        wants=wants(rt, fresh, step.item), failure=step.result)
+        except Exception as exc:
+            logger.exception("pod=%s/%s: reporting that it does not fit failed", fresh.metadata.namespace,
+                             fresh.metadata.name)
+            metrics.observe_object_error("scheduling")
+            committing.backoff(rt, fresh, "pod-status", exc)
+        result.unschedulable += 1
     if commits:
         done, _ = await asyncio.wait(commits)
         result.placed += sum(task.result() for task in done)
     return result
 
 
-async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members: ganging.Members, seen: int,
-                result: PassResult) -> tuple[ganging.Decided | None, placement.Placer, int]:
-    """Decide one gang and reserve its devices (no await until then); report it when it is not placed.
-    The decision to commit (None: nothing to write), and the placer and `seen` to go on with."""
+async def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod, result: PassResult,
+                  ) -> _Decided | _NotPlaced | None:
+    """Decide for one pod: its item from the view (on the loop), the search in the decider's thread.
+    None when there is nothing more to do for it in this pass (not ready, or its error is reported)."""
     started = time.perf_counter()
     try:
-        step = ganging.decide(rt, placer, key, members)
+        item = _item_for(rt, pod)
+        if item is None:
+            result.waiting += 1
+            return None
+        if isinstance(item, str):
+            metrics.observe_allocation("unschedulable", time.perf_counter() - started)
+            return _NotPlaced(item, "unschedulable", nodes=False)
+        answer = await rt.decider.run(functools.partial(_place, placer, item))
+    except Exception as exc:
+        metrics.observe_allocation("error", time.perf_counter() - started)
+        result.errors += 1
+        await _record_error(rt, pod, exc)
+        return None
+    elapsed = time.perf_counter() - started
+    if isinstance(answer, deciding.TooCostly):
+        if answer.stopping:
+            return None
+        metrics.observe_allocation("too-costly", elapsed)
+        result.unschedulable += 1
+        await _record_unschedulable(rt, pod, too_costly_message(item, answer), nodes=False,
+                                    wants=wants(rt, pod, item), failure="too-costly")
+        return None
+    step = answer.value
+    if isinstance(step, _Decided):
+        metrics.observe_allocation("allocated", elapsed, step.decision.steps)
+    else:
+        metrics.observe_allocation(step.result, elapsed)
+    return step
+
+
+def too_costly_message(item: placement.Item, answer: deciding.TooCostly) -> str:
+    """What a pod whose decision used up its CPU budget is told: which claims, which budget."""
+    claims_ = ", ".join(claim.ref() for claim in item.claims) or "none to allocate"
+    return (f"deciding where this pod fits took more than the scheduler's CPU budget of {answer.budget:g} s per "
+            f"decision (claims {claims_}); it is retried after a backoff when the cluster changes. Fewer "
+            "requests, fewer firstAvailable alternatives or a narrower selector make the search cheaper")
+
+
+async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members: ganging.Members,
+                result: PassResult) -> tuple[ganging.Decided | None, placement.Placer]:
+    """Decide one gang (its search in the decider's thread) and reserve its devices; report it when it is
+    not placed. The decision to commit (None: nothing to write), and the placer to go on with."""
+    started = time.perf_counter()
+    gang_wants = {pod.metadata.uid or "": wants(rt, pod, gang=key) for pod in members.pending}
+    try:
+        prepared = ganging.prepare(rt, placer, key, members)
+        if isinstance(prepared, ganging.Prepared):
+            answer = await rt.decider.run(functools.partial(ganging.search, placer, prepared))
+            if isinstance(answer, deciding.TooCostly):
+                if answer.stopping:
+                    return None, placer
+                step: ganging.Decided | ganging.NotPlaced | None = ganging.too_costly(prepared, answer.budget)
+            else:
+                step = answer.value
+        else:
+            step = prepared
         if isinstance(step, ganging.Decided):
             ganging.reserve(rt, placer, step)
     except ganging.MemberError as exc:
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
-        await ganging.report_error(rt, key, members.pending, exc, seen)
-        return None, rt.views.placer(rt.policy), rt.cluster.relevant_changes
+        await ganging.report_error(rt, key, members.pending, exc, gang_wants)
+        return None, rt.views.placer(rt.policy)
     except Exception as exc:  # a bug of ours: every member says so, the pass goes on
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         for pod in members.pending:
-            await _record_error(rt, pod, exc, seen=seen)
-        return None, rt.views.placer(rt.policy), rt.cluster.relevant_changes
+            await _record_error(rt, pod, exc)
+        return None, rt.views.placer(rt.policy)
     elapsed = time.perf_counter() - started
     if step is None:
         result.waiting += len(members.pending)
-        return None, placer, seen
+        return None, placer
     if isinstance(step, ganging.Decided):
         metrics.observe_gang("placed", elapsed, step.steps)
-        return step, placer, seen
+        return step, placer
     try:
         if await ganging.give_back(rt, step):
-            return None, placer, seen  # reservations of an earlier attempt released; retried on the next pass
+            return None, placer  # reservations of an earlier attempt released; retried on the next pass
         metrics.observe_gang(step.result, elapsed, step.steps)
-        await ganging.report(rt, step, seen)
+        await ganging.report(rt, step, gang_wants)
     except Exception as exc:
         logger.exception("gang %s/%s: reporting that it is not placed failed", *key)
         metrics.observe_object_error("scheduling")
@@ -412,7 +508,7 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
         result.waiting += len(step.who)
     else:
         result.unschedulable += len(step.who)
-    return None, placer, seen
+    return None, placer
 
 
 async def _report_unreadable(rt: Runtime) -> None:
@@ -434,34 +530,42 @@ async def _report_unreadable(rt: Runtime) -> None:
         text = f"dralloc cannot read this pod: {problems[key]}"
         if memory.last_message == text:
             continue
-        memory.last_message, memory.error_at = text, rt.cluster.relevant_changes
+        memory.last_message = text
         metrics.observe_object_error("scheduling")
         logger.warning("pod=%s/%s: %s", key[0], key[1], text)
         await _report(rt, *key, reason="SchedulerError", event_reason="AllocationError", message=text)
 
 
-async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException, *, seen: int | None = None) -> None:
-    """Deciding for this pod failed: say so on the pod, back it off, never raise. `seen`: the changes
-    the decision's view included (default: all so far)."""
+async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
+    """Deciding for this pod failed: say so on the pod (when the message changed), back it off, never raise."""
     metrics.observe_object_error("scheduling")
-    memory = rt.memory(pod.metadata.uid or "")
-    settings = rt.settings.scheduling
-    delay = memory.back_off(settings.backoff_initial, settings.backoff_max)
-    memory.error_at = rt.cluster.relevant_changes if seen is None else seen
-    memory.unschedulable_at = None
+    uid = pod.metadata.uid or ""
+    memory = rt.memory(uid)
+    delay = rt.queue.back_off(uid, time.monotonic()) if uid in rt.queue else 0.0
+    memory.failure = "error"
     text = error_message(exc)
     if memory.last_message == text:
         logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
         return
-    memory.last_message = text
+    memory.last_message, memory.last_signature = text, signature(text)
     if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
-        logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs or when an object changes)",
+        logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs)",
                        pod.metadata.namespace, pod.metadata.name, text, delay)
     else:
         logger.error("pod=%s/%s: deciding its placement failed; retrying in %.1fs", pod.metadata.namespace,
                      pod.metadata.name, delay, exc_info=exc)
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="SchedulerError",
                   event_reason="AllocationError", message=text)
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def signature(message: str) -> str:
+    """A message's reason, without its numbers: "3 of 8 devices usable" and "2 of 8 devices usable" say
+    the same thing. A pending pod's condition and Event are written again only when this changes, so
+    placements elsewhere (which change such counts) cost no writes on every pending pod."""
+    return _NUMBERS.sub("#", message)
 
 
 async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str,
@@ -512,39 +616,50 @@ async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -
     return True
 
 
-async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, nodes: bool = True,
-                                seen: int, event: bool = True) -> None:
-    memory = rt.memory(pod.metadata.uid or "")
-    memory.unschedulable_at = seen
-    memory.error_at = None
+async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, wants: queueing.Wants,
+                                nodes: bool = True, event: bool = True, failure: str = "unschedulable") -> None:
+    """The pod does not fit (or was too costly to decide): parked until a change it wants, after its
+    backoff; its condition and Event are written only when the reason changed."""
+    uid = pod.metadata.uid or ""
+    memory = rt.memory(uid)
+    if uid in rt.queue:
+        rt.queue.unschedulable(uid, time.monotonic(), wants)
+    memory.failure = failure
     text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
-    if memory.last_message == text:
+    shape = signature(text)
+    if memory.last_signature == shape:
         return
-    memory.last_message = text
+    memory.last_message, memory.last_signature = text, shape
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
-                  event_reason="AllocationFailed", message=text, event=event)
+                  event_reason="DecisionTooCostly" if failure == "too-costly" else "AllocationFailed",
+                  message=text, event=event)
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:
-    """Run passes whenever something changed, or when a backoff expires."""
-    while not stopped.is_set():
-        rt.scheduling_wakeup.clear()
-        try:
-            await run_pass(rt)
-        except Exception:  # per-pod errors never get here; this is a bug of ours, or the API is gone
-            logger.exception("scheduling pass failed; retrying")
-            metrics.observe_pass_failure("scheduling")
-            await asyncio.sleep(1.0)
-        timeout = _next_retry(rt)
-        try:
-            await asyncio.wait_for(rt.scheduling_wakeup.wait(), timeout=timeout)
-        except TimeoutError:
-            pass
+    """Run passes whenever something changed, or when a pod's backoff ends."""
+    try:
+        while not stopped.is_set():
+            rt.scheduling_wakeup.clear()
+            try:
+                await run_pass(rt)
+            except Exception:  # per-pod errors never get here; this is a bug of ours, or the API is gone
+                logger.exception("scheduling pass failed; retrying")
+                metrics.observe_pass_failure("scheduling")
+                await asyncio.sleep(1.0)
+            timeout = _next_retry(rt)
+            try:
+                await asyncio.wait_for(rt.scheduling_wakeup.wait(), timeout=timeout)
+            except TimeoutError:
+                pass
+    finally:
+        rt.decider.close()
 
 
 def _next_retry(rt: Runtime) -> float:
-    now = time.monotonic()
-    waits = [m.retry_at - now for m in rt.pods.values() if m.retry_at > now]
+    waits = [5.0]
+    due = rt.queue.next_due(time.monotonic())
+    if due is not None:
+        waits.append(due)
     if rt.ledger.unknown():
         waits.append(committing.RESOLVE_EVERY)
-    return max(0.05, min(waits)) if waits else 5.0
+    return max(0.05, min(waits))

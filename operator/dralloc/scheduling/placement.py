@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from dralloc import allocation
-from dralloc.allocation import errors, fragmentation, nodeaffinity, outcomes, scoring
+from dralloc.allocation import errors, fragmentation, interruption, nodeaffinity, outcomes, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -40,6 +40,8 @@ from dralloc.model import devices, nodes, pods
 from dralloc.scheduling import fragmenting, nodeallocatable, nodefit
 
 POLICIES = scoring.POLICIES
+# Nodes tried between two consultations of a caller's interruption check (allocation.interruption).
+NODES_BETWEEN_CHECKS = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -528,7 +530,10 @@ class Placer:
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         room = self._room_check(requests)
-        for index, prefer in self._candidates(item, shape):
+        interrupt = interruption.current()
+        for tried, (index, prefer) in enumerate(self._candidates(item, shape)):
+            if interrupt is not None and not tried % NODES_BETWEEN_CHECKS and interrupt():
+                raise interruption.Interrupted
             if self._known_failure(shape, index):
                 continue
             # The claims' own failures first: a few lookups, where node fit reads the whole pod.
@@ -596,7 +601,10 @@ class Placer:
         device_shape = self._shapes.of(Item(item.name, claims=item.claims))
         renamers: dict[int, Callable[[str], str] | None] = {}  # per item explained before: one regex
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
+        interrupt = interruption.current()
         for index, node in enumerate(self.nodes):
+            if interrupt is not None and not index % NODES_BETWEEN_CHECKS and interrupt():
+                raise interruption.Interrupted
             reason = self.misfit(item, index, requests)
             if reason is None:
                 # The allocator's reason on a node depends on the claims and the cluster only:

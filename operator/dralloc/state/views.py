@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from dralloc import allocation
 from dralloc.allocation import taintrules
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
@@ -23,10 +24,12 @@ from dralloc.state.ledger import Ledger
 
 
 class Views:
-    def __init__(self, cluster: ClusterState, ledger: Ledger, features: Features) -> None:
+    def __init__(self, cluster: ClusterState, ledger: Ledger, features: Features,
+                 budget: int | None = allocation.DEFAULT_BUDGET) -> None:
         self.cluster = cluster
         self.ledger = ledger
         self.features = features
+        self.budget = budget  # allocator search steps per node (--budget)
         self._index: SliceIndex | None = None
         self._index_key: tuple[int, ...] = ()
         self._snapshot: Snapshot | None = None
@@ -107,4 +110,4 @@ class Views:
             self._usage_key = key
         nodes, usage = self._usage
         return placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
-                                policy=policy, usage=usage)
+                                policy=policy, usage=usage, budget=self.budget)
