@@ -120,3 +120,96 @@ async def test_delete_collection_with_selector(http: Http) -> None:
 async def test_system_namespaces_cannot_be_deleted(http: Http) -> None:
     code, status = await http.delete("/api/v1/namespaces/default")
     assert code == 403 and status["reason"] == "Forbidden"
+
+
+# ---- owners in another namespace: kube's GC looks an owner up in the dependent's namespace ----------
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "img:1"}]}}
+
+
+def ref(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"]}
+
+
+async def namespaces(http: Http, *names: str) -> None:
+    for name in names:
+        code, _ = await http.post("/api/v1/namespaces", {"metadata": {"name": name}})
+        assert code == 201
+
+
+async def eventually(http: Http, path: str, check: Any, tries: int = 200) -> dict[str, Any]:
+    for _ in range(tries):
+        code, obj = await http.get(path)
+        if code == 200 and check(obj):
+            return obj
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path}: {obj}")
+
+
+async def test_deleting_a_pod_collects_only_dependents_in_its_own_namespace(http: Http) -> None:
+    """An object in namespace b naming the uid of pod x of namespace a is not x's dependent: the
+    reference counts as absent (it is dropped while the object has an owner of its own), and
+    deleting x collects x's dependent in a but leaves the object in b alone."""
+    await namespaces(http, "a", "b")
+    _, x = await http.post("/api/v1/namespaces/a/pods", pod("x"))
+    await http.post("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "dep", "ownerReferences": [ref(x)]}})
+    _, keeper = await http.post("/api/v1/namespaces/b/configmaps", configmap("keeper"))
+    code, _ = await http.post("/api/v1/namespaces/b/configmaps", {"metadata": {
+        "name": "other", "ownerReferences": [ref(keeper), ref(x)]}})
+    assert code == 201
+    other = await eventually(http, "/api/v1/namespaces/b/configmaps/other",
+                             lambda o: len(o["metadata"]["ownerReferences"]) == 1)
+    assert other["metadata"]["ownerReferences"] == [ref(keeper)], "x owns nothing in b, even while it lives"
+    await http.delete("/api/v1/namespaces/a/pods/x", gracePeriodSeconds=0)
+    assert await eventually_gone(http, "/api/v1/namespaces/a/configmaps/dep")
+    code, after = await http.get("/api/v1/namespaces/b/configmaps/other")
+    assert code == 200 and after["metadata"]["resourceVersion"] == other["metadata"]["resourceVersion"]
+
+
+async def test_object_whose_only_owner_is_in_another_namespace_is_collected_as_ownerless(http: Http) -> None:
+    """As upstream ("a namespaced owner must exist in the same namespace as the dependent; if it
+    does not, the owner reference is treated as absent"): collected at once, like an object whose
+    owner never existed, not when x goes."""
+    await namespaces(http, "a", "b")
+    _, x = await http.post("/api/v1/namespaces/a/pods", pod("x"))
+    code, _ = await http.post("/api/v1/namespaces/b/configmaps", {"metadata": {
+        "name": "stray", "ownerReferences": [ref(x)]}})
+    assert code == 201
+    assert await eventually_gone(http, "/api/v1/namespaces/b/configmaps/stray")
+    assert (await http.get("/api/v1/namespaces/a/pods/x"))[0] == 200
+
+
+async def test_foreground_deletion_waits_only_for_dependents_in_its_own_namespace(http: Http) -> None:
+    await namespaces(http, "a", "b")
+    _, x = await http.post("/api/v1/namespaces/a/pods", pod("x"))
+    _, keeper = await http.post("/api/v1/namespaces/b/configmaps", configmap("keeper"))
+    await http.post("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "dep", "ownerReferences": [ref(x)]}})
+    await http.post("/api/v1/namespaces/b/configmaps", {"metadata": {
+        "name": "other", "finalizers": ["hold/on"], "ownerReferences": [ref(keeper), ref(x)]}})
+    await http.delete("/api/v1/namespaces/a/pods/x", {"propagationPolicy": "Foreground", "gracePeriodSeconds": 0})
+    assert await eventually_gone(http, "/api/v1/namespaces/a/pods/x")
+    assert await eventually_gone(http, "/api/v1/namespaces/a/configmaps/dep")
+    _, other = await http.get("/api/v1/namespaces/b/configmaps/other")
+    assert not other["metadata"].get("deletionTimestamp")
+    assert other["metadata"]["ownerReferences"] == [ref(keeper)]
+
+
+async def test_cluster_scoped_object_naming_a_namespaced_owner_is_never_collected(http: Http) -> None:
+    """Upstream cannot resolve such a reference and leaves the object alone."""
+    await namespaces(http, "a")
+    _, x = await http.post("/api/v1/namespaces/a/pods", pod("x"))
+    _, gone = await http.post("/api/v1/namespaces/a/pods", pod("gone"))
+    await http.delete("/api/v1/namespaces/a/pods/gone", gracePeriodSeconds=0)
+    await http.post("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "dep", "ownerReferences": [ref(x)]}})
+    for name, owner in (("n1", x), ("n2", gone)):
+        code, _ = await http.post("/api/v1/nodes", {"metadata": {"name": name, "ownerReferences": [ref(owner)]}})
+        assert code == 201
+    await http.delete("/api/v1/namespaces/a/pods/x", gracePeriodSeconds=0)
+    assert await eventually_gone(http, "/api/v1/namespaces/a/configmaps/dep")
+    for name, owner in (("n1", x), ("n2", gone)):
+        code, node = await http.get(f"/api/v1/nodes/{name}")
+        assert code == 200 and node["metadata"]["ownerReferences"] == [ref(owner)]

@@ -6,9 +6,16 @@ from the write that triggers them, and so here: a deletion commits first (its wa
 event goes out), and the `Collector` task then deletes dependents, one write per
 object, each with its own resourceVersion and event. Rules kept from upstream:
 
-- an object whose owners (by uid) are all gone is deleted in the background; one with
-  some owners left only loses the dangling ownerReferences; an object created with no
-  existing owner is collected too;
+- an ownerReference is resolved as kube's garbage collector does: the owner with that uid,
+  in the dependent's own namespace unless the owner is cluster-scoped. A namespaced owner
+  in another namespace owns nothing there ("cross-namespace owner references are
+  disallowed by design"): the reference counts as absent. A cluster-scoped object naming
+  a namespaced owner has an unresolvable reference and is never collected. So a deletion
+  in one namespace never collects anything in another;
+- an object whose owners are all absent is deleted in the background; one with some
+  owners left only loses the absent ownerReferences. Both are checked when an owner is
+  deleted and when an object is written with an absent owner (one that never existed,
+  or in another namespace), as upstream's graph builder does;
 - Foreground deletion: the owner carries the `foregroundDeletion` finalizer until its
   dependents are gone;
 - a deleted Namespace turns `Terminating`, refuses new objects, has its objects deleted
@@ -29,11 +36,14 @@ from dralloc.sandbox import watches
 
 logger = logging.getLogger(__name__)
 
+ALIVE, ABSENT, INVALID = "alive", "absent", "invalid"  # what an ownerReference resolves to
+
 
 class Collector:
     def __init__(self, store: store_.Store) -> None:
         self.store = store
         self.pending: list[str] = []  # owner uids whose dependents need a look
+        self.checks: list[store_.Key] = []  # objects written with an absent owner
         self.foreground: set[str] = set()  # uids of owners waiting for their dependents
         self.terminating: set[str] = set()  # namespaces being emptied
         self.wake: asyncio.Event | None = None
@@ -58,11 +68,26 @@ class Collector:
             if event.storage == "/namespaces":
                 self.terminating.add(meta["name"])
             self._poke()
-        if event.type == "ADDED" and meta.get("ownerReferences"):
-            refs = meta["ownerReferences"]
-            if all(self.store.by_uid(r.get("uid", "")) is None for r in refs):
-                self.pending.extend(r.get("uid", "") for r in refs)
-                self._poke()
+        refs = meta.get("ownerReferences") or []
+        before = ((event.prev or {}).get("metadata") or {}).get("ownerReferences") or []
+        if refs and (event.type == "ADDED" or refs != before) and \
+                any(self.owner_state(r, event.namespace) == ABSENT for r in refs):
+            self.checks.append((event.storage, event.namespace, meta["name"]))
+            self._poke()
+
+    def owner_state(self, ref: dict[str, str], namespace: str) -> str:
+        """What an ownerReference of an object in `namespace` ("": cluster-scoped) resolves to, as
+        kube's GC resolves it (`isDangling`: the owner looked up in the dependent's namespace
+        unless its kind is cluster-scoped, then its uid compared): ALIVE, ABSENT, or INVALID for a
+        cluster-scoped object naming a namespaced owner (upstream then leaves the object alone)."""
+        key = self.store.uids.get(ref.get("uid", ""))
+        if key is None:
+            rt = self.store.registry.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+            return INVALID if not namespace and rt is not None and rt.namespaced else ABSENT
+        owner_namespace = key[1]
+        if owner_namespace and not namespace:
+            return INVALID
+        return ALIVE if owner_namespace in ("", namespace) else ABSENT
 
     def _on_crd(self, event: watches.Event) -> None:
         registry = self.store.registry
@@ -99,35 +124,55 @@ class Collector:
         for uid in dict.fromkeys(pending):
             if self.store.by_uid(uid) is None:
                 worked |= self._release_dependents(uid)
+        checks, self.checks = self.checks, []
+        for key in dict.fromkeys(checks):
+            worked |= self._check(key)
         for uid in list(self.foreground):
             worked |= self._foreground(uid)
         for ns in list(self.terminating):
             worked |= self._empty_namespace(ns)
-        return worked or bool(self.pending)
+        return worked or bool(self.pending) or bool(self.checks)
 
     def _release_dependents(self, owner_uid: str) -> bool:
         worked = False
         for key in list(self.store.dependents.get(owner_uid, ())):
-            entry = self.store.objects[key[0]].get(key[1:])
-            if entry is None:
-                continue
-            refs = entry.obj["metadata"].get("ownerReferences") or []
-            alive = [r for r in refs if self.store.by_uid(r.get("uid", "")) is not None]
-            if alive:
-                new = json.loads(entry.raw)
-                new["metadata"]["ownerReferences"] = alive
-                self.store.put_internal(key, new, entry.obj)
-            elif not entry.obj["metadata"].get("deletionTimestamp"):
-                self.store.remove(key, "Background")
-            worked = True
+            worked |= self._check(key)
         return worked
+
+    def _check(self, key: store_.Key) -> bool:
+        """Collect an object whose owners are all absent, or drop its absent ownerReferences when
+        some owner is alive; an unresolvable reference (INVALID) leaves the object as it is."""
+        entry = self.store.objects[key[0]].get(key[1:])
+        if entry is None:
+            return False
+        refs = entry.obj["metadata"].get("ownerReferences") or []
+        states = [self.owner_state(r, key[1]) for r in refs]
+        if INVALID in states or ABSENT not in states:
+            return False
+        alive = [r for r, state in zip(refs, states, strict=True) if state == ALIVE]
+        if alive:
+            new = json.loads(entry.raw)
+            new["metadata"]["ownerReferences"] = alive
+            self.store.put_internal(key, new, entry.obj)
+        elif not entry.obj["metadata"].get("deletionTimestamp"):
+            self.store.remove(key, "Background")
+        else:
+            return False
+        return True
+
+    def _owned(self, key: store_.Key, owner_uid: str) -> bool:
+        """Whether the stored object `key` has a live owner reference to `owner_uid`."""
+        entry = self.store.objects[key[0]].get(key[1:])
+        return entry is not None and any(
+            r.get("uid") == owner_uid and self.owner_state(r, key[1]) == ALIVE
+            for r in entry.obj["metadata"].get("ownerReferences") or ())
 
     def _foreground(self, uid: str) -> bool:
         key = self.store.uids.get(uid)
         if key is None:
             self.foreground.discard(uid)
             return False
-        deps = [d for d in self.store.dependents.get(uid, ()) if d[1:] in self.store.objects[d[0]]]
+        deps = [d for d in self.store.dependents.get(uid, ()) if self._owned(d, uid)]
         for dep in deps:
             if not self.store.objects[dep[0]][dep[1:]].obj["metadata"].get("deletionTimestamp"):
                 self.store.remove(dep, "Background")
