@@ -314,8 +314,7 @@ async def test_control_endpoint_refuses_other_hosts(async_apiserver: ApiServer) 
 async def test_control_endpoint_over_http(async_apiserver: ApiServer, http: Http) -> None:
     code, empty = await request(http, "GET", "/_faults")
     assert code == 200 and empty["rules"] == [] and empty["seed"] == async_apiserver.faults.seed_value
-    code, added = await request(http, "POST", "/_faults", f"GET {CM} 500 x2; * * 500",
-                                content_type="text/plain")
+    code, added = await request(http, "POST", "/_faults", {"spec": f"GET {CM} 500 x2; * * 500"})
     assert code == 201 and [r["kind"] for r in added["added"]] == ["error", "error"]
     assert (await http.get("/api/v1/namespaces"))[0] == 500
     code, listed = await request(http, "GET", "/_faults")
@@ -326,10 +325,10 @@ async def test_control_endpoint_over_http(async_apiserver: ApiServer, http: Http
     assert code == 200
     assert (await http.get("/api/v1/namespaces"))[0] == 200
     code, _ = await request(http, "POST", "/_faults", {"method": "GET", "path": CM, "status": 409},
-                            content_type="application/json")
+                            content_type="application/json; charset=utf-8")
     assert code == 201
     assert (await http.get(CM))[0] == 500, "rules answer in order: the first error rule wins"
-    code, bad = await request(http, "POST", "/_faults", "GET * teapot", content_type="text/plain")
+    code, bad = await request(http, "POST", "/_faults", {"spec": "GET * teapot"})
     assert code == 400 and "teapot" in bad["message"]
     code, after = await request(http, "DELETE", "/_faults")
     assert code == 200 and after["rules"] == [] and after["counters"]["kinds"] == {"error": 2}

@@ -397,12 +397,12 @@ class ApiServer:
         if request.method == "GET":
             return endpoints.respond(self.faults.snapshot())
         if request.method == "POST":
+            if endpoints.media_type(request.headers.get("Content-Type", "")) != "application/json":
+                raise errors.ApiError(415, "the fault control endpoint only accepts application/json bodies: "
+                                           '{"spec": "..."}, a rule object or a list of them')
             raw = (await request.read()).decode(errors="replace")
             try:
-                if request.content_type == "application/json":
-                    added = self.faults.load_json(json.loads(raw or "null"))
-                else:
-                    added = self.faults.load(raw)
+                added = self.faults.load_json(json.loads(raw or "null"))
             except ValueError as exc:
                 raise errors.ApiError(400, f"bad fault rules: {exc}") from exc
             return endpoints.respond({"added": [r.describe() for r in added], **self.faults.snapshot()}, 201)

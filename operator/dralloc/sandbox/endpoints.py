@@ -14,6 +14,7 @@ import asyncio
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +27,18 @@ from dralloc.sandbox import store as store_
 
 Obj = dict[str, Any]
 JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 _JSON_HEADERS = {"Content-Type": JSON}
 _TRUE = ("true", "1")
 _LIVENESS = 5.0  # how often an idle watch checks that its client is still there
+
+# What kube-apiserver 1.37 decodes (CBOR is behind a feature gate that is off by default).
+BODY_TYPES = (JSON, "application/yaml", PROTOBUF)  # create, update, delete options
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+               "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+CUSTOM_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+                      "application/apply-patch+yaml")  # no strategic merge patch for custom resources
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def respond(obj: Obj | bytes, status: int = 200) -> web.Response:
@@ -259,7 +269,7 @@ class Endpoints:
 
     async def patch(self, request: web.Request, rt: resources.ResourceType, ns: str, name: str, sub: str,
                     dry_run: bool) -> web.Response:
-        ctype = request.content_type
+        ctype = patch_type(request.headers.get("Content-Type", ""), custom=rt.crd)
         raw = await request.read()
         try:
             body = yaml.safe_load(raw) if ctype == "application/apply-patch+yaml" else json.loads(raw or b"null")
@@ -268,7 +278,7 @@ class Endpoints:
         try:
             entry = self.store.entry(rt, ns, name)
         except errors.ApiError:
-            if ctype.startswith("application/apply-patch"):
+            if ctype == "application/apply-patch+yaml":
                 return respond(self.store.create(rt, ns, body, dry_run=dry_run), 201)
             raise
         current = rt.outward(json.loads(entry.raw))
@@ -276,14 +286,9 @@ class Endpoints:
             new = patching.merge_patch(current, body)
         elif ctype == "application/json-patch+json":
             new = patching.json_patch(current, body)
-        elif ctype == "application/strategic-merge-patch+json" or ctype.startswith("application/apply-patch"):
-            if not rt.strategic and ctype == "application/strategic-merge-patch+json":
-                raise errors.ApiError(415, "strategic merge patch is not supported for custom resources, "
-                                           "use merge-patch or JSON patch")
+        else:  # strategic merge patch (built-in kinds only: patch_type refused it for the others) or apply
             new = (patching.strategic_merge_patch(current, body, rt.api_version, rt.kind) if rt.strategic
                    else patching.merge_patch(current, body))
-        else:
-            raise errors.ApiError(415, f"the media type {ctype!r} is not a supported patch type")
         if not isinstance(new, dict):
             raise errors.ApiError(422, "the patch did not produce an object")
         return respond(self.store.update(rt, ns, name, new, subresource=sub, dry_run=dry_run, owned=True))
@@ -320,19 +325,72 @@ class Endpoints:
 
 
 async def _json(request: web.Request, *, optional: bool = False) -> Any:
+    """The body of a create or update (or, `optional`, of a DELETE: its options, if it has any)."""
     raw = await request.read()
-    if request.content_type == "application/vnd.kubernetes.protobuf":
+    if optional and not raw:
+        return None  # kube-apiserver looks at the Content-Type of a DELETE only when a body came
+    media = body_type(request.headers.get("Content-Type", ""))
+    if media == PROTOBUF:
         return protobuf.decode(raw)
     if not raw.strip():
         if optional:
             return None
         raise errors.ApiError(400, "the request has no body")
     try:
-        if request.content_type in ("application/yaml", "application/apply-patch+yaml"):
+        if media == "application/yaml":
             return yaml.safe_load(raw)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.ApiError(400, f"the body is not valid JSON: {exc}") from exc
+
+
+def unsupported_media_type(accepted: tuple[str, ...]) -> errors.ApiError:
+    """kube-apiserver's 415 for a body it has no decoder for (negotiation.errUnsupportedMediaType)."""
+    return errors.ApiError(415, "the body of the request was in an unknown format - accepted media types "
+                                f"include: {', '.join(accepted)}")
+
+
+def media_type(header: str) -> str | None:
+    """The media type of a Content-Type value, lower-cased and without parameters, or None when it
+    does not parse (as Go's mime.ParseMediaType: type/subtype tokens, parameters key=value)."""
+    base, _, params = header.partition(";")
+    kind, slash, sub = base.strip().lower().partition("/")
+    if not slash or not _TOKEN.fullmatch(kind) or not _TOKEN.fullmatch(sub):
+        return None
+    for param in params.split(";"):
+        key, equals, _value = param.partition("=")
+        if param.strip() and (not equals or not _TOKEN.fullmatch(key.strip())):
+            return None
+    return f"{kind}/{sub}"
+
+
+def body_type(header: str) -> str:
+    """The serializer kube-apiserver picks for the body of a create, update or delete: JSON when
+    there is no Content-Type, else the type named (charset and other parameters ignored) if it is
+    JSON, YAML or protobuf; anything else (text/plain, forms, ...) is a 415."""
+    if not header:
+        return JSON
+    media = media_type(header)
+    if media not in BODY_TYPES:
+        raise unsupported_media_type(BODY_TYPES)
+    return media
+
+
+def patch_type(header: str, *, custom: bool) -> str:
+    """The patch type of a PATCH, refused as kube-apiserver refuses it: built-in resources are
+    routed by go-restful, which answers a Content-Type outside the patch types (or none) with its
+    own `415: Unsupported Media Type`; the patch handler (the only check for custom resources)
+    then wants the value up to `;` to be one of the types exactly."""
+    accepted = CUSTOM_PATCH_TYPES if custom else PATCH_TYPES
+    if not custom:
+        offered = header or "application/octet-stream"  # go-restful's stand-in for a missing one
+        if not any(part.split(";", 1)[0].strip(" ") in accepted for part in offered.split(",")):
+            raise errors.ApiError(415, "415: Unsupported Media Type", details={})
+    cut = header.find(";")
+    ctype = header[:cut] if cut > 0 else header
+    if ctype not in accepted:
+        raise unsupported_media_type(accepted)
+    return ctype
 
 
 def _encode_continue(key: tuple[str, str], rv: int) -> str:

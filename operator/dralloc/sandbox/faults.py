@@ -21,7 +21,7 @@ random generator per rule seeded from the fault seed (`seed=N`, `Faults(seed=...
 a run with the same seed and the same requests injects the same faults. Every fault
 injected is counted per rule and per kind (`counters()`).
 
-The spec language (`--faults`, `load()`, POST /_faults as text) is a `;`-separated
+The spec language (`--faults`, `load()`, POST /_faults as `{"spec": "..."}`) is a `;`-separated
 list of rules:
 
     rule     := request | periodic | lag | "seed=" INT
