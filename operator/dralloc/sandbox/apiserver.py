@@ -6,11 +6,14 @@ optional pod simulator) and serves it on 127.0.0.1 by default. Use it as
 not share that loop (kopf cancels every task of its loop on exit), which is what
 `threads.run_in_thread()` is for.
 
-Requests pass three layers before the REST verbs: the optional bearer token (401), the
-fault rules (`faults.py`: injected statuses, latency, errors after a committed write),
-and error rendering (every `ApiError` becomes its Status body; anything else is a
-logged 500). `/_faults` (loopback clients only) lists, adds and clears fault rules while
-the server runs; fault rules never apply to it.
+Requests pass four layers before the REST verbs: the Host and Origin check (403 unless
+the request names this server by a loopback name and comes from no web page elsewhere:
+a page in a browser must not drive the sandbox, by DNS rebinding or a cross-site form),
+the optional bearer token (401), the fault rules (`faults.py`: injected statuses,
+latency, errors after a committed write), and error rendering (every `ApiError` becomes
+its Status body; anything else is a logged 500). `/_faults` (loopback clients only,
+JSON bodies only) lists, adds and clears fault rules while the server runs; fault rules
+never apply to it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import json
 import logging
 import os
 import pathlib
+import re
 import threading
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -307,6 +312,7 @@ class ApiServer:
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
+            self._check_origin(request)
             if self.tokens and bearer_token(request) not in self.tokens:
                 raise errors.ApiError(401, "Unauthorized")
             if request.path.startswith(FAULTS_PATH):
@@ -337,6 +343,20 @@ class ApiServer:
         except Exception as exc:
             logger.exception("sandbox request failed: %s %s", request.method, request.path_qs)
             return endpoints.respond(errors.status_body(500, f"internal error: {exc}"), 500)
+
+    def _check_origin(self, request: web.Request) -> None:
+        """403 unless the Host header names this server as a local client does, and an Origin
+        header (which browsers send, API clients do not) is a loopback one: a web page elsewhere
+        reaches us only through DNS rebinding (its own name in Host) or a cross-site request
+        (its origin in Origin), and both are refused here."""
+        host = request.headers.get("Host")
+        if not host_allowed(host, self.port, self.host):
+            raise errors.ApiError(403, f"the Host header {host!r} does not name this server: the sandbox only "
+                                       f"answers requests for localhost, 127.x.y.z or [::1] (port {self.port})")
+        origin = request.headers.get("Origin")
+        if origin is not None and not origin_allowed(origin, self.host):
+            raise errors.ApiError(403, f"requests from the web origin {origin!r} are refused: the sandbox only "
+                                       "serves pages on this machine (localhost, 127.x.y.z, [::1])")
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -430,6 +450,49 @@ def is_loopback(remote: str | None) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped.is_loopback
     return address.is_loopback
+
+
+_HOST = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(?::(\d*))?")
+
+
+def local_host(name: str, listen: str = "") -> bool:
+    """Whether a host name (an IPv6 address without brackets) is this machine's: localhost,
+    127.x.y.z, ::1, or the address the server listens on when that is a specific one."""
+    name = name.lower()
+    if name == "localhost" or (listen not in ("", "0.0.0.0", "::") and name == listen.lower()):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return is_loopback(name)
+
+
+def host_allowed(host: str | None, port: int, listen: str = "") -> bool:
+    """Whether a Host header names this server as a local client does: a local host name
+    (`local_host`; IPv6 in brackets) with no port or the server's. No Host header at all
+    (HTTP/1.0) is accepted: a browser always sends one."""
+    if host is None:
+        return True
+    found = _HOST.fullmatch(host.strip())
+    if found is None:
+        return False
+    name, given = found.groups()
+    if given and int(given) != port:
+        return False
+    if name.startswith("["):
+        return ":" in name and local_host(name[1:-1], listen)
+    return ":" not in name and local_host(name, listen)
+
+
+def origin_allowed(origin: str, listen: str = "") -> bool:
+    """Whether an Origin header is a page on this machine (http or https, a local host name)."""
+    try:
+        parts = urllib.parse.urlsplit(origin.strip())
+        name = parts.hostname
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(name) and local_host(name or "", listen)
 
 
 def bearer_token(request: web.Request) -> str | None:
