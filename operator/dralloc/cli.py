@@ -179,7 +179,18 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
                    help="only handle pods and claims in these namespaces (repeatable; default all)")
     _feature_flags(p, discover=True)
-    p.add_argument("--budget", type=int, default=1_000_000, help="allocator search steps per node")
+    p.add_argument("--budget", type=int, default=1_000_000, metavar="STEPS",
+                   help="allocator search steps per node and pod (default 1000000)")
+    p.add_argument("--gang-budget", type=int, default=5_000, metavar="CALLS",
+                   help="allocator calls per gang decision (default 5000)")
+    p.add_argument("--decision-cpu-budget", type=float, default=0.5, metavar="SECONDS",
+                   help="CPU seconds one decision (a pod, or a whole gang) may take before the pod is told it "
+                   "is too costly to decide and backs off (default 0.5)")
+    p.add_argument("--pod-initial-backoff", type=float, default=1.0, metavar="SECONDS",
+                   help="a pod's backoff after its first failed attempt, doubling per attempt "
+                   "(kube-scheduler's podInitialBackoffSeconds; default 1)")
+    p.add_argument("--pod-max-backoff", type=float, default=10.0, metavar="SECONDS",
+                   help="the longest backoff (kube-scheduler's podMaxBackoffSeconds; default 10)")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="Prometheus /metrics port (default 8080, or a free port when 8080 is taken; 0: off)")
     p.add_argument("--metrics-address", default="127.0.0.1",
@@ -238,7 +249,9 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
     return Settings(
         connection=ConnectionSettings(kubeconfig=args.kubeconfig, context=args.context, in_cluster=args.in_cluster),
         scheduling=SchedulingSettings(scheduler_name=args.scheduler_name, gate=args.gate,
-                                      namespaces=tuple(args.namespaces), features=features, budget=args.budget),
+                                      namespaces=tuple(args.namespaces), features=features, budget=args.budget,
+                                      gang_budget=args.gang_budget, decision_cpu_budget=args.decision_cpu_budget,
+                                      backoff_initial=args.pod_initial_backoff, backoff_max=args.pod_max_backoff),
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
         coexistence=CoexistenceSettings(claim_lifecycle=args.claim_lifecycle, taint_eviction=args.taint_eviction,
@@ -312,11 +325,28 @@ def _run_operator(args: argparse.Namespace) -> int:
     if lease.count("/") != 1 or not all(lease.split("/")):
         problems.append(f"--controller-manager-lease: {lease!r} is not NAMESPACE/NAME "
                         "(e.g. kube-system/kube-controller-manager)")
+    problems += scheduling_problems(args)
     if problems:
         for problem in problems:
             print(f"dralloc run: {problem}", file=sys.stderr)
         return 2
     return running.run(settings)
+
+
+def scheduling_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with `dralloc run`'s budget and backoff flags, each naming the flag."""
+    problems = []
+    for flag, value in (("--budget", args.budget), ("--gang-budget", args.gang_budget)):
+        if value < 1:
+            problems.append(f"{flag}: {value} must be at least 1")
+    for flag, seconds in (("--decision-cpu-budget", args.decision_cpu_budget),
+                          ("--pod-initial-backoff", args.pod_initial_backoff)):
+        if not seconds > 0:
+            problems.append(f"{flag}: {seconds} must be a positive number of seconds")
+    if args.pod_max_backoff < args.pod_initial_backoff:
+        problems.append(f"--pod-max-backoff: {args.pod_max_backoff} must be at least --pod-initial-backoff "
+                        f"({args.pod_initial_backoff})")
+    return problems
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -88,3 +88,30 @@ def test_unknown_gate_is_an_input_error() -> None:
     """An unknown gate name is refused."""
     with pytest.raises(errors.AllocationInputError):
         _settings("--features", "NoSuchGate=true")
+
+
+def test_budget_and_backoff_flags_reach_the_runtime() -> None:
+    """--budget, --gang-budget, --decision-cpu-budget and the backoff flags are what the scheduler uses
+    (--budget used to be accepted and ignored: the placer always got 1,000,000 steps)."""
+    settings = _settings("--budget", "777", "--gang-budget", "99", "--decision-cpu-budget", "0.25",
+                         "--pod-initial-backoff", "2", "--pod-max-backoff", "16")
+    rt = Runtime(settings)
+    assert rt.views.placer("first-fit").budget == 777
+    assert settings.scheduling.gang_budget == 99
+    assert rt.decider.cpu_budget == 0.25
+    assert (rt.queue.initial_backoff, rt.queue.max_backoff) == (2.0, 16.0)
+    defaults = Runtime(_settings())
+    assert (defaults.queue.initial_backoff, defaults.queue.max_backoff) == (1.0, 10.0)  # kube-scheduler's
+    assert defaults.decider.cpu_budget == 0.5 and defaults.views.placer("first-fit").budget == 1_000_000
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--budget", "0"], "--budget: 0 must be at least 1"),
+    (["--gang-budget", "-3"], "--gang-budget: -3 must be at least 1"),
+    (["--decision-cpu-budget", "0"], "--decision-cpu-budget: 0.0 must be a positive number of seconds"),
+    (["--pod-initial-backoff", "5", "--pod-max-backoff", "2"], "--pod-max-backoff: 2.0 must be at least"),
+])
+def test_bad_budget_and_backoff_flags_are_refused(argv: list[str], said: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--kubernetes-version", "1.37", *argv]) == 2
+    assert said in capsys.readouterr().err
