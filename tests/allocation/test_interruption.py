@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests import builders as b
 
 from dralloc import allocation
 from dralloc.allocation import interruption
@@ -11,7 +12,6 @@ from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims
 from dralloc.model import nodes as model_nodes
 from dralloc.scheduling import placement
-from tests import builders as b
 
 
 def costly(alternatives: int, requests: int = 5) -> tuple[Snapshot, claims.ResourceClaim]:

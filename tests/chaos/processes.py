@@ -153,7 +153,7 @@ class Sandbox:
     # ---- the fault injector's control endpoint ------------------------------------------------
 
     def add_faults(self, spec: str) -> list[Obj]:
-        answer: Obj = self.request("POST", "/_faults", spec, content_type="text/plain")
+        answer: Obj = self.request("POST", "/_faults", {"spec": spec})
         added: list[Obj] = answer.get("added") or []
         return added
 

@@ -129,10 +129,11 @@ class SandboxCluster:
 
 def sandbox_request(server: ThreadedApiServer, method: str, path: str, body: Obj | None = None,
                     content_type: str = "application/merge-patch+json") -> Obj:
-    """A raw API call to the sandbox over HTTP, as any client makes it."""
+    """A raw API call to the sandbox over HTTP, as any client makes it: `content_type` is a PATCH's
+    patch type; other bodies are JSON (kube-apiserver refuses a patch type on a POST, PUT or DELETE)."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(server.url + path, data=data, method=method)
-    request.add_header("Content-Type", content_type)
+    request.add_header("Content-Type", content_type if method == "PATCH" else "application/json")
     if server.token:
         request.add_header("Authorization", f"Bearer {server.token}")
     with urllib.request.urlopen(request, timeout=10) as response:

@@ -276,19 +276,21 @@ def test_a_gang_half_written_when_the_operator_died_is_completed_or_rolled_back(
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
 
 
-INTENT = "dralloc.io/gang-binds"
+INTENT = "dralloc.io/GangBinds"  # the PodGroup status condition recording a gang's binds
 
 
 def _intent(server: Cluster, group: str) -> Obj | None:
     stored = server.get("scheduling.k8s.io/v1beta1", "PodGroup", group, server.namespace) or {}
-    text = ((stored.get("metadata") or {}).get("annotations") or {}).get(INTENT)
-    return json.loads(text) if text is not None else None
+    for condition in (stored.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == INTENT and condition.get("status") == "True":
+            return dict(json.loads(condition["message"]))
+    return None
 
 
 def _die_during_the_binds(server: Cluster, faults: Faults, group: str, pods: list[str]) -> Obj:
     """An operator writes every claim of the gang and binds the first member; every bind of the second
     fails with an unknown outcome (500) until the operator is stopped there: a crash during the binds.
-    The recorded binds (the PodGroup's annotation), as the dead operator left them."""
+    The recorded binds (the PodGroup's status condition), as the dead operator left them."""
     rule = faults.next("POST", f"/api/v1/namespaces/{server.namespace}/pods/{pods[1]}/binding", 500, times=10_000)
     server.seed([pod_group(group, 2)])
     first = OperatorThread(operator_settings(server)).start()
@@ -356,6 +358,54 @@ def test_a_recorded_bind_that_cannot_be_completed_gives_back_and_is_placed_anew(
              for r in c["status"]["allocation"]["devices"]["results"]}
     assert pools == {node_c}
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
+
+
+def _cpu_member(name: str, group: str) -> Obj:
+    """A gang member without claims (its node is chosen by node fit alone)."""
+    obj = cluster.pod(name, cpu="1")
+    obj["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return obj
+
+
+def _forged_record(pods: list[Obj], node: str) -> str:
+    return json.dumps({"members": [{"pod": p["metadata"]["name"], "uid": p["metadata"]["uid"], "node": node}
+                                   for p in pods]})
+
+
+def test_a_tenant_cannot_choose_its_gangs_nodes_with_an_annotation(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """Issue 26: a tenant annotating its own PodGroup with a record of binds (where dralloc kept it before)
+    made dralloc bind its pods there unchecked, onto a node with an untolerated NoSchedule taint. Records
+    live in the PodGroup's status now, which tenants cannot write: the annotation is never read."""
+    names = _setup(apiserver, {"node-a": 1, "node-b": 1})
+    apiserver.request("PATCH", f"/api/v1/nodes/{names['node-a']}",
+                      {"spec": {"taints": [{"key": "reserved", "effect": "NoSchedule"}]}})
+    pods = apiserver.seed([_cpu_member(f"t{i}", "forged") for i in range(2)])
+    group = pod_group("forged", 2)
+    group["metadata"]["annotations"] = {"dralloc.io/gang-binds": _forged_record(pods, names["node-a"])}
+    apiserver.seed([group])
+    wait_for(lambda: _all_bound(apiserver, ["t0", "t1"]), timeout=60, what="the gang bound")
+    assert set(_nodes(apiserver, ["t0", "t1"]).values()) == {names["node-b"]}
+
+
+def test_a_recorded_bind_is_checked_for_fit_before_it_is_carried_out(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """Whatever a record says (here one written into the status, as only the scheduler may), a member is
+    never bound where node fit refuses it (its nodeSelector, here): the record is dropped and the gang
+    placed where it fits."""
+    names = _setup(apiserver, {"node-a": 1, "node-b": 1}, labels={"node-b": {"tier": "gpu"}})
+    members = [_cpu_member(f"s{i}", "recorded") for i in range(2)]
+    for obj in members:
+        obj["spec"]["nodeSelector"] = {"tier": "gpu"}
+    pods = apiserver.seed(members)
+    group = pod_group("recorded", 2)
+    group["status"] = {"conditions": [{"type": INTENT, "status": "True", "reason": "BindsRecorded",
+                                       "message": _forged_record(pods, names["node-a"]),
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    apiserver.seed([group])
+    wait_for(lambda: _all_bound(apiserver, ["s0", "s1"]), timeout=60, what="the gang bound")
+    assert set(_nodes(apiserver, ["s0", "s1"]).values()) == {names["node-b"]}
+    wait_for(lambda: _intent(apiserver, "recorded") is None, what="the record removed")
 
 
 def test_pods_without_a_schedulinggroup_are_placed_one_by_one_beside_a_waiting_gang(

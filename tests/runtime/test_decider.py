@@ -7,12 +7,12 @@ import functools
 import threading
 
 import pytest
+from tests import builders as b
+from tests.allocation.test_interruption import costly
 
 from dralloc import allocation
 from dralloc.allocation.features import Features
 from dralloc.handlers import deciding
-from tests import builders as b
-from tests.allocation.test_interruption import costly
 
 
 def _heavy_search() -> object:

@@ -5,25 +5,32 @@ claims alone are not enough of a record for the binds: after a crash with some m
 bound, the others still hold their claims, and deciding them again may find their node no
 longer fits (a taint, another pod's cpu), which would leave the gang partly bound for good.
 So, once every claim is written and before the first bind, the decision is recorded on the
-PodGroup: the annotation `dralloc.io/gang-binds` lists every member (pod name, uid) with its
-node. After every member is bound it is removed.
+PodGroup: a condition of type `dralloc.io/GangBinds` in its **status** lists every member (pod
+name, uid) with its node. After every member is bound it is removed. The record lives in the
+status because tenants, who may create and edit their PodGroups, have no right to write their
+status subresource (the `podgroups/status` permission is the scheduler's): a record a tenant
+wrote into the object itself (an annotation, as dralloc used to keep it) is never read.
 
-A pass that meets a PodGroup carrying the annotation (after a restart, or after a bind of
+A pass that meets a PodGroup carrying the record (after a restart, or after a bind of
 unknown outcome) does not decide the gang again; it completes the recorded binds (`complete`):
 
 - a member bound already, or gone (deleted, replaced by a pod of another uid, finished),
   needs nothing;
-- a member whose claims are still allocated and reserved for it (or for the PodGroup) and
-  whose node still exists is bound to that node, without a new node-fit check: the decision
-  was made whole, its devices are held there, and binding finishes it (as kube-scheduler's
-  binding cycle finishes an assumed pod);
+- a member whose claims are still allocated and reserved for it (or for the PodGroup), whose
+  node still exists and still fits it (the Placer's node fit: node name, selectors and
+  affinity, NoExecute taints, resources, its shared claims' node selectors; a cordon or a
+  NoSchedule taint that came since does not count, as in kube-scheduler's binding cycle) and
+  lies in the gang's topology domain, is bound to that node: the decision was made whole, its devices
+  are held there, and binding finishes it (as kube-scheduler's binding cycle finishes an
+  assumed pod). The check is a second line of defence: whatever the record says, a member is
+  never bound where the scheduler would not put it;
 - a member that cannot be completed (its node is gone, a claim of it lost its allocation,
   the bind is refused) has what it holds given back (its reservations removed, allocations
   with nobody left deallocated), and is then placed again like any pending member of a gang
   whose other members run: in their domain, counting toward minCount.
 
-The annotation is removed once no recorded member is left to bind; a bind whose outcome
-stays unknown keeps it, and the next pass looks again.
+The record is removed once no recorded member is left to bind; a bind whose outcome stays
+unknown keeps it, and the next pass looks again.
 
 "All or nothing" for binds: Kubernetes cannot unbind a pod, so once one member is bound the
 gang can only go forward. dralloc therefore binds only after every claim of the gang is
@@ -40,7 +47,7 @@ import json
 import logging
 from typing import Any
 
-from dralloc.handlers import committing, ganging, scheduling
+from dralloc.handlers import clock, committing, ganging, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import writing
@@ -50,7 +57,8 @@ from dralloc.scheduling import placement
 
 logger = logging.getLogger(__name__)
 
-ANNOTATION = "dralloc.io/gang-binds"
+CONDITION = "dralloc.io/GangBinds"  # the PodGroup status condition that records a gang's binds
+REASON = "BindsRecorded"
 Raw = dict[str, Any]
 
 
@@ -70,18 +78,29 @@ class Intent:
                           separators=(",", ":"))
 
 
+def _conditions(raw: Raw | None) -> list[Raw]:
+    found = ((raw or {}).get("status") or {}).get("conditions") or []
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def _recorded(raw: Raw | None) -> str | None:
+    for condition in _conditions(raw):
+        if condition.get("type") == CONDITION and condition.get("status") == "True":
+            return str(condition.get("message") or "")
+    return None
+
+
 def intent_of(rt: Runtime, key: ganging.Key) -> Intent | None:
-    """The PodGroup's recorded binds; None when it has none. An annotation that does not parse (edited by
-    hand) is logged and taken as none: the gang is then decided from what its claims show, as before."""
-    raw = rt.cluster.pod_groups.raw(*key)
-    text = (((raw or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    """The PodGroup's recorded binds (its status); None when it has none. A record that does not parse
+    is logged and taken as none: the gang is then decided from what its claims show, as before."""
+    text = _recorded(rt.cluster.pod_groups.raw(*key))
     if text is None:
         return None
     try:
         members = json.loads(text)["members"]
         return Intent(tuple(Bind(str(m["pod"]), str(m["uid"]), str(m["node"])) for m in members))
     except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("podgroup=%s/%s: annotation %s does not parse (%s): ignored", *key, ANNOTATION, exc)
+        logger.warning("podgroup=%s/%s: condition %s does not parse (%s): ignored", *key, CONDITION, exc)
         return None
 
 
@@ -91,17 +110,32 @@ def intent_for(decided: ganging.Decided) -> Intent:
 
 
 async def _patch(rt: Runtime, key: ganging.Key, value: str | None) -> Raw:
+    """Set (or, with None, remove) the record in the PodGroup's status, keeping every other condition;
+    the write carries the resourceVersion it was made from (a conflict: read again and retry)."""
     resource = rt.pod_group_resource
     if resource is None:
         raise committing.Refused(f"PodGroup {key[0]}/{key[1]}: this cluster no longer serves PodGroups")
-    stored = await writing.merge_patch(rt.require_session(), resource, key[1],
-                                       {"metadata": {"annotations": {ANNOTATION: value}}}, key[0] or "default")
-    committing.into_view(rt, "PodGroup", stored)
-    return stored
-
-
-def _recorded(raw: Raw | None) -> str | None:
-    return (((raw or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    raw = rt.cluster.pod_groups.raw(*key)
+    for _ in range(committing.RESENDS + 1):
+        if raw is None:
+            raise committing.Refused(f"PodGroup {key[0]}/{key[1]} is gone")
+        meta = raw.get("metadata") or {}
+        conditions = [c for c in _conditions(raw) if c.get("type") != CONDITION]
+        if value is not None:
+            conditions.append({"type": CONDITION, "status": "True", "reason": REASON, "message": value,
+                               "lastTransitionTime": clock.stamp(),
+                               **({"observedGeneration": meta["generation"]} if meta.get("generation") else {})})
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": conditions}}
+        try:
+            stored = await writing.merge_patch(rt.require_session(), resource, key[1], patch, key[0] or "default",
+                                               subresource="status")
+        except kube_errors.ConflictError:
+            raw = await committing.read_back(rt, "PodGroup", resource, *key)
+            continue
+        committing.into_view(rt, "PodGroup", stored)
+        return stored
+    raise committing.Unknown(f"PodGroup {key[0]}/{key[1]}: its status kept changing while the gang's binds "
+                             "were recorded")
 
 
 async def record(rt: Runtime, decided: ganging.Decided) -> None:
@@ -133,9 +167,9 @@ async def clear(rt: Runtime, key: ganging.Key) -> None:
         return
     try:
         await _patch(rt, key, None)
-    except (kube_errors.KubeError, committing.Refused) as exc:
-        logger.warning("podgroup=%s/%s: cannot remove annotation %s (%s); removed on a later pass", *key,
-                       ANNOTATION, exc)
+    except (kube_errors.KubeError, committing.Refused, committing.Unknown) as exc:
+        logger.warning("podgroup=%s/%s: cannot remove condition %s (%s); removed on a later pass", *key,
+                       CONDITION, exc)
 
 
 def _done(rt: Runtime, pod: pods.Pod) -> bool:
@@ -150,9 +184,12 @@ def _done(rt: Runtime, pod: pods.Pod) -> bool:
         g.name for g in pod.spec.scheduling_gates]
 
 
-def _why_not(rt: Runtime, pod: pods.Pod, bind: Bind, group_uid: str) -> str | None:
-    """Why the recorded bind can no longer be completed; None when it can."""
-    if rt.cluster.nodes.get("", bind.node) is None:
+def _why_not(rt: Runtime, placer: placement.Placer, pod: pods.Pod, bind: Bind, group_uid: str,
+             domain: tuple[str, str] | None) -> str | None:
+    """Why the recorded bind can no longer be completed; None when it can. `domain`: the topology key
+    and the value every member's node must have."""
+    index = placer.index.get(bind.node)
+    if rt.cluster.nodes.get("", bind.node) is None or index is None:
         return f"node {bind.node} is gone"
     item = scheduling._item_for(rt, pod)
     if item is None:
@@ -164,12 +201,32 @@ def _why_not(rt: Runtime, pod: pods.Pod, bind: Bind, group_uid: str) -> str | No
     for claim in item.allocated:
         if not any(r.uid in (pod.metadata.uid, group_uid) for r in claim.status.reserved_for):
             return f"ResourceClaim {claim.ref()} is no longer reserved for it"
+    misfit = placer.misfit(item, index, binding=True)
+    if misfit is not None:
+        return f"node {bind.node} does not fit it: {misfit}"
+    if domain is not None and placer.views[index].labels.get(domain[0]) != domain[1]:
+        return f"node {bind.node} is not in the gang's topology domain {domain[0]}={domain[1]}"
     return None
 
 
-def _reservations(rt: Runtime, uid: str) -> list[tuple[model_claims.ResourceClaim, str]]:
+def _domain(rt: Runtime, key: ganging.Key, intent: Intent) -> tuple[str, str] | None:
+    """The gang's topology domain: its key and the value of the first member's node that has one."""
+    group = rt.cluster.pod_groups.get(*key)
+    topology = group.spec.topology_key() if group is not None else None
+    if topology is None:
+        return None
+    for bind in intent.binds:
+        node = rt.cluster.nodes.get("", bind.node)
+        if node is not None and topology in node.metadata.labels:
+            return topology, node.metadata.labels[topology]
+    return topology, ""  # no recorded node carries the key: none of them is in a domain
+
+
+def _reservations(rt: Runtime, namespace: str, uid: str) -> list[tuple[model_claims.ResourceClaim, str]]:
+    """The member's claims (in the PodGroup's namespace: any tenant can write any uid into its claims)
+    allocated and reserved for it."""
     found = []
-    for claim_key in sorted(rt.cluster.claims_of.get(uid, ())):
+    for claim_key in rt.cluster.claims_naming(namespace, uid):
         claim = rt.cluster.claims.get(*claim_key)
         if claim is not None and claim.status.allocation is not None and any(
                 r.uid == uid for r in claim.status.reserved_for):
@@ -177,21 +234,39 @@ def _reservations(rt: Runtime, uid: str) -> list[tuple[model_claims.ResourceClai
     return found
 
 
-async def complete(rt: Runtime, key: ganging.Key, intent: Intent) -> int:
-    """Bind what the intent says and is not bound yet; give back what cannot be completed; remove the
-    intent when nothing is left open. The number of members bound now."""
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """A recorded gang's members still to bind, each with why it cannot be completed (None: it can)."""
+
+    intent: Intent
+    todo: tuple[tuple[Bind, pods.Pod, str | None], ...]
+
+
+def check(rt: Runtime, placer: placement.Placer, key: ganging.Key, intent: Intent) -> Checked:
+    """Which recorded members are left to bind, and whether each still fits where it was recorded
+    (`placer`'s node fit, the gang's topology domain). No await: the pass goes on with the placer."""
     namespace = key[0]
     group = rt.cluster.pod_groups.get(*key)
     group_uid = (group.metadata.uid or "") if group is not None else ""
-    bound, still_open = 0, False
+    domain = _domain(rt, key, intent)
+    todo: list[tuple[Bind, pods.Pod, str | None]] = []
     for bind in intent.binds:
         pod = rt.cluster.pods.get(namespace, bind.pod)
         if pod is None or pod.metadata.uid != bind.uid or pod.finished() or pod.metadata.deletion_timestamp:
             continue  # gone: nothing to bind; its claims go the way of any deleted pod's
         if _done(rt, pod):
             continue
+        todo.append((bind, pod, _why_not(rt, placer, pod, bind, group_uid, domain)))
+    return Checked(intent, tuple(todo))
+
+
+async def complete(rt: Runtime, key: ganging.Key, checked: Checked) -> int:
+    """Bind the members `check` found completable; give back what cannot be completed; remove the intent
+    when nothing is left open. The number of members bound now."""
+    namespace, intent = key[0], checked.intent
+    bound, still_open = 0, False
+    for bind, pod, why in checked.todo:
         ref = f"{namespace or 'default'}/{bind.pod}"
-        why = _why_not(rt, pod, bind, group_uid)
         if why is None:
             item = scheduling._item_for(rt, pod)
             assert not isinstance(item, str) and item is not None  # _why_not said it is whole
@@ -212,7 +287,7 @@ async def complete(rt: Runtime, key: ganging.Key, intent: Intent) -> int:
                 await committing.placed(rt, pod, member.placement,
                                         f" (gang of {len(intent.binds)}, PodGroup {key[1]}, completed)")
                 continue
-        held = _reservations(rt, bind.uid)
+        held = _reservations(rt, namespace, bind.uid)
         undone = await ganging._roll_back(rt, held)
         logger.warning("gang %s/%s: pod=%s cannot be bound to node %s as recorded (%s); gave back %d of %d "
                        "reservation(s): it is placed again", *key, ref, bind.node, why, undone, len(held))

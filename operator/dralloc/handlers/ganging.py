@@ -44,7 +44,7 @@ crash, a restart, or an unknown outcome) either fits the gang around what is wri
 the rest is written and every member is bound: completed — or does not fit, and then, as
 long as no member is bound yet, every such reservation is given back: rolled back.
 The binds themselves cannot be undone, so before the first one the decision is recorded on
-the PodGroup (annotation `dralloc.io/gang-binds`, `handlers/completing.py`); a pass that
+the PodGroup (its status condition `dralloc.io/GangBinds`, `handlers/completing.py`); a pass that
 finds it completes the recorded binds instead of deciding the gang again, and gives back
 what cannot be completed any more.
 
@@ -217,8 +217,9 @@ def _held(rt: Runtime, pending: Sequence[pods.Pod], group_uid: str | None = None
     """Claims allocated and reserved for a pending member (or for the PodGroup) by an unfinished earlier
     attempt, each with the consumer uid to give back."""
     held = []
+    namespace = pending[0].metadata.namespace or "" if pending else ""
     for uid in [*(pod.metadata.uid or "" for pod in pending), *([group_uid] if group_uid else [])]:
-        for claim_key in sorted(rt.cluster.claims_of.get(uid, ())):
+        for claim_key in rt.cluster.claims_naming(namespace, uid):
             claim = rt.cluster.claims.get(*claim_key)
             if claim is not None and claim.status.allocation is not None and any(
                     r.uid == uid for r in claim.status.reserved_for):

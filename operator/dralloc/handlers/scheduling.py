@@ -337,10 +337,10 @@ async def run_pass(rt: Runtime) -> PassResult:
         finally:
             rt.gangs_committing.discard(decided.key)
 
-    async def complete_gang(key: ganging.Key, intent: completing.Intent) -> int:
+    async def complete_gang(key: ganging.Key, checked: completing.Checked) -> int:
         try:
             async with limit:
-                return await completing.complete(rt, key, intent)
+                return await completing.complete(rt, key, checked)
         except Exception:  # a bug of ours in one gang's completion must not end the pass
             logger.exception("gang %s/%s: completing the recorded binds failed", *key)
             metrics.observe_object_error("scheduling")
@@ -367,7 +367,7 @@ async def run_pass(rt: Runtime) -> PassResult:
             intent = completing.intent_of(rt, gang)
             if intent is not None:  # binds recorded, not all done (a crash, an unknown outcome): finish them
                 rt.gangs_committing.add(gang)
-                commits.add(asyncio.create_task(complete_gang(gang, intent)))
+                commits.add(asyncio.create_task(complete_gang(gang, completing.check(rt, placer, gang, intent))))
                 continue
             members = gang_members.get(gang) or ganging.Members(pending=[fresh])
             decided, placer = await _gang(rt, placer, gang, members, result)
@@ -544,7 +544,8 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
     delay = rt.queue.back_off(uid, time.monotonic()) if uid in rt.queue else 0.0
     memory.failure = "error"
     text = error_message(exc)
-    if memory.last_message == text:
+    if signature(text) in (memory.last_signature, _said(rt, pod, "SchedulerError")):
+        memory.last_message, memory.last_signature = text, signature(text)
         logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
         return
     memory.last_message, memory.last_signature = text, signature(text)
@@ -556,6 +557,17 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
                      pod.metadata.name, delay, exc_info=exc)
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="SchedulerError",
                   event_reason="AllocationError", message=text)
+
+
+def _said(rt: Runtime, pod: pods.Pod, reason: str) -> str | None:
+    """The signature of what the pod's PodScheduled condition says now with this reason (None: nothing):
+    a replica that just took over, or restarted, does not repeat what the last one wrote."""
+    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+    for condition in (raw.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+            if condition.get("status") == "False" and condition.get("reason") == reason:
+                return signature(str(condition.get("message") or ""))
+    return None
 
 
 _NUMBERS = re.compile(r"\d+")
@@ -627,7 +639,8 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, wan
     memory.failure = failure
     text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
     shape = signature(text)
-    if memory.last_signature == shape:
+    if shape in (memory.last_signature, _said(rt, pod, "Unschedulable")):
+        memory.last_message, memory.last_signature = text, shape
         return
     memory.last_message, memory.last_signature = text, shape
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",

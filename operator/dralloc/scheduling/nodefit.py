@@ -61,10 +61,14 @@ def tolerates(toleration: pods.Toleration, taint: nodes.Taint) -> bool:
     )
 
 
-def untolerated_taint(node: nodes.Node, tolerations: Iterable[pods.Toleration]) -> nodes.Taint | None:
+SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")  # the taint effects that keep a pod off a node
+
+
+def untolerated_taint(node: nodes.Node, tolerations: Iterable[pods.Toleration],
+                      effects: tuple[str, ...] = SCHEDULING_EFFECTS) -> nodes.Taint | None:
     tolerations = tuple(tolerations)
     for taint in node.spec.taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
+        if taint.effect in effects and not any(tolerates(t, taint) for t in tolerations):
             return taint
     return None
 
@@ -99,18 +103,22 @@ def allocatable_amounts(node: nodes.Node) -> Allocatable:
 
 
 def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: Mapping[str, int], *,
-           dra_backed: Collection[str] | None = None, allocatable: Allocatable | None = None) -> str | None:
+           dra_backed: Collection[str] | None = None, allocatable: Allocatable | None = None,
+           binding: bool = False) -> str | None:
     """Why the pod cannot run on the node, ignoring devices; None when it can.
 
     `dra_backed`: the resource names DeviceClasses serve; with it, a resource the node does
     not advertise and no class serves is insufficient (None: left to devices).
     `allocatable`: `allocatable_amounts(node)`, when the caller keeps it (converted otherwise).
+    `binding`: the check before completing a bind decided earlier (a gang's recorded binds):
+    a cordon or a NoSchedule taint that came since does not stop it, as it does not stop
+    kube-scheduler's binding cycle or a running pod; everything else is checked.
     """
     name = node.metadata.name
     spec = pod.spec
     if spec.node_name and spec.node_name != name:
         return "node name does not match spec.nodeName"
-    if node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
+    if not binding and node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
         return "node is unschedulable"
     labels = node.metadata.labels
     for key, value in spec.node_selector.items():
@@ -124,7 +132,7 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
                 return "node does not match required node affinity"
         except ValueError as exc:
             return f"invalid node affinity: {exc}"
-    taint = untolerated_taint(node, spec.tolerations)
+    taint = untolerated_taint(node, spec.tolerations, effects=("NoExecute",) if binding else SCHEDULING_EFFECTS)
     if taint is not None:
         return f"untolerated taint {taint.key}={taint.value or ''}:{taint.effect}"
     used = usage or NodeUsage()

@@ -445,13 +445,15 @@ class Placer:
             self._own_usage.add(index)
         return self.usage[index]
 
-    def misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None) -> str | None:
-        """Why the item cannot go to node `index` regardless of devices; None if it can."""
+    def misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None, *,
+               binding: bool = False) -> str | None:
+        """Why the item cannot go to node `index` regardless of devices; None if it can. `binding`: see
+        `nodefit.misfit` (completing a bind decided earlier)."""
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
             reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
                                     allocatable=self._allocatable_of(index),
-                                    dra_backed=self.dra_backed)
+                                    dra_backed=self.dra_backed, binding=binding)
             if reason is not None:
                 return reason
         if not self._node_allows_shared(item, index):
