@@ -24,9 +24,9 @@ from prometheus_client.registry import Collector
 logger = logging.getLogger(__name__)
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted")
+ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted", "too-costly")
 # Gangs (handlers/ganging.py): what a decision for a whole PodGroup came to, and what its writes did.
-GANG_RESULTS = ("placed", "unfit", "budget-exhausted", "waiting", "error")
+GANG_RESULTS = ("placed", "unfit", "budget-exhausted", "too-costly", "waiting", "error")
 GANG_COMMIT_RESULTS = ("committed", "rolled-back", "unknown", "incomplete")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
