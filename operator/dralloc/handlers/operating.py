@@ -358,7 +358,7 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
             queue["unschedulable"] += 1
         elif entry is not None and entry.place is queueing.Place.BACKOFF:
             queue["backoff"] += 1
-        elif capacity.claims_missing(pod, rt.cluster.claims.entries.keys()):
+        elif failure == "waiting" or capacity.claims_missing(pod, rt.cluster.claims.entries.keys()):
             queue["waiting-for-claim"] += 1  # a claim to be created from its template, or named and absent
         else:
             queue["pending"] += 1

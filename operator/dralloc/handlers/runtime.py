@@ -41,7 +41,7 @@ class PodMemory:
     # condition and the Event are written again only when the signature changes.
     last_message: str = ""
     last_signature: str = ""
-    failure: str = ""  # how its last attempt ended: "", "unschedulable", "too-costly", "error"
+    failure: str = ""  # how its last attempt ended: "", "unschedulable", "too-costly", "error", "waiting"
 
 
 def _identity() -> str:

@@ -68,6 +68,13 @@ def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
     return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
 
 
+class Waiting(str):
+    """A pod's reason to wait that is an object not there yet (a template, a claim): it waits for its
+    claim (`waiting-for-claim` in the queue gauge), it is not unschedulable."""
+
+    __slots__ = ()
+
+
 def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | None:
     """The claim of every pod.spec.resourceClaims entry (and of its DRA extended resources), each with
     whether the pod names it directly; None while one is still to be created and recorded by the
@@ -87,7 +94,7 @@ def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | N
                     if problem is not None:
                         raise PodInputError(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} "
                                             f"cannot be used: {problem}")
-                    return f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} not found"
+                    return Waiting(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} not found")
                 return _awaiting_controller_manager(rt, pod, entry.name, template)
             names.append((name, False))
     if extended.dra_resources(pod, list(rt.cluster.classes.all())):
@@ -113,7 +120,7 @@ def _awaiting_controller_manager(rt: Runtime, pod: pods.Pod, entry: str, templat
         memory.claims_awaited_since = now
     if now - memory.claims_awaited_since < CLAIM_CREATION_PATIENCE:
         return None
-    return (f"pod entry {entry}: waiting for kube-controller-manager to create its ResourceClaim from "
+    return Waiting(f"pod entry {entry}: waiting for kube-controller-manager to create its ResourceClaim from "
             f"ResourceClaimTemplate {pod.metadata.namespace or 'default'}/{template} (its resourceclaim-controller "
             "does that while its leader Lease is held; if that controller is off, run dralloc with "
             "--claim-lifecycle=dralloc)")
@@ -149,7 +156,7 @@ def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
             if problem is not None:
                 raise PodInputError(f"ResourceClaim {namespace}/{name} cannot be used: {problem}")
             if direct:  # as kube-scheduler: the pod waits for it, and says so
-                return f"waiting for ResourceClaim {namespace}/{name} to be created"
+                return Waiting(f"waiting for ResourceClaim {namespace}/{name} to be created")
             return None  # created by the lifecycle, not seen yet
         if claim.metadata.deletion_timestamp:
             return f"ResourceClaim {namespace}/{name} is being deleted"
@@ -423,6 +430,10 @@ async def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod, result: 
             result.waiting += 1
             return None
         if isinstance(item, str):
+            if isinstance(item, Waiting):
+                result.waiting += 1
+                await _record_unschedulable(rt, pod, item, nodes=False, wants=wants(rt, pod), failure="waiting")
+                return None
             metrics.observe_allocation("unschedulable", time.perf_counter() - started)
             return _NotPlaced(item, "unschedulable", nodes=False)
         answer = await rt.decider.run(functools.partial(_place, placer, item))
