@@ -73,13 +73,21 @@ class RequestReason:
     # named rather than counted as a mismatch, since the claim fails with it wherever it meets one.
     selector_error: str = ""
 
-    def message(self) -> str:
-        removed = ", ".join(f"{count} {cause.value}" for cause, count in self.removed if count)
+    def message(self, *, usage: bool = True) -> str:
+        """`usage=False`: without what depends on other claims' use of the devices (how many are usable
+        now, how many each cause removed): the form a tenant's pod is told, which must not reveal other
+        tenants' use of a node, nor change each time they allocate there."""
         of = f"devices of class {self.device_class}" if self.device_class else "devices"
-        text = (f"claim {self.claim}, request {self.request}: {self.candidates} of {self.devices} {of} "
-                f"usable, {self.needed} needed")
+        if usage:
+            removed = ", ".join(f"{count} {cause.value}" for cause, count in self.removed if count)
+            text = (f"claim {self.claim}, request {self.request}: {self.candidates} of {self.devices} {of} "
+                    f"usable, {self.needed} needed")
+        else:
+            removed = ", ".join(cause.value for cause, count in self.removed if count)
+            enough = "enough are usable" if self.candidates >= self.needed else "too few are usable"
+            text = f"claim {self.claim}, request {self.request}: {self.needed} needed of the {self.devices} {of}, {enough}"
         if removed:
-            text += f" (removed: {removed})"
+            text += f" (removed: {removed})" if usage else f" (ruled out: {removed})"
         if self.note:
             text += f"; {self.note}"
         if self.selector_error:
@@ -106,10 +114,11 @@ class Unsatisfiable:
     def status(self) -> str:
         return "unschedulable"
 
-    def message(self) -> str:
+    def message(self, *, usage: bool = True) -> str:
+        """`usage`: see `RequestReason.message`."""
         if not self.reasons:
             return "cannot allocate all claims together"
-        return "; ".join(r.message() for r in self.reasons)
+        return "; ".join(r.message(usage=usage) for r in self.reasons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +129,8 @@ class BudgetExhausted:
     def status(self) -> str:
         return "budget-exhausted"
 
-    def message(self) -> str:
+    def message(self, *, usage: bool = True) -> str:
+        del usage  # nothing here depends on others' use
         return f"search stopped after {self.steps} steps without a decision; retry later or raise the budget"
 
 

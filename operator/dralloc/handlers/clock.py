@@ -14,6 +14,11 @@ def stamp(when: dt.datetime | None = None) -> str:
     return (when or now()).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def micro_stamp(when: dt.datetime | None = None) -> str:
+    """An RFC 3339 timestamp with microseconds (metav1.MicroTime: Events' eventTime, series times)."""
+    return (when or now()).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def age_seconds(timestamp: str) -> float:
     """Seconds since an API timestamp; 0 when it cannot be read."""
     try:

@@ -86,7 +86,7 @@ from dralloc.allocation.pools import NodeView
 from dralloc.handlers import committing, completing, scheduling
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
-from dralloc.kube import resources, writing
+from dralloc.kube import resources
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
@@ -598,8 +598,8 @@ async def _group_event(rt: Runtime, key: Key, reason: str, type_: str, message: 
     if raw is None:
         return
     try:
-        await writing.post_event(rt.require_session(), regarding=raw, reason=reason, type_=type_,
-                                 action="Scheduling", message=message)
+        await rt.events.post(rt.require_session(), regarding=raw, reason=reason, type_=type_,
+                             action="Scheduling", message=message)
     except kube_errors.KubeError as exc:
         logger.warning("podgroup=%s/%s: cannot post the %s Event: %s", key[0], key[1], reason, exc)
 

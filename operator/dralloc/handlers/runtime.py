@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dralloc.handlers.coexisting import Coexistence
 from dralloc.handlers.deciding import Decider
 from dralloc.handlers.failures import Failures
+from dralloc.handlers.recording import Recorder
 from dralloc.lifecycle import eviction
 from dralloc.scheduling import queueing
 from dralloc.settings import Settings
@@ -74,6 +75,7 @@ class Runtime:
         self.cluster.listeners.append(self._changed)
         # Decisions run in a worker thread, each under a CPU budget (handlers/deciding.py).
         self.decider = Decider(scheduling.decision_cpu_budget)
+        self.events = Recorder()  # the scheduler's Warning Events, repetitions as series
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
         # Who this process is in logs, Events and the leader Lease: distinct for every process.

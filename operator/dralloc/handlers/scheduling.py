@@ -609,8 +609,8 @@ async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_
     if not event:
         return
     try:
-        await writing.post_event(session, regarding=raw, reason=event_reason, type_="Warning",
-                                 action="Scheduling", message=message)
+        await rt.events.post(session, regarding=raw, reason=event_reason, type_="Warning", action="Scheduling",
+                             message=message)
     except kube_errors.KubeError as exc:
         logger.warning("pod=%s/%s: cannot post the %s Event: %s", namespace, name, event_reason, exc)
 

@@ -159,8 +159,9 @@ async def post_event(
     reporting_controller: str = "dralloc.io/scheduler",
     reporting_instance: str = "",  # "" = this pod's name ($POD_NAME, else the host name)
     related: Obj | None = None,  # a second raw object, e.g. the claim of a pod's event
-) -> None:
-    """Create an events.k8s.io/v1 Event about the raw object `regarding`; best effort.
+) -> str | None:
+    """Create an events.k8s.io/v1 Event about the raw object `regarding`; best effort. Its
+    name when it was created (None: refused, and logged).
 
     The Event goes to the object's namespace ("default" for cluster-scoped objects, as
     kubectl expects). Raises only `TransportError`; every API refusal is logged.
@@ -190,6 +191,8 @@ async def post_event(
     except errors.KubeError as exc:
         logger.warning("could not post event %s on %s %s/%s: %s", reason, ref.get("kind"), namespace,
                        ref.get("name"), exc)
+        return None
+    return str(event["metadata"]["name"])
 
 
 def _event_name(regarding: str) -> str:

@@ -306,6 +306,9 @@ class Placer:
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
         self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
         self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
+        # Whether reasons count the devices others use (the CLI's and simulate's detail); the operator
+        # turns it off: a pod is told why its claims do not fit, not how busy each node is.
+        self.usage_in_reasons = True
 
     def _no_request_policies(self) -> bool:
         """Whether no published device declares a capacity request policy (see `_family`)."""
@@ -632,7 +635,7 @@ class Placer:
                                 continue  # fits now (only when called directly, not after place())
                             grouped.setdefault(refused, []).append(node.metadata.name)
                             continue  # the pod's own resources: not remembered for its claims' shape
-                        reason = outcome.message()
+                        reason = outcome.message(usage=self.usage_in_reasons)
                     self._node_reasons[(device_shape, index)] = (self._changes, item, reason)
             grouped.setdefault(reason, []).append(node.metadata.name)
         ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))

@@ -109,5 +109,7 @@ class Views:
             self._usage = (nodes, placement.node_usage(nodes, bound))
             self._usage_key = key
         nodes, usage = self._usage
-        return placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
-                                policy=policy, usage=usage, budget=self.budget)
+        placer = placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
+                                  policy=policy, usage=usage, budget=self.budget)
+        placer.usage_in_reasons = False  # pods are told why, not how busy other tenants keep each node
+        return placer
