@@ -33,8 +33,14 @@ bench: $(STAMP)
 # FUZZ_CASES hostile cases each; FUZZ_SEED=N replays a run (default: a new seed, printed).
 FUZZ_ROUNDS ?= 20
 FUZZ_CASES ?= 40
+# The hostile-tenant campaign (tests/fuzz/test_hostile_tenant_campaign.py) runs at TENANT_FLOOD flooded
+# pods, TENANT_CHURN churned pods and TENANT_GOOD good pods.
+TENANT_FLOOD ?= 1400
+TENANT_CHURN ?= 1800
+TENANT_GOOD ?= 30
 fuzz: $(STAMP)
 	DRALLOC_FUZZ_ROUNDS=$(FUZZ_ROUNDS) DRALLOC_FUZZ_CASES=$(FUZZ_CASES) DRALLOC_FUZZ_SEED=$(FUZZ_SEED) \
+	DRALLOC_TENANT_FLOOD=$(TENANT_FLOOD) DRALLOC_TENANT_CHURN=$(TENANT_CHURN) DRALLOC_TENANT_GOOD=$(TENANT_GOOD) \
 		$(BIN)/pytest -q -s tests/fuzz $(PYTEST_ARGS)
 
 # Chaos (tests/chaos): two `dralloc run` processes under random API faults, kill -9 and
