@@ -42,3 +42,13 @@ def test_success_forgets_the_object() -> None:
     assert ("pod", POD) not in failures and len(failures) == 0 and failures.next_due() is None
     assert failures.failed("pod", POD, "boom", now=0.0) == (0.5, True)
     assert not math.isinf(failures.next_due() or math.inf)
+
+
+def test_failures_of_objects_that_are_gone_are_forgotten() -> None:
+    """A deleted object's failure used to stay for good (handed out once, then kept): churn grew it."""
+    failures = Failures()
+    for i in range(100):
+        failures.failed("pod", ("ns", f"gone-{i}"), "boom", now=0.0)
+    failures.failed("pod", POD, "boom", now=0.0)
+    assert failures.forget_unless(lambda kind, key: key == POD) == 100
+    assert len(failures) == 1 and ("pod", POD) in failures

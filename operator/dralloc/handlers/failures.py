@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 Key = tuple[str, tuple[str, str]]
 
@@ -58,3 +59,11 @@ class Failures:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def forget_unless(self, exists: Callable[[str, tuple[str, str]], bool]) -> int:
+        """Drop the failures of objects that no longer exist (`exists(kind, key)` False): what a loop
+        remembers goes with its object. How many went."""
+        gone = [k for k in self._by_key if not exists(*k)]
+        for k in gone:
+            del self._by_key[k]
+        return len(gone)
