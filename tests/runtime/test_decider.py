@@ -97,3 +97,19 @@ def test_stopping_the_operator_stops_a_decision_in_flight() -> None:
 def test_the_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="must be positive"):
         deciding.Decider(cpu_budget=0)
+
+
+def test_what_follows_a_decision_runs_in_the_same_thread_outside_the_budget() -> None:
+    """Recording a decision in the placer must not be cut in the middle by the budget."""
+    decider = deciding.Decider(cpu_budget=5.0)
+    seen: list[tuple[object, str, object]] = []
+
+    def record(value: object) -> None:
+        from dralloc.allocation import interruption
+
+        seen.append((value, threading.current_thread().name, interruption.current()))
+
+    answer = asyncio.run(decider.run(lambda: 42, record))
+    decider.close()
+    assert isinstance(answer, deciding.Decided) and answer.value == 42
+    assert seen[0][0] == 42 and seen[0][1].startswith("dralloc-decide") and seen[0][2] is None

@@ -75,12 +75,13 @@ class Decider:
             self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dralloc-decide")
         return self._executor
 
-    async def run(self, decide: Callable[[], T]) -> Decided[T] | TooCostly:
-        """`decide()` in the worker thread; the loop stays free while it runs. Exceptions other than
-        an interruption propagate (the caller reports them on the pod)."""
+    async def run(self, decide: Callable[[], T], after: Callable[[T], None] | None = None) -> Decided[T] | TooCostly:
+        """`decide()` in the worker thread; the loop stays free while it runs. `after(value)` runs next in
+        the same thread, outside the budget: what must not be cut in the middle (recording the decision
+        in the placer). Exceptions other than an interruption propagate (the caller reports them)."""
         self._stopping.clear()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._pool(), self._timed, decide)
+        future = loop.run_in_executor(self._pool(), self._timed, decide, after)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -88,7 +89,7 @@ class Decider:
             self._stopping.set()
             raise
 
-    def _timed(self, decide: Callable[[], T]) -> Decided[T] | TooCostly:
+    def _timed(self, decide: Callable[[], T], after: Callable[[T], None] | None) -> Decided[T] | TooCostly:
         started = time.thread_time()
         limit = started + self.cpu_budget
         stopping = self._stopping
@@ -101,6 +102,8 @@ class Decider:
                 value = decide()
             except interruption.Interrupted:
                 return TooCostly(time.thread_time() - started, self.cpu_budget, stopping.is_set())
+        if after is not None:
+            after(value)
         return Decided(value, time.thread_time() - started)
 
     def close(self) -> None:

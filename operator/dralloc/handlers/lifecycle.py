@@ -48,8 +48,8 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
         rt.mark_all_dirty()
     failed = rt.lifecycle_failures
     if everything and len(failed):
-        stores = {"pod": rt.cluster.pods, "podgroup": rt.cluster.pod_groups}
-        failed.forget_unless(lambda kind, key: stores.get(kind, rt.cluster.claims).raw(*key) is not None)
+        kinds = {"pod": "Pod", "podgroup": "PodGroup"}
+        failed.forget_unless(lambda kind, key: rt.cluster.store(kinds.get(kind, "ResourceClaim")).raw(*key) is not None)
     for kind, key in failed.due(time.monotonic()):
         {"pod": rt.dirty_pods, "podgroup": rt.dirty_pod_groups}.get(kind, rt.dirty_claims).add(key)
     dirty_groups, rt.dirty_pod_groups = rt.dirty_pod_groups, set()

@@ -272,8 +272,16 @@ def error_message(exc: BaseException) -> str:
     return failures.internal_error(exc)
 
 
-def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) -> None:
-    """The fragmentation-aware policy weighs choices by the shapes of the pods waiting."""
+def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced) -> None:
+    """A decision joins the placer's view (in the decider's thread, outside the budget): the next
+    decision of the pass cannot get the same devices."""
+    if isinstance(step, _Decided):
+        placer.commit(step.item, step.decision)
+
+
+async def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) -> None:
+    """The fragmentation-aware policy weighs choices by the shapes of the pods waiting (worked out in the
+    decider's thread: a tenant's thousand distinct shapes must not hold the loop)."""
     if placer.model is None:
         return
     items = []
@@ -284,7 +292,10 @@ def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) 
             continue
         if isinstance(item, placement.Item):
             items.append(item)
-    placer.expect(items)
+    answer = await rt.decider.run(functools.partial(placer.expect, items))
+    if isinstance(answer, deciding.TooCostly):
+        logger.warning("the queue's %d request shapes took more than the decision budget to weigh; the "
+                       "fragmentation-aware policy learns them from arrivals instead", len(items))
 
 
 # A pass decides for at most this long (wall seconds) before it ends and the next one takes the queue
@@ -309,7 +320,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     if not pods_now:
         return result
     placer = rt.views.placer(rt.policy)
-    _expect_queue(rt, placer, pods_now)
+    await _expect_queue(rt, placer, pods_now)
     ends = time.monotonic() + PASS_SLICE
     # Decisions are made one after another; the writes of decided pods run concurrently (each
     # pod's own writes stay in order), as kube-scheduler binds asynchronously.
@@ -382,14 +393,16 @@ async def run_pass(rt: Runtime) -> PassResult:
                 rt.gangs_committing.add(gang)
                 commits.add(asyncio.create_task(commit_gang(decided)))
             continue
+        errors = result.errors
         step = await _decide(rt, placer, fresh, result)
+        if result.errors != errors:
+            placer = rt.views.placer(rt.policy)  # an error may have left the placer half-way through a commit
         if step is None:
             continue
         if isinstance(step, _Decided):
             try:
-                # The placer first: if it fails half-way, nothing is reserved and a fresh
-                # placer (from the cluster view and the ledger) replaces it.
-                placer.commit(step.item, step.decision)
+                # The placer has it already (the decider recorded it); if the ledger fails half-way, a
+                # fresh placer (from the cluster view and the ledger) replaces it.
                 committing.reserve(rt, fresh, step.item, step.decision)
             except Exception as exc:
                 result.errors += 1
@@ -436,7 +449,8 @@ async def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod, result: 
                 return None
             metrics.observe_allocation("unschedulable", time.perf_counter() - started)
             return _NotPlaced(item, "unschedulable", nodes=False)
-        answer = await rt.decider.run(functools.partial(_place, placer, item))
+        answer = await rt.decider.run(functools.partial(_place, placer, item),
+                                      functools.partial(_record_in_placer, placer))
     except Exception as exc:
         metrics.observe_allocation("error", time.perf_counter() - started)
         result.errors += 1
@@ -451,7 +465,7 @@ async def _decide(rt: Runtime, placer: placement.Placer, pod: pods.Pod, result: 
         await _record_unschedulable(rt, pod, too_costly_message(item, answer), nodes=False,
                                     wants=wants(rt, pod, item), failure="too-costly")
         return None
-    step = answer.value
+    step: _Decided | _NotPlaced = answer.value
     if isinstance(step, _Decided):
         metrics.observe_allocation("allocated", elapsed, step.decision.steps)
     else:
