@@ -6,7 +6,8 @@ can legally write (five requests of eight `firstAvailable` alternatives with a
 everything else: watches, the leader Lease's renewal, /healthz, /metrics, shutdown. So a
 decision runs in one worker thread, against the pass's `Placer` (its snapshot is immutable;
 the placer is touched by one decision at a time, the loop awaiting it), and the loop keeps
-running: CPython hands the GIL back to the loop every `SWITCH_INTERVAL` seconds.
+running: CPython hands the GIL to the loop's thread whenever it waits for it longer than the
+switch interval (5 ms), so the loop's work is delayed by milliseconds, never by a decision.
 
 Each decision gets a CPU-time budget, measured with the worker thread's own CPU clock
 (`time.thread_time`), so a loaded machine does not make a cheap decision look costly. The
@@ -24,20 +25,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from dralloc.allocation import interruption
 
 T = TypeVar("T")
 
-# How long the worker thread may hold the GIL while the loop waits for it. CPython's default
-# (5 ms) lets a busy worker delay each of the loop's wake-ups by that much; 1 ms keeps the
-# loop's latency low at a cost of about 1 % in the worker's throughput.
-SWITCH_INTERVAL = 0.001
 DEFAULT_CPU_BUDGET = 0.5  # seconds of CPU per decision (a pod, or a whole gang)
 
 
@@ -58,6 +54,13 @@ class TooCostly:
     stopping: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """The decision raised (not an interruption): the caller reports it on the pod."""
+
+    error: Exception
+
+
 class Decider:
     """One worker thread that runs decisions one at a time, each under `cpu_budget` seconds of CPU."""
 
@@ -67,8 +70,6 @@ class Decider:
         self.cpu_budget = cpu_budget
         self._stopping = threading.Event()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        if sys.getswitchinterval() > SWITCH_INTERVAL:
-            sys.setswitchinterval(SWITCH_INTERVAL)
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._executor is None:
@@ -88,6 +89,34 @@ class Decider:
             # The loop is stopping: the decision ends at its next checkpoint; nobody waits for it.
             self._stopping.set()
             raise
+
+    async def run_each(self, decisions: Sequence[Callable[[], T]], after: Callable[[T], None] | None = None, *,
+                       slice_cpu: float = 0.05) -> list[Decided[T] | TooCostly | Failed]:
+        """Several decisions, in order, in one trip to the worker thread (each under its own budget, each
+        followed by `after`): the answers of the first ones, stopping once the trip has used `slice_cpu`
+        seconds of CPU after a decision, so the loop gets to what arrived meanwhile. An exception of one
+        decision is its answer (`Failed`); the others go on."""
+        self._stopping.clear()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._pool(), self._each, list(decisions), after, slice_cpu)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            self._stopping.set()
+            raise
+
+    def _each(self, decisions: list[Callable[[], T]], after: Callable[[T], None] | None,
+              slice_cpu: float) -> list[Decided[T] | TooCostly | Failed]:
+        started = time.thread_time()
+        answers: list[Decided[T] | TooCostly | Failed] = []
+        for decide in decisions:
+            try:
+                answers.append(self._timed(decide, after))
+            except Exception as exc:
+                answers.append(Failed(exc))
+            if self._stopping.is_set() or time.thread_time() - started > slice_cpu:
+                break
+        return answers
 
     def _timed(self, decide: Callable[[], T], after: Callable[[T], None] | None) -> Decided[T] | TooCostly:
         started = time.thread_time()
