@@ -58,14 +58,16 @@ _QUALIFIED: dict[tuple[str, str], str] = {}  # (driver, short attribute name) ->
 class DeviceInfo:
     """Everything the search needs about one published device, computed once.
 
-    Selector results are memoized here (`selector_results`): a device's attributes
-    cannot change without a new slice object, hence a new DeviceInfo.
+    What selectors need of the device itself is memoized here (`selector_results`: its CEL
+    value, whether its attributes convert); selector results are memoized per expression in
+    `dralloc.allocation.selectors`, by `serial` (set there on first use): a device's attributes
+    cannot change without a new slice object.
     """
 
     __slots__ = (
         "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
         "binds_to_node", "capacity", "consumes", "device", "driver", "groups", "id", "per_device_node", "plain_capacity",
-        "selector_results", "slice", "taints",
+        "selector_results", "serial", "slice", "taints",
     )
 
     def __init__(self, slice_: devices.ResourceSlice, device: devices.Device) -> None:
@@ -108,6 +110,7 @@ class DeviceInfo:
         self.binds_to_node = bool(device.binds_to_node)
         self.per_device_node = bool(spec.per_device_node_selection)
         self.selector_results: dict[Any, Any] = {}
+        self.serial: int | None = None  # see dralloc.allocation.selectors._serial
 
     def node_fields(self) -> tuple[str | None, nodes.NodeSelector | None]:
         """The nodeName / nodeSelector that restrict where this device can be used."""

@@ -1,10 +1,24 @@
 """CEL device selectors, evaluated once per (device, expression).
 
-Compilation is memoized by `dralloc.cel.selectors.compile_selector`; results are
-memoized on the `DeviceInfo` (which lives as long as its slice object), so a
-selector runs once per device, not once per allocation attempt or per node.
-Compile and runtime errors are cached too: they fail every call that reaches
-that device, as upstream's allocator does.
+Compilation is memoized by `dralloc.cel.selectors.compile_selector` (a bounded LRU, see
+there). Results are memoized per expression: a least-recently-used map (`dralloc.cel.lru`)
+from expression to that expression's result on each device it was asked about (by
+the device's `serial`, which identifies the slice object and device a DeviceInfo was made
+from, so a snapshot rebuilt around unchanged slices keeps its results) and to the results
+shared by devices alike in what the selector reads. A selector runs once per device, not
+once per allocation attempt or per node, as long as its expression stays in the map.
+
+The map is bounded, so that tenants writing ever new selectors cannot grow memory without
+end: at most `CACHE_EXPRESSIONS` (1,024) distinct expressions and `CACHE_RESULTS`
+(2,097,152) results in all, about 40 bytes each (~80 MiB at most); past either limit the
+least recently used expression goes with all its results, and is evaluated again when next
+asked for. Class selectors and the selectors of the claims being placed stay in it. Both are
+settable (`set_cache_limit`); the results limit should exceed the devices times the
+expressions in use at once, or a placement pass evaluates some selectors more than once.
+Results of devices whose slice object is gone stay until their expression is evicted.
+
+Compile and runtime errors are cached too: they fail every call that reaches that device,
+as upstream's allocator does.
 
 Errors name the class or claim and the selector index like upstream:
 "class gpu: selector #0: CEL compile error: ...".
@@ -13,20 +27,28 @@ The CEL engine (celpy, lark and dralloc.cel's compiler: a good part of a CLI run
 is imported where a selector is compiled or a device's CEL value built, not here: the
 commonest selector, `device.driver == "..."`, needs only the check that the device's
 attributes convert (`dralloc.cel.attributes`, which imports no celpy).
+
+Thread-safe as the operator uses it (decisions in a worker thread, metrics and taint rules
+in the event loop): a memoized result is read without a lock; storing one takes the map's
+lock briefly (`dralloc.cel.lru`); two threads may evaluate the same selector on the same
+device at once, and both get the same result.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dralloc.allocation import errors
+from dralloc.allocation import errors, interruption
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceInfo
 from dralloc.cel import attributes as cel_attributes
+from dralloc.cel import lru
 from dralloc.model import classes
 
 if TYPE_CHECKING:
@@ -46,15 +68,26 @@ class CelView:
 
     allow_multiple: bool = True
     list_values: bool = True
+    # Which of the four views this is, 0 for the full view: where memos keep what is seen
+    # through it, without hashing the view (a dataclass's hash runs Python code).
+    index: int = dataclasses.field(init=False, compare=False, repr=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", 2 * (not self.allow_multiple) + (not self.list_values))
 
 
 FULL_VIEW = CelView()
 
 
+_VIEWS: dict[tuple[bool, bool], CelView] = {(True, True): FULL_VIEW}  # one instance per view
+
+
 def view_of(features: Features) -> CelView:
-    view = CelView(allow_multiple=features.beyond_stable_channel,
-                   list_values=features.at_least_1_37 or features.list_type_attributes)
-    return FULL_VIEW if view == FULL_VIEW else view
+    flags = (features.beyond_stable_channel, features.at_least_1_37 or features.list_type_attributes)
+    view = _VIEWS.get(flags)
+    if view is None:
+        view = _VIEWS.setdefault(flags, CelView(allow_multiple=flags[0], list_values=flags[1]))
+    return view
 
 
 _CEL_ENV = "__cel_env__"
@@ -82,8 +115,9 @@ def check_present(selectors: Sequence[classes.DeviceSelector], owner: str) -> No
 
 
 def _key(view: CelView, name: str) -> Any:
-    """The memo key of `name` on a device: the name itself for the full view (the common case)."""
-    return name if view is FULL_VIEW else (view, name)
+    """The key of a device's own value `name` seen through `view` (`selector_results`): the
+    name itself for the full view (the common case)."""
+    return name if view is FULL_VIEW else (view.index, name)
 
 
 def _env(info: DeviceInfo, view: CelView) -> cel_devices.DeviceEnv:
@@ -133,26 +167,123 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
     return None
 
 
-# Results shared by alike devices: (expression, view, what the selector reads of the device)
-# -> result. A fleet's devices differ in UUIDs and bus addresses, which selectors rarely
-# read; building each device's CEL value only to evaluate the same comparison on the same
-# model name was most of a large snapshot's placement time. Bounded: emptied when full.
-_ALIKE: dict[tuple[Any, ...], Any] = {}
-_ALIKE_MAX = 1 << 16
-_CONVERTS = "__converts__"
+# The memo of selector results (module docstring): expression -> _Memo (a derived attribute's:
+# (_DERIVED, expression)), least recently used first, weighed by the results it holds (a dict
+# entry whose key, the device's serial, and value, True, False or an error tuple, exist anyway).
+# A memo is reweighed every WEIGH_EVERY results it gains, not at each (that takes the lock): it
+# may hold up to WEIGH_EVERY - 1 more than it weighs.
+CACHE_EXPRESSIONS = 1024
+CACHE_RESULTS = 1 << 21
+WEIGH_EVERY = 16
+_MEMO: lru.LRU[Any, _Memo] = lru.LRU(CACHE_EXPRESSIONS, CACHE_RESULTS)
+_RECENT = _MEMO.data  # read directly on the hot path (lock-free, `lru`)
 
 
-def _alike_key(info: DeviceInfo, view: CelView, expression: str,
-               reads: tuple[tuple[str, ...], ...]) -> tuple[Any, ...] | None:
-    """The key under which devices alike in what `reads` names share a result, or None when this
-    device cannot share: its attributes do not convert (the error names the device's own
-    attribute), a read name could mean two of its entries, or a domain cannot be one."""
-    converts = info.selector_results.get(_key(view, _CONVERTS))
+class _Memo:
+    """What is memoized for one expression."""
+
+    __slots__ = ("alike", "literal", "pending", "results")
+
+    def __init__(self, literal: str | None) -> None:
+        # By view (CelView.index): DeviceInfo.serial -> True, False or (kind, message) of an error.
+        self.results: tuple[dict[int, Any], ...] = ({}, {}, {}, {})
+        # (view index, what the selector reads of a device: `_alike_key`) -> result, shared by
+        # alike devices.
+        self.alike: dict[tuple[Any, ...], Any] = {}
+        # The driver compared by a `device.driver == "..."` selector, else None.
+        self.literal = literal
+        # Results stored since last weighed (approximate if threads race: it only says when).
+        self.pending = WEIGH_EVERY - 1  # the first result weighs it at once
+
+    def size(self) -> int:
+        results = self.results
+        return len(results[0]) + len(results[1]) + len(results[2]) + len(results[3]) + len(self.alike)
+
+
+def set_cache_limit(expressions: int, results: int | None = None) -> None:
+    """Keep selector results for at most `expressions` distinct expressions and `results`
+    results in all (default `CACHE_RESULTS`); evicts at once what no longer fits."""
+    _MEMO.resize(expressions, CACHE_RESULTS if results is None else results)
+
+
+def cache_usage() -> tuple[int, int]:
+    """(expressions, results) the memo holds now."""
+    return len(_MEMO), _MEMO.weight
+
+
+def _memo(expression: str) -> _Memo:
+    """The memo of a selector's expression, created (and registered) when absent."""
+    memo = _MEMO.get(expression)
+    if memo is None:
+        memo = _MEMO.setdefault(expression, _Memo(_driver_literal(expression)), 0)
+    return memo
+
+
+def _remember(key: Any, memo: _Memo, table: dict[Any, Any], entry: Any, result: Any) -> None:
+    """Store a result in one of the memo's tables; reweigh the memo when it has gained enough."""
+    table[entry] = result
+    memo.pending += 1
+    if memo.pending >= WEIGH_EVERY:
+        memo.pending = 0
+        _MEMO.reweigh(key, memo, memo.size())
+
+
+# Serials of devices: one per (slice object, device object) while the slice object lives, so
+# the DeviceInfos of a rebuilt snapshot (SliceIndex) find the results of the slices that did not
+# change. id(slice) -> (a weak reference to the slice, id(device) -> (device, serial)); an entry
+# goes when its slice object does. The device is held so that its id stays its own meanwhile
+# (it is one of the slice's devices, alive anyway).
+_SLICE_SERIALS: dict[int, tuple[weakref.ref[Any], dict[int, tuple[Any, int]]]] = {}
+_NEXT_SERIAL = itertools.count(1)
+
+
+def _serial(info: DeviceInfo) -> int:
+    """The device's serial, given on first use (`DeviceInfo.serial`)."""
+    serial = info.serial
+    if serial is not None:
+        return serial
+    slice_, device = info.slice, info.device
+    key = id(slice_)
+    record = _SLICE_SERIALS.get(key)
+    if record is None or record[0]() is not slice_:
+        record = (weakref.ref(slice_, functools.partial(_forget_slice, key)), {})
+        _SLICE_SERIALS[key] = record
+    serials = record[1]
+    found = serials.get(id(device))
+    if found is None:
+        found = serials.setdefault(id(device), (device, next(_NEXT_SERIAL)))
+    serial = info.serial = found[1]
+    return serial
+
+
+def _forget_slice(key: int, ref: weakref.ref[Any]) -> None:
+    # Runs while the slice object is freed (any thread, even inside another function of this
+    # module): no lock, one atomic pop. The record is this slice's: its address cannot be
+    # reused before this returns.
+    record = _SLICE_SERIALS.get(key)
+    if record is not None and record[0] is ref:
+        _SLICE_SERIALS.pop(key, None)
+
+
+def _converts(info: DeviceInfo, view: CelView) -> bool:
+    """Whether the device's attributes convert to CEL values (`_conversion_error`), memoized."""
+    key = _CONVERTS if view is FULL_VIEW else (view.index, _CONVERTS)  # _key, inlined
+    converts = info.selector_results.get(key)
     if converts is None:
-        converts = info.selector_results[_key(view, _CONVERTS)] = _conversion_error(info, view) is None
-    if not converts or len(info.attributes) != len(info.device.attributes):
+        converts = info.selector_results[key] = _conversion_error(info, view) is None
+    return cast(bool, converts)
+
+
+def _alike_key(info: DeviceInfo, view: CelView, reads: tuple[tuple[str, ...], ...]) -> tuple[Any, ...] | None:
+    """The key under which devices alike in what `reads` names share a result (within one
+    expression's memo), or None when this device cannot share: its attributes do not convert
+    (the error names the device's own attribute), a read name could mean two of its entries,
+    or a domain cannot be one. A fleet's devices differ in UUIDs and bus addresses, which
+    selectors rarely read; building each device's CEL value only to evaluate the same
+    comparison on the same model name was most of a large snapshot's placement time."""
+    if not _converts(info, view) or len(info.attributes) != len(info.device.attributes):
         return None  # a short and a qualified name for one attribute: the CEL value decides which
-    values: list[Any] = [expression, view]
+    values: list[Any] = [view.index]
     for read in reads:
         if read[0] == "device":
             values.append(info.driver if read[1] == "driver" else info.allow_multiple and view.allow_multiple)
@@ -174,13 +305,14 @@ def _alike_key(info: DeviceInfo, view: CelView, expression: str,
     return tuple(values)
 
 
+_CONVERTS = "__converts__"
+
 # `device.driver == "name"` is by far the most common class selector; it needs neither the
 # CEL engine nor the device's celpy value, and its meaning is plain string equality (once the
 # device's attributes convert at all, see `evaluate`).
 _DRIVER_EQUALS = re.compile(r"""^\s*device\.driver\s*==\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*$""")
 
 
-@functools.lru_cache(maxsize=4096)
 def _driver_literal(expression: str) -> str | None:
     match = _DRIVER_EQUALS.match(expression)
     if match is None:
@@ -200,40 +332,27 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
     `release_1_37_wording`: a runtime error names the device ("selector #0 on device D/P/N")
     and a missing key gets upstream 1.37's hint (cel.EnhanceRuntimeError); 1.36 had neither.
     """
-    key = _key(view, expression)
-    cached = info.selector_results.get(key)
+    # The hot path, inlined: a memoized result read without a lock (`lru`).
+    serial = info.serial
+    if serial is None:
+        serial = _serial(info)
+    memo = _RECENT.get(expression)
+    cached = None
+    if memo is not None:
+        try:
+            _RECENT.move_to_end(expression)
+        except KeyError:  # evicted by another thread since
+            pass
+        cached = memo.results[view.index].get(serial)
     if cached is not None:
         STATS.cached += 1
     else:
+        interruption.checkpoint()  # before anything is memoized: a decision too costly stops here
         STATS.evaluated += 1
-        literal = _driver_literal(expression)
-        if literal is not None:
-            # Upstream converts the whole device before it evaluates any selector, so an attribute
-            # it cannot convert (no value, which is what kube-apiserver leaves of a list attribute
-            # written with DRAListTypeAttributes off; a version that does not parse) fails
-            # `device.driver == "..."` as well.
-            device_error = _conversion_error(info, view)
-            cached = info.driver == literal if device_error is None else ("runtime", device_error)
-        else:
-            from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
-
-            try:
-                program = cel_selectors.compile_selector(expression, list_values=view.list_values)
-            except cel_selectors.CELCompileError as exc:
-                cached = ("compile", str(exc))
-            else:
-                alike = _alike_key(info, view, expression, program.reads) if program.reads is not None else None
-                cached = _ALIKE.get(alike) if alike is not None else None
-                if cached is None:
-                    try:
-                        cached = program.evaluate(_env(info, view)) is True
-                    except cel_selectors.CELRuntimeError as exc:
-                        cached = ("runtime", str(exc))
-                    if alike is not None:
-                        if len(_ALIKE) >= _ALIKE_MAX:
-                            _ALIKE.clear()
-                        _ALIKE[alike] = cached
-        info.selector_results[key] = cached
+        if memo is None:
+            memo = _memo(expression)
+        cached = _evaluate(info, expression, view, memo)
+        _remember(expression, memo, memo.results[view.index], serial, cached)
     if cached is True or cached is False:
         return cached
     kind, message = cached
@@ -244,6 +363,37 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
             message += NO_SUCH_KEY_HINT
         raise errors.InvalidSelectorError(f"{owner}: selector #{index} on device {info.id}: CEL runtime error: {message}")
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
+
+
+def _evaluate(info: DeviceInfo, expression: str, view: CelView, memo: _Memo) -> Any:
+    """The selector's result on the device: True, False or (kind, message) of an error."""
+    literal = memo.literal
+    if literal is not None:
+        # Upstream converts the whole device before it evaluates any selector, so an attribute
+        # it cannot convert (no value, which is what kube-apiserver leaves of a list attribute
+        # written with DRAListTypeAttributes off; a version that does not parse) fails
+        # `device.driver == "..."` as well.
+        if _converts(info, view):
+            return info.driver == literal
+        return ("runtime", _conversion_error(info, view))
+    from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
+
+    try:
+        program = cel_selectors.compile_selector(expression, list_values=view.list_values)
+    except cel_selectors.CELCompileError as exc:
+        return ("compile", str(exc))
+    alike = _alike_key(info, view, program.reads) if program.reads is not None else None
+    if alike is not None:
+        shared = memo.alike.get(alike)
+        if shared is not None:
+            return shared
+    try:
+        result: Any = program.evaluate(_env(info, view)) is True
+    except cel_selectors.CELRuntimeError as exc:
+        result = ("runtime", str(exc))
+    if alike is not None:
+        _remember(expression, memo, memo.alike, alike, result)
+    return result
 
 
 def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, owner: str,
@@ -258,7 +408,8 @@ def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, 
 
 def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str, Any]:
     """The value a request's derived attribute `name` computes for the device, as
-    `DeviceAttribute.kind_and_value` gives a published one; memoized on the device.
+    `DeviceAttribute.kind_and_value` gives a published one; memoized per expression and
+    device with the selector results (same map, same limits).
 
     Raises InvalidDerivedAttributeError with upstream's words: "compile derived attribute
     NAME failed: ..." or "evaluate derived attribute NAME on device D/P/N failed: ...".
@@ -266,7 +417,9 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
     device (the full view).
     """
     key = (_DERIVED, expression)
-    cached = info.selector_results.get(key)
+    serial = _serial(info)
+    memo = _MEMO.get(key)
+    cached = memo.results[0].get(serial) if memo is not None else None
     if cached is None:
         from dralloc.cel import derived as cel_derived  # the CEL engine, on first use
         from dralloc.cel import selectors as cel_selectors
@@ -280,7 +433,9 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
                 cached = ("value", program.evaluate(_env(info, FULL_VIEW)))
             except cel_selectors.CELRuntimeError as exc:
                 cached = ("evaluate", str(exc))
-        info.selector_results[key] = cached
+        if memo is None:
+            memo = _MEMO.setdefault(key, _Memo(None), 0)
+        _remember(key, memo, memo.results[0], serial, cached)
     outcome, detail = cached
     if outcome == "value":
         return cast(tuple[str, Any], detail)
@@ -290,7 +445,7 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
         f"evaluate derived attribute {name} on device {info.id} failed: {detail}")
 
 
-_DERIVED = "__derived__"
+_DERIVED = "__derived__"  # the memo key of a derived attribute's expression: (_DERIVED, expression)
 
 
 def compile_check(expression: str, *, owner: str, index: int) -> None:

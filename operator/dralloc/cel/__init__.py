@@ -19,5 +19,6 @@ compiled does not load the engine.
 Modules are imported as modules; nothing is re-exported here:
 `selectors` (the public entry points), `devices` (the `device` variable),
 `attributes` and `versions` (plain attribute values), `grammar`, `quickparse`, `checking`,
-`typecheck`, `macros`, `operators`, `functions`, `library_*`, `scopes`, `cost`, `fastpath`.
+`typecheck`, `macros`, `operators`, `functions`, `library_*`, `scopes`, `cost`, `fastpath`,
+`lru` (the bounded least-recently-used map of the expression-keyed caches).
 """

@@ -16,13 +16,12 @@ the hot path.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, cast
 
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, result
 
-from dralloc.cel import checking, cost, library_net, library_optional, quickparse, typecheck
+from dralloc.cel import checking, cost, library_net, library_optional, lru, quickparse, typecheck
 from dralloc.cel import selectors as cel_selectors
 from dralloc.cel.devices import DeviceEnv
 from dralloc.cel.library_semver import Semver
@@ -146,9 +145,30 @@ def _go_type(value: Any) -> str:
     return type(value).__name__
 
 
-@functools.lru_cache(maxsize=1024)
+# Compiled derived-attribute expressions and compile errors (their message), by text: a bounded
+# LRU weighed by characters, as the selectors' compile cache (`selectors.CACHE_CHARACTERS`).
+CACHE_EXPRESSIONS = 1024
+CACHE_CHARACTERS = 1 << 18
+_compiled: lru.LRU[str, DerivedExpression | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
+
+
 def compile_derived(expression: str) -> DerivedExpression:
     """Compile (or fetch) a derived attribute's expression; CELCompileError as upstream words it."""
+    found = _compiled.get(expression)
+    if found is None:
+        weight = len(expression)
+        try:
+            found = _compile(expression)
+        except cel_selectors.CELCompileError as exc:
+            found = str(exc)
+            weight += len(found)
+        found = _compiled.setdefault(expression, found, weight)
+    if isinstance(found, str):
+        raise cel_selectors.CELCompileError(found, expression=expression)
+    return found
+
+
+def _compile(expression: str) -> DerivedExpression:
     if len(expression) > cel_selectors.MAX_EXPRESSION_LENGTH:
         raise cel_selectors.CELCompileError(
             f"compilation failed: expression is longer than {cel_selectors.MAX_EXPRESSION_LENGTH} bytes",

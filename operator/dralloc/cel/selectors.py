@@ -23,6 +23,11 @@ result, an unusable device attribute) is `CELRuntimeError`.
 Upstream's runtime cost limit (1,000,000) is approximated by `cost`: comprehension
 iterations and `lists.range` elements are counted, and an evaluation past the limit
 fails with upstream's "operation cancelled: actual cost limit exceeded".
+
+Compiled selectors and compile errors are cached by expression text in a bounded LRU
+(`lru`): at most `CACHE_EXPRESSIONS` (4,096) texts and `CACHE_CHARACTERS` (1 Mi) characters
+of text, since what a compiled selector keeps grows with its text (about 70 bytes per
+character: ~70 MiB at most); `set_cache_limit` changes both. docs/cel.md lists every cache.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
 
 import dralloc
-from dralloc.cel import checking, cost, fastpath, functions, grammar, macros, quickparse
+from dralloc.cel import checking, cost, fastpath, functions, grammar, lru, macros, quickparse
 from dralloc.cel.devices import DeviceEnv, to_cel
 
 # Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
@@ -132,11 +137,27 @@ class CompiledSelector:
         raise CELRuntimeError(converted, expression=self.expression)
 
 
-_lock = threading.Lock()
-# Expressions known not to compile, with their error: compiling a 10 KiB selector that fails
+# Compiled selectors and compile errors, by expression text: a bounded LRU (`lru`), so that
+# ever new tenant selectors cannot grow memory without end. Weighed by characters of text
+# (and of the error message): what a compiled selector keeps grows with its text, about
+# 70 bytes per character measured (9 KiB for a typical 130-character selector, 650 KiB for
+# one of 10 KiB). The defaults bound the compiled programs kept to about 70 MiB whatever the
+# selectors. A compile error is cached as its message: compiling a 10 KiB selector that fails
 # costs as much as one that works, and a broken class is met once per device it is asked about.
-_failures: dict[str, str] = {}
-_MAX_FAILURES = 4096
+CACHE_EXPRESSIONS = 4096
+CACHE_CHARACTERS = 1 << 20
+_lock = threading.Lock()  # one compilation at a time
+_compiled: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
+# The extra check of `list_values=False`, by expression text: its error message, "" for none.
+_without_list_values: lru.LRU[str, str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
+
+
+def set_cache_limit(expressions: int, characters: int | None = None) -> None:
+    """Bound the compile caches to `expressions` texts and `characters` characters of text
+    (default `CACHE_CHARACTERS`); evicts at once what no longer fits."""
+    weight = CACHE_CHARACTERS if characters is None else characters
+    _compiled.resize(expressions, weight)
+    _without_list_values.resize(expressions, weight)
 
 
 def compile_selector(expression: str, *, list_values: bool = True) -> CompiledSelector:
@@ -151,32 +172,32 @@ def compile_selector(expression: str, *, list_values: bool = True) -> CompiledSe
     return compiled
 
 
-@functools.lru_cache(maxsize=4096)
-def _without_list_values_issues(expression: str) -> str | None:
-    issues = checking.ranges_over_attribute_values(_parse(expression))  # celpy's tree has positions
-    if not issues:
-        return None
-    return "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues)
-
-
 def _check_without_list_values(expression: str) -> None:
-    message = _without_list_values_issues(expression)
-    if message is not None:
+    message = _without_list_values.get(expression)
+    if message is None:
+        issues = checking.ranges_over_attribute_values(_parse(expression))  # celpy's tree has positions
+        message = "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues) if issues else ""
+        message = _without_list_values.setdefault(expression, message, len(expression) + len(message))
+    if message:
         raise CELCompileError(message, expression=expression)
 
 
 def _compile_selector(expression: str) -> CompiledSelector:
-    with _lock:
-        failed = _failures.get(expression)
-        if failed is not None:
-            raise CELCompileError(failed, expression=expression)
-        try:
-            return _compile_cached(expression)
-        except CELCompileError as exc:
-            if len(_failures) >= _MAX_FAILURES:
-                _failures.clear()
-            _failures[expression] = str(exc)
-            raise
+    found = _compiled.get(expression)
+    if found is None:
+        with _lock:
+            found = _compiled.get(expression)  # compiled by another thread meanwhile?
+            if found is None:
+                weight = len(expression)
+                try:
+                    found = _compile_guarded(expression)
+                except CELCompileError as exc:
+                    found = str(exc)
+                    weight += len(found)
+                found = _compiled.setdefault(expression, found, weight)
+    if isinstance(found, str):
+        raise CELCompileError(found, expression=expression)
+    return found
 
 
 def compile_reference(expression: str) -> CompiledSelector:
@@ -184,8 +205,7 @@ def compile_reference(expression: str) -> CompiledSelector:
     return compile_selector(expression)._reference
 
 
-@functools.lru_cache(maxsize=4096)
-def _compile_cached(expression: str) -> CompiledSelector:
+def _compile_guarded(expression: str) -> CompiledSelector:
     try:
         return _compile(expression)
     except (RecursionError, SyntaxError):
