@@ -130,7 +130,7 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     for resource in (ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES):
         add(resource, resource.plural, "patch")
         add(resource, f"{resource.plural}/status", "patch", "update")
-    add(EVENTS, "events", "create")
+    add(EVENTS, "events", "create", "patch")
     # Leader election: the Lease is read, created once, and renewed by replace; and
     # kube-controller-manager's Lease is read (handlers/coexisting.py).
     add(LEASES, "leases", "get", "create", "update")
