@@ -12,7 +12,7 @@ The bound must never change an answer, only its speed. It therefore never
 raises: it swallows CEL errors (the search raises them if it reaches the device,
 exactly as upstream would) and it declines to judge (returns None) when a failed
 search could have produced an error instead of "does not fit", e.g. an All
-request with a constraint. firstAvailable requests count only when all their
+request with a constraint, or a constraint over derived attributes. firstAvailable requests count only when all their
 subrequests need exclusive devices, with the union of their candidates and the
 smallest count.
 """
@@ -78,8 +78,10 @@ def impossible(
     demands: list[int] = []
     edges: list[set[int]] = []
     for claim in plans:
-        if any(p.all_mode for alternatives in claim.requests for p in alternatives) and claim.constraints:
-            return False  # the search could end in a constraint error instead
+        if claim.constraints and any(p.all_mode or p.derived for alternatives in claim.requests for p in alternatives):
+            # The search could end in an error instead: a constraint error (All), or a derived
+            # attribute that fails on a device a constraint looks at (DRADerivedAttributes).
+            return False
         for alternatives in claim.requests:
             if any(p.admin_access for p in alternatives):
                 continue
