@@ -382,7 +382,7 @@ async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note
     rt.placements += 1
     rt.queue.succeeded(pod.metadata.uid or "")
     memory = rt.memory(pod.metadata.uid or "")
-    memory.failure = memory.last_message = memory.last_signature = ""
+    memory.failure = memory.last_message = ""
     pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
     devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
     try:

@@ -571,8 +571,8 @@ async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants])
                                                    wants=wants[pod.metadata.uid or ""],
                                                    failure="too-costly" if step.result == "too-costly"
                                                    else "unschedulable")
-    if rt.gang_messages.get(step.key) != scheduling.signature(step.message):
-        rt.gang_messages[step.key] = scheduling.signature(step.message)
+    if rt.gang_messages.get(step.key) != step.message:
+        rt.gang_messages[step.key] = step.message
         reason = {"waiting": "GangWaiting", "error": "GangError", "too-costly": "DecisionTooCostly"}.get(
             step.result, "GangUnfit")
         await _group_event(rt, step.key, reason, "Warning", step.message)
@@ -588,8 +588,8 @@ async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: 
         if pod.metadata.uid != error.pod.metadata.uid:
             await scheduling._record_unschedulable(rt, pod, text, nodes=False, event=False,
                                                    wants=wants[pod.metadata.uid or ""])
-    if rt.gang_messages.get(key) != scheduling.signature(text):
-        rt.gang_messages[key] = scheduling.signature(text)
+    if rt.gang_messages.get(key) != text:
+        rt.gang_messages[key] = text
         await _group_event(rt, key, "GangUnfit", "Warning", text)
 
 

@@ -38,10 +38,9 @@ class PodMemory:
 
     bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
     claims_awaited_since: float | None = None  # monotonic; since when it waits for KCM to create a claim
-    # What its PodScheduled condition says now (written by us), and its reason's signature: the
-    # condition and the Event are written again only when the signature changes.
+    # What its PodScheduled condition says now (written by us): the condition and the Event are
+    # written again only when the message changes.
     last_message: str = ""
-    last_signature: str = ""
     failure: str = ""  # how its last attempt ended: "", "unschedulable", "too-costly", "error", "waiting"
 
 

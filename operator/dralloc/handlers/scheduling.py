@@ -37,7 +37,6 @@ import collections
 import dataclasses
 import functools
 import logging
-import re
 import time
 from typing import Any
 
@@ -613,11 +612,11 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
     delay = rt.queue.back_off(uid, time.monotonic()) if uid in rt.queue else 0.0
     memory.failure = "error"
     text = error_message(exc)
-    if signature(text) in (memory.last_signature, _said(rt, pod, "SchedulerError")):
-        memory.last_message, memory.last_signature = text, signature(text)
+    if text in (memory.last_message, _said(rt, pod, "SchedulerError")):
+        memory.last_message = text
         logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
         return
-    memory.last_message, memory.last_signature = text, signature(text)
+    memory.last_message = text
     if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
         logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs)",
                        pod.metadata.namespace, pod.metadata.name, text, delay)
@@ -629,24 +628,14 @@ async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
 
 
 def _said(rt: Runtime, pod: pods.Pod, reason: str) -> str | None:
-    """The signature of what the pod's PodScheduled condition says now with this reason (None: nothing):
-    a replica that just took over, or restarted, does not repeat what the last one wrote."""
+    """What the pod's PodScheduled condition says now with this reason (None: nothing): a replica that
+    just took over, or restarted, does not repeat what the last one wrote."""
     raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
     for condition in (raw.get("status") or {}).get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
             if condition.get("status") == "False" and condition.get("reason") == reason:
-                return signature(str(condition.get("message") or ""))
+                return str(condition.get("message") or "")
     return None
-
-
-_NUMBERS = re.compile(r"\d+")
-
-
-def signature(message: str) -> str:
-    """A message's reason, without its numbers: "3 of 8 devices usable" and "2 of 8 devices usable" say
-    the same thing. A pending pod's condition and Event are written again only when this changes, so
-    placements elsewhere (which change such counts) cost no writes on every pending pod."""
-    return _NUMBERS.sub("#", message)
 
 
 async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str,
@@ -707,11 +696,10 @@ async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, wan
         rt.queue.unschedulable(uid, time.monotonic(), wants)
     memory.failure = failure
     text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
-    shape = signature(text)
-    if shape in (memory.last_signature, _said(rt, pod, "Unschedulable")):
-        memory.last_message, memory.last_signature = text, shape
+    if text in (memory.last_message, _said(rt, pod, "Unschedulable")):
+        memory.last_message = text
         return
-    memory.last_message, memory.last_signature = text, shape
+    memory.last_message = text
     await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
                   event_reason="DecisionTooCostly" if failure == "too-costly" else "AllocationFailed",
                   message=text, event=event)
