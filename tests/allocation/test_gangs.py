@@ -227,3 +227,12 @@ class TestCallsSaved:
             assert result.share_id is not None and result.share_id == alone.results[0].devices.results[0].share_id
         ids = {a.results[0].devices.results[0].share_id for a in placed.assignments}
         assert len(ids) == 2
+
+
+def test_a_tenants_gang_is_not_told_how_many_devices_others_leave_free() -> None:
+    """The operator's wording (usage=False) of the counting bound leaves out the free count, which changes
+    whenever another tenant allocates (and would be rewritten on every member, issue 26)."""
+    unfit = gangs.GangUnfit((gangs.DomainAttempt(None, 0, None, "the gang needs 6 devices, 4 are free",
+                                                 "the gang needs 6 devices, more than are free"),), 0)
+    assert unfit.message(3) == "gang of 3 does not fit: the gang needs 6 devices, 4 are free"
+    assert unfit.message(3, usage=False) == "gang of 3 does not fit: the gang needs 6 devices, more than are free"

@@ -94,6 +94,9 @@ class DomainAttempt:
     placed: int  # the most members placed together
     blocked: str | None  # the member that then fit nowhere (None: ruled out before searching)
     reason: str
+    # The reason without what depends on other claims' use of devices (how many are free), for a
+    # tenant's pods: "" when `reason` has no such count.
+    private_reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,12 +104,14 @@ class GangUnfit:
     attempts: tuple[DomainAttempt, ...]  # closest first
     steps: int
 
-    def message(self, members: int) -> str:
+    def message(self, members: int, *, usage: bool = True) -> str:
+        """`usage=False`: without counts of devices others use (what a tenant's pods are told)."""
         if not self.attempts:
             return f"gang of {members}: no domain to place it in"
         best = self.attempts[0]
         where = f" in domain {best.domain}" if best.domain is not None else ""
-        return f"gang of {members} does not fit{where}: {best.reason}"
+        reason = best.reason if usage or not best.private_reason else best.private_reason
+        return f"gang of {members} does not fit{where}: {reason}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +200,8 @@ def place_gang(
         supply = supplies[domain]
         if demand is not None and demand > supply:
             # The counting bound: exclusive devices the gang needs, against the domain's free ones.
-            attempts.append(DomainAttempt(domain, 0, None, f"the gang needs {demand} devices, {supply} are free"))
+            attempts.append(DomainAttempt(domain, 0, None, f"the gang needs {demand} devices, {supply} are free",
+                                          f"the gang needs {demand} devices, more than are free"))
             continue
         candidates.append((domain, domain_nodes))
     ordered: dict[str | None, list[NodeView]] = {}  # a domain's nodes sorted when it is first tried

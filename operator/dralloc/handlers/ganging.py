@@ -370,7 +370,7 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
                                        f"{outcome.steps} allocator calls", "budget-exhausted", outcome.steps,
                          held, any_placed)
     if isinstance(outcome, gangs.GangUnfit):
-        return NotPlaced(key, pending, f"PodGroup {ref}: {outcome.message(len(gang))}", "unfit", outcome.steps,
+        return NotPlaced(key, pending, f"PodGroup {ref}: {outcome.message(len(gang), usage=placer.usage_in_reasons)}", "unfit", outcome.steps,
                          held, any_placed)
     decided = [Member(pod, item, placement.Placement(assignment.node, assignment.results))
                for pod, item, assignment in zip(pending, items, outcome.assignments, strict=True)]
