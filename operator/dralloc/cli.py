@@ -189,6 +189,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pod-initial-backoff", type=float, default=1.0, metavar="SECONDS",
                    help="a pod's backoff after its first failed attempt, doubling per attempt "
                    "(kube-scheduler's podInitialBackoffSeconds; default 1)")
+    p.add_argument("--cel-cache-results", type=int, default=1 << 21, metavar="N",
+                   help="CEL selector results (one per expression and device) memoized at most, about 40 bytes "
+                   "each; the least recently used expressions go first (default 2097152)")
     p.add_argument("--pod-max-backoff", type=float, default=10.0, metavar="SECONDS",
                    help="the longest backoff (kube-scheduler's podMaxBackoffSeconds; default 10)")
     p.add_argument("--metrics-port", type=int, default=None,
@@ -251,7 +254,8 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
         scheduling=SchedulingSettings(scheduler_name=args.scheduler_name, gate=args.gate,
                                       namespaces=tuple(args.namespaces), features=features, budget=args.budget,
                                       gang_budget=args.gang_budget, decision_cpu_budget=args.decision_cpu_budget,
-                                      backoff_initial=args.pod_initial_backoff, backoff_max=args.pod_max_backoff),
+                                      backoff_initial=args.pod_initial_backoff, backoff_max=args.pod_max_backoff,
+                                      cel_cache_results=args.cel_cache_results),
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
         coexistence=CoexistenceSettings(claim_lifecycle=args.claim_lifecycle, taint_eviction=args.taint_eviction,
@@ -336,7 +340,8 @@ def _run_operator(args: argparse.Namespace) -> int:
 def scheduling_problems(args: argparse.Namespace) -> list[str]:
     """What is wrong with `dralloc run`'s budget and backoff flags, each naming the flag."""
     problems = []
-    for flag, value in (("--budget", args.budget), ("--gang-budget", args.gang_budget)):
+    for flag, value in (("--budget", args.budget), ("--gang-budget", args.gang_budget),
+                        ("--cel-cache-results", args.cel_cache_results)):
         if value < 1:
             problems.append(f"{flag}: {value} must be at least 1")
     for flag, seconds in (("--decision-cpu-budget", args.decision_cpu_budget),

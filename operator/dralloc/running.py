@@ -249,6 +249,9 @@ class OperatorThread:
 
 
 def run(settings: Settings) -> int:
+    from dralloc.allocation import selectors
+
+    selectors.set_cache_limit(selectors.CACHE_EXPRESSIONS, settings.scheduling.cel_cache_results)
     runtime = Runtime(settings)
     configure_logging(settings, runtime.identity)
     try:

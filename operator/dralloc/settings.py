@@ -34,6 +34,7 @@ class SchedulingSettings(_Settings):
     backoff_initial: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
     backoff_max: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
     max_unschedulable_seconds: float = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
+    cel_cache_results: int = 1 << 21  # CEL selector results memoized at most (allocation/selectors.py)
     resync_seconds: float = 300.0
 
 

@@ -115,3 +115,10 @@ def test_bad_budget_and_backoff_flags_are_refused(argv: list[str], said: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "--kubernetes-version", "1.37", *argv]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_the_cel_cache_flag_reaches_the_settings_and_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _settings("--cel-cache-results", "5000").scheduling.cel_cache_results == 5000
+    assert _settings().scheduling.cel_cache_results == 1 << 21
+    assert cli.main(["run", "--kubernetes-version", "1.37", "--cel-cache-results", "0"]) == 2
+    assert "--cel-cache-results: 0 must be at least 1" in capsys.readouterr().err
