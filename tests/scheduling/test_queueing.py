@@ -180,3 +180,30 @@ class TestFairness:
         queue.add("b", ("ns", "b"))
         assert queue.keep_only(["b"]) == 1
         assert "a" not in queue and len(queue) == 1
+
+
+_KEYS = st.sampled_from([("ns", "a"), ("ns", "b"), ("other", "a")])
+_WANTS = st.builds(lambda pod, claims, classes, templates, group: Wants(
+    pod=pod, claims=frozenset(claims), classes=frozenset(classes), templates=frozenset(templates), pod_group=group),
+    _KEYS, st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.none() | _KEYS)
+_CHANGES = st.builds(lambda any_pod, claims, classes, templates, groups, pods: Change(
+    any_pod, frozenset(claims), frozenset(classes), frozenset(templates), frozenset(groups), frozenset(pods)),
+    st.booleans(), st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.sets(_KEYS),
+    st.sets(_KEYS))
+
+
+@given(st.lists(_WANTS, max_size=8), st.lists(_CHANGES, max_size=4))
+def test_a_change_moves_exactly_the_parked_pods_it_may_make_fit(parked: list[Wants], changes: list[Change]) -> None:
+    """The index `note` looks changes up in wakes what `Wants.woken_by` says, and nothing else."""
+    queue = _queue()
+    for i, wants in enumerate(parked):
+        queue.add(f"u{i}", ("ns", f"p{i}"))
+        queue.unschedulable(f"u{i}", now=0.0, wants=wants)
+    still = dict(enumerate(parked))
+    for change in changes:
+        expected = {i for i, wants in still.items() if wants.woken_by(change)}
+        assert queue.note(change) == len(expected)
+        for i in expected:
+            assert queue.entries[f"u{i}"].place is Place.BACKOFF
+            del still[i]
+        assert all(queue.entries[f"u{i}"].place is Place.UNSCHEDULABLE for i in still)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -46,6 +46,14 @@ class Change:
     pod_groups: frozenset[Key] = frozenset()
     pods: frozenset[Key] = frozenset()  # the pod's own object changed (its claim statuses, gates)
 
+    def keys(self) -> Iterator[tuple[str, object]]:
+        """What changed, each as (what, which), as `Wants.keys` names it."""
+        yield from (("pod", k) for k in self.pods)
+        yield from (("claim", k) for k in self.claims)
+        yield from (("class", c) for c in self.classes)
+        yield from (("template", t) for t in self.templates)
+        yield from (("group", g) for g in self.pod_groups)
+
 
 EVERYTHING = Change(any_pod=True)
 
@@ -59,6 +67,15 @@ class Wants:
     classes: frozenset[str] = frozenset()
     templates: frozenset[Key] = frozenset()
     pod_group: Key | None = None
+
+    def keys(self) -> Iterator[tuple[str, object]]:
+        """What the pod waits on, each as (what, which): the index `PodQueue.note` looks changes up in."""
+        yield "pod", self.pod
+        yield from (("claim", k) for k in self.claims)
+        yield from (("class", c) for c in self.classes)
+        yield from (("template", t) for t in self.templates)
+        if self.pod_group is not None:
+            yield "group", self.pod_group
 
     def woken_by(self, change: Change) -> bool:
         return (change.any_pod or self.pod in change.pods or not self.claims.isdisjoint(change.claims)
@@ -98,6 +115,10 @@ class PodQueue:
         self.max_unschedulable = max_unschedulable
         self.entries: dict[str, Entry] = {}
         self._first_namespace = ""  # the namespace served first by the last `order`
+        # The unschedulable pods, and by what they wait on: a change touching one object looks its
+        # pods up instead of asking every parked pod (a tenant's thousands, on every watch event).
+        self._parked: dict[str, Entry] = {}
+        self._waiting_on: dict[tuple[str, object], set[str]] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -118,15 +139,37 @@ class PodQueue:
 
     def remove(self, uid: str) -> None:
         """Placed, deleted, or no longer ours: everything about it goes."""
-        self.entries.pop(uid, None)
+        entry = self.entries.pop(uid, None)
+        if entry is not None:
+            self._unpark(entry)
 
     def keep_only(self, uids: Iterable[str]) -> int:
         """Drop every pod not in `uids` (the pending pods we own now); how many went."""
         keep = set(uids)
         gone = [uid for uid in self.entries if uid not in keep]
         for uid in gone:
-            del self.entries[uid]
+            self.remove(uid)
         return len(gone)
+
+    def _park(self, entry: Entry, wants: Wants, now: float) -> None:
+        self._unpark(entry)
+        entry.place, entry.parked_at, entry.wants = Place.UNSCHEDULABLE, now, wants
+        self._parked[entry.uid] = entry
+        for key in wants.keys():
+            self._waiting_on.setdefault(key, set()).add(entry.uid)
+
+    def _unpark(self, entry: Entry, place: Place | None = None) -> None:
+        """Out of the unschedulable place (into `place`, when given), and out of the index."""
+        if self._parked.pop(entry.uid, None) is not None and entry.wants is not None:
+            for key in entry.wants.keys():
+                waiting = self._waiting_on.get(key)
+                if waiting is not None:
+                    waiting.discard(entry.uid)
+                    if not waiting:
+                        del self._waiting_on[key]
+        entry.wants = None
+        if place is not None:
+            entry.place = place
 
     # ---- outcomes of an attempt -------------------------------------------------------------
 
@@ -138,27 +181,28 @@ class PodQueue:
     def unschedulable(self, uid: str, now: float, wants: Wants) -> float:
         """Tried and found not to fit: parked until a change it wants (or the periodic flush). Its backoff."""
         entry = self._attempted(uid, now)
-        entry.place, entry.parked_at, entry.wants = Place.UNSCHEDULABLE, now, wants
+        self._park(entry, wants, now)
         return self.backoff_of(entry)
 
     def back_off(self, uid: str, now: float) -> float:
         """Tried and failed for a reason a change does not fix (an error, a failed write): retried
         when its backoff is over. The backoff."""
         entry = self._attempted(uid, now)
-        entry.place, entry.wants = Place.BACKOFF, None
+        self._unpark(entry, Place.BACKOFF)
         return self.backoff_of(entry)
 
     def succeeded(self, uid: str) -> None:
         """Placed: its attempts are forgotten (it leaves the queue when it is no longer pending)."""
         entry = self.entries.get(uid)
         if entry is not None:
-            entry.place, entry.attempts, entry.last_attempt, entry.wants = Place.ACTIVE, 0, None, None
+            self._unpark(entry, Place.ACTIVE)
+            entry.attempts, entry.last_attempt = 0, None
 
     def activate(self, uid: str) -> None:
         """Try it on the next pass, whatever its backoff (its own state changed: not a retry)."""
         entry = self.entries.get(uid)
         if entry is not None:
-            entry.place, entry.wants = Place.ACTIVE, None
+            self._unpark(entry, Place.ACTIVE)
 
     def _attempted(self, uid: str, now: float) -> Entry:
         entry = self.entries.get(uid)
@@ -173,21 +217,20 @@ class PodQueue:
     def note(self, change: Change) -> int:
         """A cluster change: every parked pod it may make fit moves to backoff (ready once its backoff
         is over). How many moved."""
-        moved = 0
-        for entry in self.entries.values():
-            if entry.place is Place.UNSCHEDULABLE and entry.wants is not None and entry.wants.woken_by(change):
-                entry.place, entry.wants = Place.BACKOFF, None
-                moved += 1
-        return moved
+        if change.any_pod:
+            woken = list(self._parked)
+        else:
+            woken = sorted({uid for key in change.keys() for uid in self._waiting_on.get(key, ())})
+        for uid in woken:
+            self._unpark(self._parked[uid], Place.BACKOFF)
+        return len(woken)
 
     def flush(self, now: float) -> int:
         """Pods parked longer than `max_unschedulable` get another try (kube-scheduler's periodic flush)."""
-        moved = 0
-        for entry in self.entries.values():
-            if entry.place is Place.UNSCHEDULABLE and now - entry.parked_at >= self.max_unschedulable:
-                entry.place, entry.wants = Place.BACKOFF, None
-                moved += 1
-        return moved
+        due = [entry for entry in self._parked.values() if now - entry.parked_at >= self.max_unschedulable]
+        for entry in due:
+            self._unpark(entry, Place.BACKOFF)
+        return len(due)
 
     # ---- reading ----------------------------------------------------------------------------
 
