@@ -80,15 +80,10 @@ class Decider:
         """`decide()` in the worker thread; the loop stays free while it runs. `after(value)` runs next in
         the same thread, outside the budget: what must not be cut in the middle (recording the decision
         in the placer). Exceptions other than an interruption propagate (the caller reports them)."""
-        self._stopping.clear()
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._pool(), self._timed, decide, after)
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            # The loop is stopping: the decision ends at its next checkpoint; nobody waits for it.
-            self._stopping.set()
-            raise
+        (answer,) = await self.run_each([decide], after)
+        if isinstance(answer, Failed):
+            raise answer.error
+        return answer
 
     async def run_each(self, decisions: Sequence[Callable[[], T]], after: Callable[[T], None] | None = None, *,
                        slice_cpu: float = 0.05) -> list[Decided[T] | TooCostly | Failed]:

@@ -79,6 +79,7 @@ class Recorder:
             await writing.merge_patch(session, resources.EVENTS, seen.name, patch, seen.namespace)
         except kube_errors.TransportError:
             raise
-        except kube_errors.KubeError as exc:  # the Event expired or was deleted: the next one starts afresh
+        except kube_errors.KubeError as exc:
             logger.debug("event %s/%s: cannot update its series: %s", seen.namespace, seen.name, exc)
-            seen.last_seen = float("-inf")
+            if not kube_errors.outcome_unknown(exc):  # expired or deleted: the next one starts afresh
+                seen.last_seen = float("-inf")
