@@ -81,6 +81,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import yaml
+from scale_operator import proc_status  # bench/scale_operator.py: /proc/PID/status fields in MiB
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DRIVER = "gpu.example.com"
@@ -183,17 +184,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def proc_mib(pid: int, field: str) -> float:
-    """A /proc/PID/status field (VmRSS, VmHWM) in MiB; 0 when the process is gone."""
-    try:
-        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -337,7 +327,7 @@ class Operator:
         return self.process.pid
 
     def rss(self) -> float:
-        return proc_mib(self.pid, "VmRSS")
+        return proc_status(self.pid, "VmRSS")
 
     def cpu(self) -> float:
         return cpu_seconds(self.pid)
@@ -655,7 +645,7 @@ def churn(api: Api, noisy: PodWatch, operator: Operator, total: int, size: int, 
     rss_end = operator.rss()
     result.extras["RSS after warm-up"] = f"{rss_start:.0f} MiB"
     result.extras["RSS at end"] = f"{rss_end:.0f} MiB ({rss_end / rss_start:.2f}x)" if rss_start else "-"
-    result.extras["peak"] = f"{proc_mib(operator.pid, 'VmHWM'):.0f} MiB"
+    result.extras["peak"] = f"{proc_status(operator.pid, 'VmHWM'):.0f} MiB"
     result.setup = (f"warm-up {size} + {total} pods with unique selectors in {len(rounds) - 1} rounds, "
                     f"{time.monotonic() - began:.0f} s" + (f"; {slow} waits hit the {settle:.0f} s cap" if slow else ""))
     result.notes.append("RSS (MiB) after each round: " + " ".join(series))
