@@ -309,7 +309,7 @@ def _run_operator(args: argparse.Namespace) -> int:
     import os
 
     from dralloc import running
-    from dralloc.handlers import coexisting
+    from dralloc.handlers import duties
     from dralloc.state.leadership import Timing
 
     if args.kubernetes_version == "auto":
@@ -322,7 +322,7 @@ def _run_operator(args: argparse.Namespace) -> int:
     problems = Timing(election.lease_duration, election.renew_deadline, election.retry_period).problems() \
         if election.enabled else []
     try:
-        coexisting.choices(settings.coexistence, os.environ)  # $DRALLOC_CLAIM_LIFECYCLE, $DRALLOC_TAINT_EVICTION
+        duties.choices(settings.coexistence, os.environ)  # $DRALLOC_CLAIM_LIFECYCLE, $DRALLOC_TAINT_EVICTION
     except ValueError as exc:
         problems.append(str(exc))
     lease = settings.coexistence.controller_manager_lease

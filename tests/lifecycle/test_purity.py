@@ -1,7 +1,7 @@
 """The lifecycle package stays pure: it imports only dralloc.model and a few standard modules.
 
 Read from the source (AST), so a forbidden import fails here even on a code path no
-other test runs. Complements the import-linter contract in CI.
+other test runs. The layering of all packages is checked by tests/architecture/test_import_layers.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who does the claim lifecycle and taint eviction (state/coexistence.py, handlers/coexisting.py):
+"""Who does the claim lifecycle and taint eviction (state/coexistence.py, handlers/duties.py):
 dralloc, or kube-controller-manager while its leader Lease shows it runs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dralloc import cli
 from dralloc.allocation.features import Features, parse_gates
-from dralloc.handlers.coexisting import Coexistence, choices
+from dralloc.handlers.duties import Coexistence, choices
 from dralloc.settings import CoexistenceSettings
 from dralloc.state.coexistence import CHOICES, DUTIES, ControllerManagerLease, Record, owners
 

@@ -1,4 +1,7 @@
-"""Wall-clock time for the handlers (the pure packages get it as an argument)."""
+"""Wall-clock time for the handlers (the pure packages get it as an argument).
+
+The lowest layer of handlers/: imports nothing of dralloc.
+"""
 
 from __future__ import annotations
 

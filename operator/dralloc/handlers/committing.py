@@ -1,9 +1,24 @@
-"""Writing a placement: claim allocations, reservations, then the bind (or the gate's removal).
+"""The API writes of a placement and their settlement: the one module that writes claims and binds.
+
+Its public face, used by the decision passes (scheduling, ganging, completing), the gang
+binds' record (intents) and the claim lifecycle:
+
+- the ledger: `reserve` a decision's devices before any write, `release_unsent` what was
+  never sent or was refused for certain;
+- reads: `read_back` (GET into the view; `Unknown` when it cannot be read), `into_view`;
+- claim writes: `protect` (the delete-protection finalizer), `allocate` (allocation +
+  reservedFor), `reserve_shared` (a pod added to an allocated claim), `write_claim_status`,
+  `give_back` (reservations removed, allocations nobody holds any more deallocated);
+- pod writes: `write_node_allocatable`, `bind`, `pin_and_ungate`, `bind_or_ungate`;
+- a single pod's whole placement: `commit` (every write in order, then `placed`), and
+  `backoff` for a pod whose write failed;
+- `resolve_unknown`: settle the ledger entries whose write outcome is still unknown.
 
 Every write carries a precondition (the claim's or pod's resourceVersion), and every
 failure is one of two kinds (`kube.errors.outcome_unknown`):
 
-- **refused** (4xx, or not sent): nothing was written. The pod's remaining ledger
+- **refused** (4xx, or not sent): nothing was written (`Refused`; `Rejected` when the server
+  refused it as invalid or forbidden, which the pod is told). The pod's remaining ledger
   entries are released and it backs off; claims already written for it are finished
   or rolled back by the next pass (see scheduling.py).
 - **unknown** (5xx, timeout, reset): the write may have happened — kube-apiserver
@@ -14,17 +29,20 @@ failure is one of two kinds (`kube.errors.outcome_unknown`):
   the write was conditioned on, the same write is sent again — either it applies
   now, or it meets a 409 because the first one did apply after all, and a read says
   which. When even the read fails, the claim's ledger entry stays `unknown` (its
-  devices held back) until `resolve_unknown` or the watch settles it.
+  devices held back) until `resolve_unknown` or the watch settles it (`Unknown`).
 
 A bind answered with 409 or an unknown outcome is read back the same way: a pod
 bound to our node was bound by us. After a successful bind the pod is remembered as
 bound until the watch shows it, so no later pass binds it again.
+
+Imports only the runtime and `clock` of handlers/, the kube client and the pure packages.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from dralloc import metrics
@@ -117,7 +135,9 @@ def _rv(raw: Raw) -> str:
     return str((raw.get("metadata") or {}).get("resourceVersion") or "")
 
 
-async def _write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
+async def write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
+    """One status write of the claim, conditioned on the version the view has; the answer joins the
+    view. Raises KubeError as the server answered (Refused when the claim is gone from the view)."""
     stored = await writing.replace_claim_status(rt.require_session(), _claim_raw(rt, claim), status)
     into_view(rt, "ResourceClaim", stored)
 
@@ -135,7 +155,7 @@ def _results(allocation: Raw | None) -> list[tuple[Any, ...]]:
                   for r in results)
 
 
-async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: model_claims.AllocationResult,
+async def allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: model_claims.AllocationResult,
                     me: Raw) -> None:
     """Write allocation + reservedFor of one claim; returns once it is known to be written.
 
@@ -156,7 +176,7 @@ async def _allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: 
         sent = _rv(raw)
         rt.ledger.sending(uid, sent)
         try:
-            await _write_claim_status(rt, claim, status)
+            await write_claim_status(rt, claim, status)
             logger.info("claim=%s/%s: allocated (%s) and reserved for pod %s", namespace, name,
                         ", ".join(f"{r[0]}={r[2]}/{r[3]}" for r in _results(wanted)), me["name"])
             return
@@ -191,7 +211,7 @@ async def _read_back_claim_after(rt: Runtime, claim: model_claims.ResourceClaim,
         raise Refused(f"ResourceClaim {claim.ref()} is gone") from exc
 
 
-async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Raw) -> None:
+async def reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Raw) -> None:
     """Add the pod to an allocated claim's reservedFor (a claim shared with other pods)."""
     namespace, name = claim.metadata.namespace or "", claim.metadata.name
     for _ in range(RESENDS + 1):
@@ -204,7 +224,7 @@ async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Ra
             raise Refused(f"ResourceClaim {claim.ref()} was deallocated meanwhile")
         status["reservedFor"] = [*reserved, me]
         try:
-            await _write_claim_status(rt, claim, status)
+            await write_claim_status(rt, claim, status)
             logger.info("claim=%s/%s: reserved for pod %s", namespace, name, me["name"])
             return
         except kube_errors.KubeError as exc:
@@ -212,7 +232,7 @@ async def _reserve_shared(rt: Runtime, claim: model_claims.ResourceClaim, me: Ra
     raise Unknown(f"ResourceClaim {claim.ref()}: the reservation write kept failing with an unknown outcome")
 
 
-async def _protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
+async def protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
     """Add the delete-protection finalizer before the allocation is written (as kube-scheduler does)."""
     namespace, name = claim.metadata.namespace or "", claim.metadata.name
     for _ in range(RESENDS + 1):
@@ -244,7 +264,7 @@ def _bound_to(raw: Raw | None, uid: str) -> str | None:
     return (raw.get("spec") or {}).get("nodeName") or None
 
 
-async def _write_node_allocatable(rt: Runtime, pod: pods.Pod, statuses: tuple[Raw, ...]) -> None:
+async def write_node_allocatable(rt: Runtime, pod: pods.Pod, statuses: tuple[Raw, ...]) -> None:
     """DRANodeAllocatableResources: the pod's status.nodeAllocatableResourceClaimStatuses before
     the bind, as kube-scheduler's PreBind writes them (the kubelet sizes cgroups from them)."""
     namespace, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid or ""
@@ -269,7 +289,9 @@ async def _write_node_allocatable(rt: Runtime, pod: pods.Pod, statuses: tuple[Ra
                   "with an unknown outcome")
 
 
-async def _bind(rt: Runtime, pod: pods.Pod, node: str) -> None:
+async def bind(rt: Runtime, pod: pods.Pod, node: str) -> None:
+    """Bind the pod to the node (scheduler mode); a 409 or an unknown outcome is read back: bound to this
+    node is done, bound elsewhere or gone is Refused."""
     namespace, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid or ""
     for _ in range(RESENDS + 1):
         try:
@@ -303,7 +325,7 @@ def _ungated_on(raw: Raw | None, uid: str, gate: str, hostname: str) -> bool:
             and (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") == hostname)
 
 
-async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
+async def pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
     """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch)."""
     namespace, name, uid = pod.metadata.namespace or "", pod.metadata.name, pod.metadata.uid or ""
     gate = rt.settings.scheduling.gate
@@ -341,26 +363,37 @@ async def _pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
     raise Unknown(f"pod {namespace}/{name}: ungating kept failing with an unknown outcome")
 
 
+async def bind_or_ungate(rt: Runtime, pod: pods.Pod, node: str) -> None:
+    """The last write of a placement whose claims are all written: bind the pod (scheduler mode, then
+    remembered as bound until the watch shows it) or pin and ungate it (gate mode). Raises Refused or
+    Unknown. Used for gang members, whose node-allocatable statuses kube-scheduler computes."""
+    if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+        await pin_and_ungate(rt, pod, node)
+    else:
+        await bind(rt, pod, node)
+        rt.memory(pod.metadata.uid or "").bound_to = node
+
+
 async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
     """Write the placement; True when the pod is bound (or ungated) with its claims allocated."""
     me = pod_ref(pod)
     operation = "claim-status"
     try:
         for claim, allocation in zip(item.claims, decision.results, strict=True):
-            await _protect(rt, claim)
-            await _allocate(rt, claim, allocation, me)
+            await protect(rt, claim)
+            await allocate(rt, claim, allocation, me)
         for claim in item.allocated:
-            await _reserve_shared(rt, claim, me)
+            await reserve_shared(rt, claim, me)
         if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
             operation = "pod-patch"
-            await _pin_and_ungate(rt, pod, decision.node)
+            await pin_and_ungate(rt, pod, decision.node)
         else:
             if decision.node_allocatable:
                 # Gate mode leaves this to kube-scheduler, which computes it again when it binds.
                 operation = "pod-status"
-                await _write_node_allocatable(rt, pod, decision.node_allocatable)
+                await write_node_allocatable(rt, pod, decision.node_allocatable)
             operation = "bind"
-            await _bind(rt, pod, decision.node)
+            await bind(rt, pod, decision.node)
             rt.memory(pod.metadata.uid or "").bound_to = decision.node
     except (Refused, Unknown) as exc:
         release_unsent(rt, item)
@@ -398,9 +431,47 @@ async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note
         metrics.observe_placement_latency(clock.age_seconds(created))
 
 
-async def write_claim_status(rt: Runtime, claim: model_claims.ResourceClaim, status: Raw) -> None:
-    """A plain status write (rolling back a reservation); KubeError as the server answered."""
-    await _write_claim_status(rt, claim, status)
+async def give_back(rt: Runtime, held: Sequence[tuple[model_claims.ResourceClaim, str]]) -> int:
+    """Give back reservations: each (claim, consumer uid) has the consumer's reservation removed, and the
+    allocation with it when nobody else holds the claim, last first (a gang's writes undone, an earlier
+    attempt's reservations that no longer fit). Each write is conditioned on the claim's version; a
+    conflict or an unknown outcome reads the claim back and looks again. The number of claims known to
+    be given back (a claim gone, or no longer reserved for the consumer, counts)."""
+    undone = 0
+    for claim, consumer in reversed(held):
+        namespace, name = claim.metadata.namespace or "", claim.metadata.name
+        for _ in range(RESENDS + 1):
+            raw = rt.cluster.claims.raw(namespace, name)
+            if raw is None or (raw.get("metadata") or {}).get("uid") != claim.metadata.uid:
+                undone += 1
+                break
+            status = dict(raw.get("status") or {})
+            reserved = list(status.get("reservedFor") or [])
+            if not any(r.get("uid") == consumer for r in reserved):
+                undone += 1  # not written after all (or already undone)
+                break
+            keep = [r for r in reserved if r.get("uid") != consumer]
+            if keep:
+                status["reservedFor"] = keep
+            else:
+                for field in ("reservedFor", "allocation", "devices"):
+                    status.pop(field, None)
+            try:
+                await write_claim_status(rt, claim, status)
+                logger.info("claim=%s/%s: reservation for %s rolled back", namespace, name, consumer)
+                undone += 1
+                break
+            except kube_errors.KubeError as exc:
+                if not (kube_errors.outcome_unknown(exc) or isinstance(exc, kube_errors.ConflictError)):
+                    logger.warning("claim=%s/%s: rolling back failed: %s", namespace, name, exc)
+                    break
+                try:
+                    await read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS,
+                                               namespace, name)
+                except Unknown as unknown:
+                    logger.warning("claim=%s/%s: rolling back: %s", namespace, name, unknown)
+                    break
+    return undone
 
 
 async def resolve_unknown(rt: Runtime) -> None:

@@ -1,18 +1,14 @@
-"""A gang's binds made restart-safe: the intent recorded before the first bind, completed after a crash.
+"""A gang's recorded binds completed: after a crash, a restart or a bind of unknown outcome.
 
 `ganging.commit` writes every claim of a gang, then binds (or ungates) every member. The
 claims alone are not enough of a record for the binds: after a crash with some members
 bound, the others still hold their claims, and deciding them again may find their node no
 longer fits (a taint, another pod's cpu), which would leave the gang partly bound for good.
 So, once every claim is written and before the first bind, the decision is recorded on the
-PodGroup: a condition of type `dralloc.io/GangBinds` in its **status** lists every member (pod
-name, uid) with its node. After every member is bound it is removed. The record lives in the
-status because tenants, who may create and edit their PodGroups, have no right to write their
-status subresource (the `podgroups/status` permission is the scheduler's): a record a tenant
-wrote into the object itself (an annotation, as dralloc used to keep it) is never read.
+PodGroup's status (handlers/intents.py), and removed after every member is bound.
 
-A pass that meets a PodGroup carrying the record (after a restart, or after a bind of
-unknown outcome) does not decide the gang again; it completes the recorded binds (`complete`):
+A pass that meets a PodGroup carrying the record does not decide the gang again; it checks
+(`check`, no await) and completes (`complete`) the recorded binds:
 
 - a member bound already, or gone (deleted, replaced by a pod of another uid, finished),
   needs nothing;
@@ -38,138 +34,26 @@ written (nothing can fail for lack of devices afterwards), and after a crash it 
 binds rather than re-deciding them; only a member that can no longer run where it was placed
 is given back and placed anew, while the bound ones keep running (stopping them is the
 workload's business, e.g. its controller or the PodGroup's disruptionMode).
+
+A decision pass beside ganging.py (neither imports the other): calls `items`, `intents` and
+`committing`; handlers/scheduling.py calls it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-from typing import Any
 
-from dralloc.handlers import clock, committing, ganging, scheduling
+from dralloc.handlers import committing, intents, items
+from dralloc.handlers.intents import Bind, Intent
 from dralloc.handlers.runtime import Runtime
-from dralloc.kube import errors as kube_errors
-from dralloc.kube import writing
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
 from dralloc.scheduling import placement
 
 logger = logging.getLogger(__name__)
 
-CONDITION = "dralloc.io/GangBinds"  # the PodGroup status condition that records a gang's binds
-REASON = "BindsRecorded"
-Raw = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class Bind:
-    pod: str  # name, in the PodGroup's namespace
-    uid: str
-    node: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Intent:
-    binds: tuple[Bind, ...]
-
-    def encode(self) -> str:
-        return json.dumps({"members": [{"pod": b.pod, "uid": b.uid, "node": b.node} for b in self.binds]},
-                          separators=(",", ":"))
-
-
-def _conditions(raw: Raw | None) -> list[Raw]:
-    found = ((raw or {}).get("status") or {}).get("conditions") or []
-    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
-
-
-def _recorded(raw: Raw | None) -> str | None:
-    for condition in _conditions(raw):
-        if condition.get("type") == CONDITION and condition.get("status") == "True":
-            return str(condition.get("message") or "")
-    return None
-
-
-def intent_of(rt: Runtime, key: ganging.Key) -> Intent | None:
-    """The PodGroup's recorded binds (its status); None when it has none. A record that does not parse
-    is logged and taken as none: the gang is then decided from what its claims show, as before."""
-    text = _recorded(rt.cluster.pod_groups.raw(*key))
-    if text is None:
-        return None
-    try:
-        members = json.loads(text)["members"]
-        return Intent(tuple(Bind(str(m["pod"]), str(m["uid"]), str(m["node"])) for m in members))
-    except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("podgroup=%s/%s: condition %s does not parse (%s): ignored", *key, CONDITION, exc)
-        return None
-
-
-def intent_for(decided: ganging.Decided) -> Intent:
-    return Intent(tuple(Bind(m.pod.metadata.name, m.pod.metadata.uid or "", m.placement.node)
-                        for m in decided.members))
-
-
-async def _patch(rt: Runtime, key: ganging.Key, value: str | None) -> Raw:
-    """Set (or, with None, remove) the record in the PodGroup's status, keeping every other condition;
-    the write carries the resourceVersion it was made from (a conflict: read again and retry)."""
-    resource = rt.pod_group_resource
-    if resource is None:
-        raise committing.Refused(f"PodGroup {key[0]}/{key[1]}: this cluster no longer serves PodGroups")
-    raw = rt.cluster.pod_groups.raw(*key)
-    for _ in range(committing.RESENDS + 1):
-        if raw is None:
-            raise committing.Refused(f"PodGroup {key[0]}/{key[1]} is gone")
-        meta = raw.get("metadata") or {}
-        conditions = [c for c in _conditions(raw) if c.get("type") != CONDITION]
-        if value is not None:
-            conditions.append({"type": CONDITION, "status": "True", "reason": REASON, "message": value,
-                               "lastTransitionTime": clock.stamp(),
-                               **({"observedGeneration": meta["generation"]} if meta.get("generation") else {})})
-        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": conditions}}
-        try:
-            stored = await writing.merge_patch(rt.require_session(), resource, key[1], patch, key[0] or "default",
-                                               subresource="status")
-        except kube_errors.ConflictError:
-            raw = await committing.read_back(rt, "PodGroup", resource, *key)
-            continue
-        committing.into_view(rt, "PodGroup", stored)
-        return stored
-    raise committing.Unknown(f"PodGroup {key[0]}/{key[1]}: its status kept changing while the gang's binds "
-                             "were recorded")
-
-
-async def record(rt: Runtime, decided: ganging.Decided) -> None:
-    """Write the intent before the first bind. Raises committing.Refused when the PodGroup refused it (or is
-    gone), committing.Unknown when whether it was written cannot be told (no member is bound then)."""
-    key, wanted = decided.key, intent_for(decided).encode()
-    resource = rt.pod_group_resource
-    for _ in range(committing.RESENDS + 1):
-        try:
-            await _patch(rt, key, wanted)
-            return
-        except kube_errors.KubeError as exc:
-            if not kube_errors.outcome_unknown(exc):
-                raise committing.Refused(f"PodGroup {key[0]}/{key[1]}: recording the gang's binds: {exc}") from exc
-            assert resource is not None  # _patch raised Refused otherwise
-            got = await committing.read_back(rt, "PodGroup", resource, *key)
-            if got is None:
-                raise committing.Refused(f"PodGroup {key[0]}/{key[1]} is gone") from exc
-            if _recorded(got) == wanted:
-                return
-    raise committing.Unknown(f"PodGroup {key[0]}/{key[1]}: recording the gang's binds kept failing with an "
-                             "unknown outcome")
-
-
-async def clear(rt: Runtime, key: ganging.Key) -> None:
-    """Remove the intent once nothing of it is left to bind. A failure only leaves it for the next pass,
-    which finds every member bound and removes it then."""
-    if _recorded(rt.cluster.pod_groups.raw(*key)) is None:
-        return
-    try:
-        await _patch(rt, key, None)
-    except (kube_errors.KubeError, committing.Refused, committing.Unknown) as exc:
-        logger.warning("podgroup=%s/%s: cannot remove condition %s (%s); removed on a later pass", *key,
-                       CONDITION, exc)
+Key = tuple[str, str]  # the PodGroup: (namespace, name)
 
 
 def _done(rt: Runtime, pod: pods.Pod) -> bool:
@@ -191,7 +75,7 @@ def _why_not(rt: Runtime, placer: placement.Placer, pod: pods.Pod, bind: Bind, g
     index = placer.index.get(bind.node)
     if rt.cluster.nodes.get("", bind.node) is None or index is None:
         return f"node {bind.node} is gone"
-    item = scheduling._item_for(rt, pod)
+    item = items.item_for(rt, pod)
     if item is None:
         return "its claims are not all there (or a write of them is not observed yet)"
     if isinstance(item, str):
@@ -209,7 +93,7 @@ def _why_not(rt: Runtime, placer: placement.Placer, pod: pods.Pod, bind: Bind, g
     return None
 
 
-def _domain(rt: Runtime, key: ganging.Key, intent: Intent) -> tuple[str, str] | None:
+def _domain(rt: Runtime, key: Key, intent: Intent) -> tuple[str, str] | None:
     """The gang's topology domain: its key and the value of the first member's node that has one."""
     group = rt.cluster.pod_groups.get(*key)
     topology = group.spec.topology_key() if group is not None else None
@@ -242,7 +126,7 @@ class Checked:
     todo: tuple[tuple[Bind, pods.Pod, str | None], ...]
 
 
-def check(rt: Runtime, placer: placement.Placer, key: ganging.Key, intent: Intent) -> Checked:
+def check(rt: Runtime, placer: placement.Placer, key: Key, intent: Intent) -> Checked:
     """Which recorded members are left to bind, and whether each still fits where it was recorded
     (`placer`'s node fit, the gang's topology domain). No await: the pass goes on with the placer."""
     namespace = key[0]
@@ -260,7 +144,7 @@ def check(rt: Runtime, placer: placement.Placer, key: ganging.Key, intent: Inten
     return Checked(intent, tuple(todo))
 
 
-async def complete(rt: Runtime, key: ganging.Key, checked: Checked) -> int:
+async def complete(rt: Runtime, key: Key, checked: Checked) -> int:
     """Bind the members `check` found completable; give back what cannot be completed; remove the intent
     when nothing is left open. The number of members bound now."""
     namespace, intent = key[0], checked.intent
@@ -268,12 +152,9 @@ async def complete(rt: Runtime, key: ganging.Key, checked: Checked) -> int:
     for bind, pod, why in checked.todo:
         ref = f"{namespace or 'default'}/{bind.pod}"
         if why is None:
-            item = scheduling._item_for(rt, pod)
-            assert not isinstance(item, str) and item is not None  # _why_not said it is whole
-            # Every claim is allocated already (item.claims is empty): nothing to write but the bind.
-            member = ganging.Member(pod, item, placement.Placement(bind.node, ()))
+            # `check` found every claim allocated and reserved for it: nothing to write but the bind.
             try:
-                await ganging.bind_member(rt, member)
+                await committing.bind_or_ungate(rt, pod, bind.node)
             except committing.Unknown as exc:
                 still_open = True  # looked at again on a later pass
                 committing.backoff(rt, pod, "bind", exc)
@@ -284,17 +165,17 @@ async def complete(rt: Runtime, key: ganging.Key, checked: Checked) -> int:
                 bound += 1
                 logger.info("gang %s/%s: pod=%s bound to node %s, completing the recorded binds", *key, ref,
                             bind.node)
-                await committing.placed(rt, pod, member.placement,
+                await committing.placed(rt, pod, placement.Placement(bind.node, ()),
                                         f" (gang of {len(intent.binds)}, PodGroup {key[1]}, completed)")
                 continue
         held = _reservations(rt, namespace, bind.uid)
-        undone = await ganging._roll_back(rt, held)
+        undone = await committing.give_back(rt, held)
         logger.warning("gang %s/%s: pod=%s cannot be bound to node %s as recorded (%s); gave back %d of %d "
                        "reservation(s): it is placed again", *key, ref, bind.node, why, undone, len(held))
         if undone < len(held):
             still_open = True
             committing.backoff(rt, pod, "claim-status", RuntimeError("giving back reservations failed"))
     if not still_open:
-        await clear(rt, key)
+        await intents.clear(rt, key)
     return bound
 

@@ -18,6 +18,9 @@ in flight at its next checkpoint too.
 
 Only deciding runs here. Reading the cluster view (building items), recording decisions in
 the ledger and every API write stay on the loop, which owns that state.
+
+The lowest layer of handlers/: imports only `allocation.interruption`; the runtime owns
+the one `Decider`, the decision passes (scheduling, ganging) hand it their work.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ and when the next scheduled eviction or rate-limit slot is due):
 
 Evicted-pod counts per rule are this process's memory: after a restart they count
 again from zero (the pending count is always recomputed from the cluster).
+
+A loop of the top layers: calls the runtime, `clock` and `looping`; the pure decisions are
+`dralloc.lifecycle.eviction`'s.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 A loop that meets an error on one object (a bug of ours, an object of a shape we did
 not foresee) reports it on that object once per distinct message, retries it with
 exponential backoff, and goes on with the others. Keys are `(kind, (namespace, name))`.
+
+The lowest layer of handlers/: plain data, imports nothing of dralloc; the claim lifecycle
+and the health loop keep one each.
 """
 
 from __future__ import annotations

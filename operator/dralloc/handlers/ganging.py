@@ -44,9 +44,9 @@ crash, a restart, or an unknown outcome) either fits the gang around what is wri
 the rest is written and every member is bound: completed — or does not fit, and then, as
 long as no member is bound yet, every such reservation is given back: rolled back.
 The binds themselves cannot be undone, so before the first one the decision is recorded on
-the PodGroup (its status condition `dralloc.io/GangBinds`, `handlers/completing.py`); a pass that
+the PodGroup (its status condition `dralloc.io/GangBinds`, handlers/intents.py); a pass that
 finds it completes the recorded binds instead of deciding the gang again, and gives back
-what cannot be completed any more.
+what cannot be completed any more (handlers/completing.py).
 
 A gang that does not fit: each member's `PodScheduled=False` (reason `Unschedulable`)
 carries `GangUnfit.message`, and a Warning Event `GangUnfit` on the PodGroup says the same
@@ -70,6 +70,10 @@ from (the Placer's node fit).
 
 Not supported yet: a claim that several members list without the PodGroup listing it, not
 allocated yet; such a gang is reported unschedulable with that reason.
+
+A decision pass: calls `items` (each member's claims), `committing` (the writes and their
+settlement), `intents` (the binds' record) and `reporting` (what members and the PodGroup
+are told); handlers/scheduling.py calls it at a gang's first ready member.
 """
 
 from __future__ import annotations
@@ -83,10 +87,9 @@ from typing import Any
 from dralloc import metrics
 from dralloc.allocation import gangs, nodeaffinity
 from dralloc.allocation.pools import NodeView
-from dralloc.handlers import committing, completing, scheduling
+from dralloc.handlers import committing, intents, items, reporting
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
-from dralloc.kube import resources
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
@@ -138,7 +141,7 @@ def index_members(rt: Runtime) -> dict[Key, Members]:
         members = found.setdefault((key[0], name), Members())
         memory = rt.pods.get(pod.metadata.uid or "")
         bound_to = memory.bound_to if memory is not None else None
-        if scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate) and bound_to is None:
+        if items.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate) and bound_to is None:
             members.pending.append(pod)
             continue
         node = pod.spec.node_name or bound_to
@@ -273,23 +276,23 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
     if present < min_count:
         return NotPlaced(key, pending, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
                                        f"pods (minCount) exist", "waiting", None, held, any_placed)
-    items: list[placement.Item] = []
+    member_items: list[placement.Item] = []
     for pod in pending:
         try:
-            item = scheduling._item_for(rt, pod)
+            item = items.item_for(rt, pod)
         except Exception as exc:
             raise MemberError(pod, exc) from exc
         if item is None:
             return None
         if isinstance(item, str):
             return NotPlaced(key, pending, f"PodGroup {ref}: member {_ref(pod)} cannot be placed: {item}", "unfit")
-        items.append(item)
+        member_items.append(item)
     # The PodGroup's own claims (spec.resourceClaims, listed by the members under the same entry: by
     # resourceClaimName, or generated from its template and named in the PodGroup's status): allocated
     # once, with the first member that lists it, and reserved for the PodGroup.
     generated = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
     group_claims: set[str] = set()
-    for index, (pod, item) in enumerate(zip(pending, items, strict=True)):
+    for index, (pod, item) in enumerate(zip(pending, member_items, strict=True)):
         mine = set()
         for entry in pod.spec.resource_claims:
             shared = templates.group_entry_for(entry, group)
@@ -306,9 +309,9 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
                 group_claims.add(uid)
                 keep.append(claim)  # the first member listing it allocates it
         group_claims.update(c.metadata.uid or "" for c in item.allocated if c.metadata.name in mine)
-        items[index] = dataclasses.replace(item, claims=tuple(keep))
+        member_items[index] = dataclasses.replace(item, claims=tuple(keep))
     first_user: dict[str, str] = {}
-    for pod, item in zip(pending, items, strict=True):
+    for pod, item in zip(pending, member_items, strict=True):
         for claim in item.claims:
             other = first_user.setdefault(claim.metadata.uid or claim.ref(), _ref(pod))
             if other != _ref(pod):
@@ -324,7 +327,7 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
             if node is not None and node.metadata.labels.get(topology) is not None:
                 domain = node.metadata.labels[topology]
                 break
-    return Prepared(key, ref, pending, tuple(items), frozenset(group_claims), topology, domain, held, any_placed,
+    return Prepared(key, ref, pending, tuple(member_items), frozenset(group_claims), topology, domain, held, any_placed,
                     group.consumer_reference(), rt.settings.scheduling.gang_budget)
 
 
@@ -338,7 +341,7 @@ def too_costly(prepared: Prepared, budget: float) -> NotPlaced:
 
 def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
     """The gang's search against the placer alone (no view, no await): runs in the decider's thread."""
-    key, ref, pending, items = prepared.key, prepared.ref, prepared.pending, prepared.items
+    key, ref, pending, member_items = prepared.key, prepared.ref, prepared.pending, prepared.items
     held, any_placed, group_claims = prepared.held, prepared.any_placed, set(prepared.group_claims)
     topology, domain = prepared.topology, prepared.domain
 
@@ -346,7 +349,7 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
         j = placer.index.get(view.name)
         if j is None or (domain is not None and view.labels.get(topology or "") != domain):
             return False
-        return placer.misfit(items[index], j) is None
+        return placer.misfit(member_items[index], j) is None
 
     requests = [nodefit.pod_requests(pod) for pod in pending]
 
@@ -361,7 +364,7 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
             usage.add(requests[i])
         return True
 
-    gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, items, strict=True)]
+    gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, member_items, strict=True)]
     outcome = gangs.place_gang(placer.snapshot, gang, placer.views, features=placer.features, topology_key=topology,
                                node_allows=allows, node_holds=holds, allocate_budget=placer.budget,
                                budget=prepared.gang_budget)
@@ -373,7 +376,7 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
         return NotPlaced(key, pending, f"PodGroup {ref}: {outcome.message(len(gang), usage=placer.usage_in_reasons)}", "unfit", outcome.steps,
                          held, any_placed)
     decided = [Member(pod, item, placement.Placement(assignment.node, assignment.results))
-               for pod, item, assignment in zip(pending, items, outcome.assignments, strict=True)]
+               for pod, item, assignment in zip(pending, member_items, outcome.assignments, strict=True)]
     unusable = _group_claims_unusable(placer, decided, group_claims)
     if unusable is not None:
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: {unusable}", "unfit", outcome.steps,
@@ -426,21 +429,22 @@ async def commit(rt: Runtime, decided: Decided) -> int:
         for member in decided.members:
             for claim, allocation in zip(member.item.claims, member.placement.results, strict=True):
                 consumer = decided.consumer(member, claim)
-                await committing._protect(rt, claim)
+                await committing.protect(rt, claim)
                 written.append((claim, consumer["uid"]))  # from here on it may be written: rolled back if needed
-                await committing._allocate(rt, claim, allocation, consumer)
+                await committing.allocate(rt, claim, allocation, consumer)
             for claim in member.item.allocated:
                 consumer = decided.consumer(member, claim)
                 if not any(r.uid == consumer["uid"] for r in claim.status.reserved_for):
                     written.append((claim, consumer["uid"]))
-                await committing._reserve_shared(rt, claim, consumer)
+                await committing.reserve_shared(rt, claim, consumer)
         # The binds cannot be undone: record them before the first, so that a crash among them is
-        # completed from the record (handlers/completing.py), not decided again.
+        # completed from the record (handlers/intents.py, completing.py), not decided again.
         operation = "podgroup-intent"
-        await completing.record(rt, decided)
+        await intents.record(rt, decided.key, intents.Intent.of(
+            [(m.pod, m.placement.node) for m in decided.members]))
     except committing.Refused as exc:
         _release(rt, decided)
-        undone = await _roll_back(rt, written)
+        undone = await committing.give_back(rt, written)
         logger.warning("gang %s: a claim write was refused (%s); rolled back %d claim(s) written for it%s", ref,
                        exc, undone, "" if undone == len(written) else " (the rest is left to the next pass)")
         metrics.observe_gang_commit("rolled-back")
@@ -467,10 +471,10 @@ async def commit(rt: Runtime, decided: Decided) -> int:
             committing.backoff(rt, member.pod, "bind", result)
     metrics.observe_gang_commit("committed" if placed == len(decided.members) else "incomplete", placed)
     if placed == len(decided.members):
-        await completing.clear(rt, decided.key)
+        await intents.clear(rt, decided.key)
         rt.gang_messages.pop(decided.key, None)
         where = f" in domain {decided.domain}" if decided.domain is not None else ""
-        await _group_event(rt, decided.key, "GangPlaced", "Normal",
+        await reporting.group_event(rt, decided.key, "GangPlaced", "Normal",
                            f"gang of {placed} placed{where}: " + ", ".join(
                                f"{m.pod.metadata.name}={m.placement.node}" for m in decided.members))
     return placed
@@ -481,20 +485,10 @@ def _release(rt: Runtime, decided: Decided) -> None:
         committing.release_unsent(rt, member.item)
 
 
-async def bind_member(rt: Runtime, member: Member) -> None:
-    """Bind the member to its node (gate mode: pin and ungate it). Raises committing.Refused / Unknown."""
-    pod, node = member.pod, member.placement.node
-    if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
-        await committing._pin_and_ungate(rt, pod, node)
-    else:
-        await committing._bind(rt, pod, node)
-        rt.memory(pod.metadata.uid or "").bound_to = node
-
-
 async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
     pod = member.pod
     try:
-        await bind_member(rt, member)
+        await committing.bind_or_ungate(rt, pod, member.placement.node)
     except (committing.Refused, committing.Unknown) as exc:
         committing.backoff(rt, pod, "bind", exc)
         logger.warning("pod=%s: gang member not bound: %s (its claims stay allocated for it)", _ref(pod), exc)
@@ -504,53 +498,12 @@ async def _place(rt: Runtime, decided: Decided, member: Member) -> bool:
     return True
 
 
-async def _roll_back(rt: Runtime, written: Sequence[tuple[model_claims.ResourceClaim, str]]) -> int:
-    """Undo this gang's claim writes: the member's reservation removed, and the allocation with it when
-    nobody else holds the claim. Each write is conditioned on the claim's version; a conflict or an
-    unknown outcome reads the claim back and looks again. The number of claims known to be undone."""
-    undone = 0
-    for claim, consumer in reversed(written):
-        namespace, name = claim.metadata.namespace or "", claim.metadata.name
-        for _ in range(committing.RESENDS + 1):
-            raw = rt.cluster.claims.raw(namespace, name)
-            if raw is None or (raw.get("metadata") or {}).get("uid") != claim.metadata.uid:
-                undone += 1
-                break
-            status = dict(raw.get("status") or {})
-            reserved = list(status.get("reservedFor") or [])
-            if not any(r.get("uid") == consumer for r in reserved):
-                undone += 1  # not written after all (or already undone)
-                break
-            keep = [r for r in reserved if r.get("uid") != consumer]
-            if keep:
-                status["reservedFor"] = keep
-            else:
-                for field in ("reservedFor", "allocation", "devices"):
-                    status.pop(field, None)
-            try:
-                await committing.write_claim_status(rt, claim, status)
-                logger.info("claim=%s/%s: reservation for %s rolled back", namespace, name, consumer)
-                undone += 1
-                break
-            except kube_errors.KubeError as exc:
-                if not (kube_errors.outcome_unknown(exc) or isinstance(exc, kube_errors.ConflictError)):
-                    logger.warning("claim=%s/%s: rolling back failed: %s", namespace, name, exc)
-                    break
-                try:
-                    await committing.read_back(rt, "ResourceClaim", resources.RESOURCE_CLAIMS,
-                                               namespace, name)
-                except committing.Unknown as unknown:
-                    logger.warning("claim=%s/%s: rolling back: %s", namespace, name, unknown)
-                    break
-    return undone
-
-
 async def _after_failure(rt: Runtime, decided: Decided, operation: str, exc: BaseException) -> None:
     """Back every member off; a write refused as invalid or forbidden is said on every member."""
     cause = exc.__cause__
     for member in decided.members:
         if isinstance(cause, (kube_errors.InvalidError, kube_errors.ForbiddenError)):
-            await scheduling._record_error(rt, member.pod, committing.Rejected(
+            await reporting.record_error(rt, member.pod, committing.Rejected(
                 f"gang of PodGroup {decided.key[1]}: the API server refused the {operation} write: {cause}"))
         else:
             committing.backoff(rt, member.pod, operation,
@@ -565,9 +518,9 @@ async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants])
     `wants`: per member uid, the changes that may make it fit (queueing hints)."""
     for pod in step.who:
         if step.result == "error":
-            await scheduling._record_error(rt, pod, scheduling.PodInputError(step.message))
+            await reporting.record_error(rt, pod, items.PodInputError(step.message))
         else:
-            await scheduling._record_unschedulable(rt, pod, step.message, nodes=False, event=False,
+            await reporting.record_unschedulable(rt, pod, step.message, nodes=False, event=False,
                                                    wants=wants[pod.metadata.uid or ""],
                                                    failure="too-costly" if step.result == "too-costly"
                                                    else "unschedulable")
@@ -575,33 +528,22 @@ async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants])
         rt.gang_messages[step.key] = step.message
         reason = {"waiting": "GangWaiting", "error": "GangError", "too-costly": "DecisionTooCostly"}.get(
             step.result, "GangUnfit")
-        await _group_event(rt, step.key, reason, "Warning", step.message)
+        await reporting.group_event(rt, step.key, reason, "Warning", step.message)
 
 
 async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError,
                        wants: dict[str, queueing.Wants]) -> None:
     """One member's error: on it as SchedulerError, on the others as the reason the gang waits."""
-    await scheduling._record_error(rt, error.pod, error.cause)
+    await reporting.record_error(rt, error.pod, error.cause)
     text = (f"PodGroup {key[1]}: member {_ref(error.pod)} cannot be placed: "
-            f"{scheduling.error_message(error.cause)}")
+            f"{reporting.error_message(error.cause)}")
     for pod in pods_:
         if pod.metadata.uid != error.pod.metadata.uid:
-            await scheduling._record_unschedulable(rt, pod, text, nodes=False, event=False,
+            await reporting.record_unschedulable(rt, pod, text, nodes=False, event=False,
                                                    wants=wants[pod.metadata.uid or ""])
     if rt.gang_messages.get(key) != text:
         rt.gang_messages[key] = text
-        await _group_event(rt, key, "GangUnfit", "Warning", text)
-
-
-async def _group_event(rt: Runtime, key: Key, reason: str, type_: str, message: str) -> None:
-    raw = rt.cluster.pod_groups.raw(*key)
-    if raw is None:
-        return
-    try:
-        await rt.events.post(rt.require_session(), regarding=raw, reason=reason, type_=type_,
-                             action="Scheduling", message=message)
-    except kube_errors.KubeError as exc:
-        logger.warning("podgroup=%s/%s: cannot post the %s Event: %s", key[0], key[1], reason, exc)
+        await reporting.group_event(rt, key, "GangUnfit", "Warning", text)
 
 
 async def give_back(rt: Runtime, step: NotPlaced) -> bool:
@@ -610,7 +552,7 @@ async def give_back(rt: Runtime, step: NotPlaced) -> bool:
     back). True when something was given back (the gang is retried on the next pass)."""
     if not step.held or step.any_placed:
         return False
-    undone = await _roll_back(rt, step.held)
+    undone = await committing.give_back(rt, step.held)
     logger.info("gang %s/%s: gave back %d of %d reservation(s) of an unfinished attempt (%s)", *step.key, undone,
                 len(step.held), step.message)
     if undone < len(step.held):

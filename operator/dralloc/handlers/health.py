@@ -23,6 +23,9 @@ States live in memory: after a restart (or a failover), the devices that have on
 of the policy's rules start as unhealthy and must be healthy for the recovery
 window again before it is removed; a signal still being held restarts its
 persistence window.
+
+A loop of the top layers: calls the runtime, `clock`, `failures` and `looping`; the pure
+steps are `dralloc.lifecycle.health`'s.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ relist. On a clean stop the holder gives the Lease up, so a rolling update hands
 at once instead of after `lease_duration`.
 
 `--standalone` turns election off: the process always acts (one replica, tests, demos).
+
+Below the runtime: `Leadership` is given the API session, its settings and the loops'
+start and stop; it imports only state/leadership.py, the kube client and metrics.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dralloc import metrics
-from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
+from dralloc.kube.session import Session
+from dralloc.settings import LeaderElectionSettings
 from dralloc.state.leadership import Elector, Record, Timing
 
 logger = logging.getLogger(__name__)
@@ -56,13 +60,12 @@ def _stamp(at: dt.datetime | None = None) -> str:
 class Leadership:
     """The election loop of one process, and the write fence it gives the session."""
 
-    def __init__(self, rt: Runtime, *, start_loops: Callable[[], Awaitable[None]],
-                 stop_loops: Callable[[], Awaitable[None]]) -> None:
-        election = rt.settings.runtime.leader_election
-        self.rt = rt
+    def __init__(self, election: LeaderElectionSettings, identity: str, session: Session, *,
+                 start_loops: Callable[[], Awaitable[None]], stop_loops: Callable[[], Awaitable[None]]) -> None:
+        self.session = session
         self.name = election.resource_name
         self.namespace = lease_namespace(election.resource_namespace)
-        self.elector = Elector(election.identity or rt.identity,
+        self.elector = Elector(election.identity or identity,
                                Timing(election.lease_duration, election.renew_deadline, election.retry_period))
         self._start_loops, self._stop_loops = start_loops, stop_loops
         self.acting = False
@@ -105,7 +108,7 @@ class Leadership:
             await self._shutdown()
 
     async def _step(self) -> None:
-        session = self.rt.require_session()
+        session = self.session
         sent = time.monotonic()
         try:
             raw: Raw | None = await reading.get_object(session, resources.LEASES, self.name, self.namespace)
@@ -177,9 +180,7 @@ class Leadership:
         if not self.elector.leading:
             return
         self.elector.lost()
-        session = self.rt.session
-        if session is None:
-            return
+        session = self.session
         # Give the Lease up: the next candidate takes it at once instead of after lease_duration.
         # A failed attempt (a 5xx, a timeout, a conflict with our own renewal) is retried a few
         # times: a rolling update should not wait out the Lease because of one bad answer.

@@ -13,6 +13,10 @@ Each write carries a precondition (resourceVersion or UID). A conflict marks
 the object dirty again: the next pass plans from the newer state. Objects we
 wrote are put into the cluster view at once, so the next pass never plans a
 second claim for one pod entry, even before the watch delivers it.
+
+A loop of the top layers: calls the runtime, `items` (which pods are the scheduler's) and
+`committing` (read-backs of writes whose outcome is unknown); the pure plans are
+`dralloc.lifecycle`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import time
 from typing import Any
 
 from dralloc import metrics
-from dralloc.handlers import committing, failures, scheduling
+from dralloc.handlers import committing, failures, items
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
@@ -202,7 +206,7 @@ def _extended_resource_steps(rt: Runtime, pod: pods.Pod, owned: list[model_claim
     name is not supported (documented).
     """
     settings = rt.settings.scheduling
-    if pod.finished() or pod.metadata.deletion_timestamp or not scheduling.owned(
+    if pod.finished() or pod.metadata.deletion_timestamp or not items.owned(
             pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
         return []
     classes = list(rt.cluster.classes.all())
@@ -546,7 +550,7 @@ def _protected(rt: Runtime, raw: Raw) -> Raw:
     settings = rt.settings.scheduling
     for ref in meta.get("ownerReferences") or []:
         pod = rt.cluster.pod_in(str(meta.get("namespace") or ""), str(ref.get("uid") or ""))
-        if pod is not None and scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+        if pod is not None and items.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             finalizers = list(meta.get("finalizers") or [])
             if lifecycle_claims.DELETE_PROTECTION_FINALIZER not in finalizers:
                 finalizers.append(lifecycle_claims.DELETE_PROTECTION_FINALIZER)

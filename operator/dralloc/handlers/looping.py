@@ -1,4 +1,7 @@
-"""The shape the device-health loops share: a pass, then wait for a change or a deadline."""
+"""The shape the device-health loops share: a pass, then wait for a change or a deadline.
+
+The lowest layer of handlers/: imports only metrics (a failed pass is counted).
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,10 @@ with `--standalone`. They start after a relist of everything (objects deleted wh
 this replica was not acting must not linger in its view) and stop when the Lease is
 lost. The `default` AllocationPolicy is only read by kopf's event handler; the active
 replica creates it when missing and writes its status.
+
+The top layer of handlers/: `ControlLoops` starts every loop of the layers below
+(scheduling, lifecycle, evicting, health, coexisting, watching's feeds) and `leading`'s
+election starts and stops it; nothing in handlers/ imports this module but the package.
 """
 
 from __future__ import annotations
@@ -23,7 +27,17 @@ import kopf
 
 from dralloc import metrics
 from dralloc.allocation import selectors
-from dralloc.handlers import clock, coexisting, evicting, health, leading, lifecycle, scheduling, watching
+from dralloc.handlers import (
+    clock,
+    coexisting,
+    evicting,
+    health,
+    items,
+    leading,
+    lifecycle,
+    scheduling,
+    watching,
+)
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -70,7 +84,8 @@ async def startup(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> N
     if runtime.standalone:
         await memo.control.start()
     else:
-        memo.leadership = leading.Leadership(memo, start_loops=memo.control.start, stop_loops=memo.control.stop)
+        memo.leadership = leading.Leadership(runtime.leader_election, memo.identity, memo.session,
+                                             start_loops=memo.control.start, stop_loops=memo.control.stop)
         memo.session.write_guard = memo.leadership.guard
         memo.background.append(asyncio.create_task(memo.leadership.run(memo.stopping), name="dralloc-leader"))
 
@@ -344,7 +359,7 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
     queue = dict.fromkeys(metrics.QUEUE_STATES, 0.0)
     settings = rt.settings.scheduling
     for pod in rt.cluster.pods.all():
-        if not scheduling.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+        if not items.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
         uid = pod.metadata.uid or ""
         memory = rt.pods.get(uid)

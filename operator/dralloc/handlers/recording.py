@@ -8,6 +8,9 @@ first repetition patches the Event with `series: {count: 2, lastObservedTime}`, 
 ones are counted and written with the next repetition at least a minute later, instead of
 creating new objects. `Recorder` does the same for the scheduler's Events, so what an
 Event list shows grows with what changed, not with how often dralloc looked.
+
+The lowest layer of handlers/: imports `clock` and the kube client; the runtime owns the
+one `Recorder`, `reporting` posts through it.
 """
 
 from __future__ import annotations

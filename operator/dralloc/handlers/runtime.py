@@ -1,8 +1,13 @@
 """What the operator's handlers share while it runs: settings, the API session,
-the cluster view, the ledger, and the signals that wake the control loops.
+the cluster view, the ledger, the pod queue, and the signals that wake the control loops.
 
 One `Runtime` per operator process, passed to kopf as its `memo`, so every
 handler receives it as `memo` (kopf's per-object copies are this very object).
+
+The second layer of handlers/ (see its package docstring): it imports only the parts
+below it (`deciding`, `duties`, `failures`, `leading`, `recording`) and the packages
+under handlers/ (state, scheduling's queue, settings). What the wiring above puts into
+it (the control loops) it knows only by the `Loops` protocol.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ import asyncio
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dralloc.handlers.coexisting import Coexistence
 from dralloc.handlers.deciding import Decider
+from dralloc.handlers.duties import Coexistence
 from dralloc.handlers.failures import Failures
+from dralloc.handlers.leading import Leadership, default_identity
 from dralloc.handlers.recording import Recorder
 from dralloc.lifecycle import eviction
 from dralloc.scheduling import queueing
@@ -25,8 +31,6 @@ from dralloc.state.ledger import Ledger
 from dralloc.state.views import Views
 
 if TYPE_CHECKING:
-    from dralloc.handlers.leading import Leadership
-    from dralloc.handlers.operating import ControlLoops
     from dralloc.kube.resources import Resource
     from dralloc.kube.session import Session
 
@@ -44,10 +48,13 @@ class PodMemory:
     failure: str = ""  # how its last attempt ended: "", "unschedulable", "too-costly", "error", "waiting"
 
 
-def _identity() -> str:
-    from dralloc.handlers.leading import default_identity
+class Loops(Protocol):
+    """The active replica's control loops (handlers/operating.py's `ControlLoops`): started when it may
+    act, stopped when it may not or when the operator stops."""
 
-    return default_identity()
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Runtime:
@@ -78,10 +85,10 @@ class Runtime:
         self.synced = asyncio.Event()  # set once the first full list is in
         self.started = time.monotonic()
         # Who this process is in logs, Events and the leader Lease: distinct for every process.
-        self.identity = settings.runtime.leader_election.identity or _identity()
+        self.identity = settings.runtime.leader_election.identity or default_identity()
         self.metrics_port = settings.runtime.metrics_port  # where /metrics listens (running.usable_port)
         self.leadership: Leadership | None = None  # set when leader election runs (not --standalone)
-        self.control: ControlLoops | None = None  # the active replica's loops (handlers/operating.py)
+        self.control: Loops | None = None  # the active replica's loops (handlers/operating.py)
         self.stopping = asyncio.Event()  # set when the operator shuts down
         self.background: list[asyncio.Task[None]] = []  # the election loop
         self.background_loops: set[asyncio.Task[None]] = set()

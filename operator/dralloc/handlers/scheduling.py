@@ -1,33 +1,40 @@
 """The scheduling loop: place the pods dralloc owns, then write the decision.
 
-A pod is ours when it has `spec.schedulerName: <ours>` and no node yet
-(scheduler mode), or carries our scheduling gate (gate mode). Each pass takes
-the pods that are ready (their claims exist; not in backoff; not known to be
-unschedulable since the last relevant cluster change), and for each one:
+A pod is ours when it has `spec.schedulerName: <ours>` and no node yet (scheduler mode),
+or carries our scheduling gate (gate mode): `items.owned`. Every pending pod of ours is in
+the runtime's queue (active, backoff, unschedulable, as kube-scheduler's). A pass takes the
+ready ones in the queue's fair order (round-robin across namespaces, then priority, then
+age) for at most PASS_SLICE seconds, and for each:
 
-1. decide, without any `await`: build the claims' item, ask the `Placer`, and on
-   success record every allocation in the ledger and in the placer, so the next
-   pod of this pass cannot get the same devices;
-2. commit, in order, each write with a resourceVersion precondition: each
-   claim's `status.allocation` + `reservedFor` (one status write per claim),
-   then bind (scheduler mode) or pin the node and remove our gate (gate mode).
+1. prepare, on the loop: the pod's item from the view (`items.item_for`): the claims to
+   allocate, or why it waits;
+2. decide, in the decider's worker thread under a CPU budget (handlers/deciding.py):
+   single pods in batches of up to BATCH, each recorded in the pass's placer as soon as
+   it is decided, so the next pod of the pass cannot get the same devices; a gang whole
+   at its first ready member (handlers/ganging.py), or its recorded binds completed
+   (handlers/completing.py);
+3. reserve the decision in the ledger, and commit (handlers/committing.py), concurrently
+   across pods: each claim's finalizer, `status.allocation` + `reservedFor`, then bind
+   (scheduler mode) or pin the node and remove our gate (gate mode).
 
-A failed write releases the pod's ledger entries and backs the pod off
-exponentially. A crash between writes needs no journal: on the next pass the
-pod's claims are already allocated and reserved for it, the placer then
-restricts it to their node, and the pass finishes the binding; if that node no
-longer fits, the reservations are rolled back and the pod is placed afresh.
-A pod that fits nowhere gets `PodScheduled=False` with the reasons and an
-`AllocationFailed` Event (once per distinct message) and is retried only after
-something relevant changed.
+A failed write releases the pod's ledger entries and backs the pod off exponentially. A
+crash between writes needs no journal: on the next pass the pod's claims are already
+allocated and reserved for it, the placer then restricts it to their node, and the pass
+finishes the binding; if that node no longer fits, the reservations are given back and the
+pod is placed afresh. A pod that fits nowhere gets `PodScheduled=False` with the reasons and
+an `AllocationFailed` Event (once per distinct message; handlers/reporting.py) and is parked
+until a change that may make it fit.
 
-Errors stay with the pod that met them. An input error (a class that does not
-exist, CEL that fails, a claim that cannot be read, anything the allocator
-raises) or a bug of ours met while deciding for one pod gives that pod
-`PodScheduled=False` with reason `SchedulerError` and an `AllocationError`
-Warning Event, counts as `result="error"`, and backs the pod off; a relevant
-change (the class created, the claim or a slice replaced) retries it at once.
-The other pods of the pass are decided as if it were not there.
+Errors stay with the pod that met them. An input error (a class that does not exist, CEL
+that fails, a claim that cannot be read, anything the allocator raises) or a bug of ours met
+while deciding for one pod gives that pod `PodScheduled=False` with reason `SchedulerError`
+and an `AllocationError` Warning Event, counts as `result="error"`, and backs the pod off; a
+relevant change (the class created, the claim or a slice replaced) retries it at once. A
+decision that uses up its CPU budget is told so (`DecisionTooCostly`). The other pods of
+the pass are decided as if it were not there.
+
+The top of the decision layers: calls `items`, `committing`, `reporting`, `intents`, the two
+gang passes (`ganging`, `completing`) and the `deciding` worker; `operating` starts the loop.
 """
 
 from __future__ import annotations
@@ -41,89 +48,17 @@ import time
 from typing import Any
 
 from dralloc import metrics
-from dralloc.allocation import errors as allocation_errors
 from dralloc.allocation import interruption
-from dralloc.handlers import clock, committing, completing, deciding, failures, ganging
+from dralloc.handlers import committing, completing, deciding, ganging, intents, items, reporting
 from dralloc.handlers.runtime import Runtime
-from dralloc.kube import errors as kube_errors
-from dralloc.kube import resources, writing
-from dralloc.lifecycle import extended
-from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import placement, queueing
+from dralloc.scheduling import placement
 
 logger = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
 COMMIT_CONCURRENCY = 32  # pods whose writes are in flight at once
-MAX_RESERVATIONS = 256  # ResourceClaimReservedForMaxSize: status.reservedFor holds at most this many
 
-
-def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
-    if pod.finished() or pod.metadata.deletion_timestamp:
-        return False
-    gates = [g.name for g in pod.spec.scheduling_gates]
-    if gate in gates:
-        return True
-    return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
-
-
-class Waiting(str):
-    """A pod's reason to wait that is an object not there yet (a template, a claim): it waits for its
-    claim (`waiting-for-claim` in the queue gauge), it is not unschedulable."""
-
-    __slots__ = ()
-
-
-def _claim_names(rt: Runtime, pod: pods.Pod) -> list[tuple[str, bool]] | str | None:
-    """The claim of every pod.spec.resourceClaims entry (and of its DRA extended resources), each with
-    whether the pod names it directly; None while one is still to be created and recorded by the
-    lifecycle; a message when it never will be (its template does not exist)."""
-    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-    namespace = pod.metadata.namespace or "default"
-    names: list[tuple[str, bool]] = []
-    for entry in pod.spec.resource_claims:
-        if entry.resource_claim_name:
-            names.append((entry.resource_claim_name, True))
-        elif entry.resource_claim_template_name:
-            name = recorded.get(entry.name)
-            if not name:
-                template = entry.resource_claim_template_name
-                if rt.cluster.templates.get(namespace, template) is None:
-                    problem = rt.cluster.templates.problems.get((namespace, template))
-                    if problem is not None:
-                        raise PodInputError(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} "
-                                            f"cannot be used: {problem}")
-                    return Waiting(f"pod entry {entry.name}: ResourceClaimTemplate {namespace}/{template} not found")
-                return _awaiting_controller_manager(rt, pod, entry.name, template)
-            names.append((name, False))
-    if extended.dra_resources(pod, list(rt.cluster.classes.all())):
-        name = extended.recorded_claim_name(pod)
-        if not name:
-            return None
-        names.append((name, False))
-    return names
-
-
-# How long a pod waits, unreported, for kube-controller-manager to create a claim from a template.
-CLAIM_CREATION_PATIENCE = 10.0
-
-
-def _awaiting_controller_manager(rt: Runtime, pod: pods.Pod, entry: str, template: str) -> str | None:
-    """None while the claim of a template entry may still come; a message once kube-controller-manager,
-    which creates it (--claim-lifecycle), has not done so for CLAIM_CREATION_PATIENCE seconds."""
-    if rt.coexistence.does("claim-lifecycle"):
-        return None  # our own lifecycle creates it, on its next pass
-    memory = rt.memory(pod.metadata.uid or "")
-    now = time.monotonic()
-    if memory.claims_awaited_since is None:
-        memory.claims_awaited_since = now
-    if now - memory.claims_awaited_since < CLAIM_CREATION_PATIENCE:
-        return None
-    return Waiting(f"pod entry {entry}: waiting for kube-controller-manager to create its ResourceClaim from "
-            f"ResourceClaimTemplate {pod.metadata.namespace or 'default'}/{template} (its resourceclaim-controller "
-            "does that while its leader Lease is held; if that controller is off, run dralloc with "
-            "--claim-lifecycle=dralloc)")
 
 
 class PassResult:
@@ -133,45 +68,6 @@ class PassResult:
         self.waiting = 0
         self.errors = 0
 
-
-class PodInputError(Exception):
-    """One of the pod's own objects cannot be used as it is (the message names it and why)."""
-
-
-def _item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
-    """The placement item for a pod; a string when it cannot be placed as is; None when not ready.
-
-    Raises `PodInputError` when a claim of the pod exists but cannot be read.
-    """
-    names = _claim_names(rt, pod)
-    if names is None or isinstance(names, str):
-        return names
-    namespace = pod.metadata.namespace or "default"
-    to_allocate: list[model_claims.ResourceClaim] = []
-    allocated: list[model_claims.ResourceClaim] = []
-    for name, direct in names:
-        claim = rt.cluster.claims.get(namespace, name)
-        if claim is None:
-            problem = rt.cluster.claims.problems.get((namespace, name))
-            if problem is not None:
-                raise PodInputError(f"ResourceClaim {namespace}/{name} cannot be used: {problem}")
-            if direct:  # as kube-scheduler: the pod waits for it, and says so
-                return Waiting(f"waiting for ResourceClaim {namespace}/{name} to be created")
-            return None  # created by the lifecycle, not seen yet
-        if claim.metadata.deletion_timestamp:
-            return f"ResourceClaim {namespace}/{name} is being deleted"
-        if (claim.metadata.uid or "") in rt.ledger:
-            return None  # our write for it is not observed yet
-        if claim.status.allocation is None:
-            to_allocate.append(claim)
-        else:
-            reserved = claim.status.reserved_for
-            if len(reserved) >= MAX_RESERVATIONS and not any(r.uid == pod.metadata.uid for r in reserved):
-                return (f"ResourceClaim {namespace}/{name} is in use: reserved for the maximum of "
-                        f"{MAX_RESERVATIONS} consumers")
-            allocated.append(claim)
-    return placement.Item(name=f"{namespace}/{pod.metadata.name}", claims=tuple(to_allocate), pod=pod,
-                          allocated=tuple(allocated))
 
 
 def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
@@ -186,7 +82,7 @@ def ready_pods(rt: Runtime, now: float) -> list[pods.Pod]:
             continue
         if not rt.watches_namespace(pod.metadata.namespace):
             continue
-        if not owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
+        if not items.owned(pod, scheduler_name=settings.scheduler_name, gate=settings.gate):
             continue
         uid = pod.metadata.uid or ""
         memory = rt.pods.get(uid)
@@ -207,32 +103,6 @@ def forget_gone(rt: Runtime) -> None:
     for key in [key for key in rt.gang_messages if key not in rt.cluster.pod_groups.entries]:
         del rt.gang_messages[key]
 
-
-def wants(rt: Runtime, pod: pods.Pod, item: placement.Item | None = None, gang: tuple[str, str] | None = None,
-          ) -> queueing.Wants:
-    """What may make the pod fit besides a change that frees something for everyone (queueing hints):
-    its own object, its claims and their classes, its templates, its PodGroup."""
-    namespace = pod.metadata.namespace or ""
-    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-    claim_keys: set[tuple[str, str]] = set()
-    template_keys: set[tuple[str, str]] = set()
-    for entry in pod.spec.resource_claims:
-        name = entry.resource_claim_name or recorded.get(entry.name)
-        if name:
-            claim_keys.add((namespace, name))
-        if entry.resource_claim_template_name:
-            template_keys.add((namespace, entry.resource_claim_template_name))
-    classes: set[str] = set()
-    claims_ = item.claims + item.allocated if item is not None else tuple(
-        c for c in (rt.cluster.claims.get(*k) for k in claim_keys) if c is not None)
-    for claim in claims_:
-        claim_keys.add((claim.metadata.namespace or "", claim.metadata.name))
-        for request in claim.spec.devices.requests:
-            if request.exactly is not None and request.exactly.device_class_name:
-                classes.add(request.exactly.device_class_name)
-            classes.update(sub.device_class_name for sub in request.first_available if sub.device_class_name)
-    return queueing.Wants(pod=(namespace, pod.metadata.name), claims=frozenset(claim_keys),
-                          classes=frozenset(classes), templates=frozenset(template_keys), pod_group=gang)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,13 +135,6 @@ def _place(placer: placement.Placer, item: placement.Item) -> _Decided | _NotPla
     return _NotPlaced(explained.message(), result, item)
 
 
-def error_message(exc: BaseException) -> str:
-    """What a user reads for an error: input errors as they are (they name the object and field)."""
-    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
-        return str(exc)
-    return failures.internal_error(exc)
-
-
 def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced) -> None:
     """A decision joins the placer's view (in the decider's thread, outside the budget): the next
     decision of the pass cannot get the same devices."""
@@ -284,18 +147,18 @@ async def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.
     decider's thread: a tenant's thousand distinct shapes must not hold the loop)."""
     if placer.model is None:
         return
-    items = []
+    shapes: list[placement.Item] = []
     for pod in queue:
         try:
-            item = _item_for(rt, pod)
+            item = items.item_for(rt, pod)
         except Exception:  # the pod's own decision reports its error; here it only does not count
             continue
         if isinstance(item, placement.Item):
-            items.append(item)
-    answer = await rt.decider.run(functools.partial(placer.expect, items))
+            shapes.append(item)
+    answer = await rt.decider.run(functools.partial(placer.expect, shapes))
     if isinstance(answer, deciding.TooCostly):
         logger.warning("the queue's %d request shapes took more than the decision budget to weigh; the "
-                       "fragmentation-aware policy learns them from arrivals instead", len(items))
+                       "fragmentation-aware policy learns them from arrivals instead", len(shapes))
 
 
 # A pass decides for at most this long (wall seconds) before it ends and the next one takes the queue
@@ -318,7 +181,7 @@ async def run_pass(rt: Runtime) -> PassResult:
         await committing.resolve_unknown(rt)
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
-    await _report_unreadable(rt)
+    await reporting.report_unreadable(rt)
     if not pods_now:
         return result
     placer = rt.views.placer(rt.policy)
@@ -334,7 +197,7 @@ async def run_pass(rt: Runtime) -> PassResult:
             try:
                 return int(await committing.commit(rt, pod, item, decision))
             except committing.Rejected as exc:  # invalid or forbidden: say so on the pod
-                await _record_error(rt, pod, exc)
+                await reporting.record_error(rt, pod, exc)
                 return 0
             except Exception as exc:  # a bug of ours in one pod's commit must not end the pass
                 logger.exception("pod=%s/%s: committing the placement failed", pod.metadata.namespace,
@@ -385,7 +248,7 @@ async def run_pass(rt: Runtime) -> PassResult:
             if gang in gangs_seen or gang in rt.gangs_committing:
                 continue  # decided already in this pass, or its writes are still in flight
             gangs_seen.add(gang)
-            intent = completing.intent_of(rt, gang)
+            intent = intents.intent_of(rt, gang)
             if intent is not None:  # binds recorded, not all done (a crash, an unknown outcome): finish them
                 rt.gangs_committing.add(gang)
                 commits.add(asyncio.create_task(complete_gang(gang, completing.check(rt, placer, gang, intent))))
@@ -433,7 +296,7 @@ async def run_pass(rt: Runtime) -> PassResult:
             except Exception as exc:
                 result.errors += 1
                 committing.release_unsent(rt, step.item)
-                await _record_error(rt, pod, exc)
+                await reporting.record_error(rt, pod, exc)
                 placer = rt.views.placer(rt.policy)
                 continue
             commits.add(asyncio.create_task(commit(pod, step.item, step.decision)))
@@ -455,9 +318,9 @@ def _current(rt: Runtime, pod: pods.Pod) -> pods.Pod | None:
 async def _not_placed(rt: Runtime, pod: pods.Pod, step: _NotPlaced, result: PassResult) -> None:
     """Report a pod that does not fit (giving back what an earlier attempt holds first); never raises."""
     try:
-        if step.item is not None and await _roll_back_partial(rt, pod, step.item):
+        if step.item is not None and await _give_back_earlier(rt, pod, step.item):
             return  # reservations of an earlier attempt released; retried on the next pass
-        await _record_unschedulable(rt, pod, step.message, nodes=step.nodes, wants=wants(rt, pod, step.item),
+        await reporting.record_unschedulable(rt, pod, step.message, nodes=step.nodes, wants=items.wants(rt, pod, step.item),
                                     failure=step.result)
     except Exception as exc:
         logger.exception("pod=%s/%s: reporting that it does not fit failed", pod.metadata.namespace,
@@ -467,22 +330,37 @@ async def _not_placed(rt: Runtime, pod: pods.Pod, step: _NotPlaced, result: Pass
     result.unschedulable += 1
 
 
+async def _give_back_earlier(rt: Runtime, pod: pods.Pod, item: placement.Item) -> bool:
+    """An unbound pod holding reservations (of an earlier attempt: a crash, an unknown outcome) that no
+    longer fit anywhere gives them back; True when it held any (it is retried on the next pass)."""
+    mine = [(c, pod.metadata.uid or "") for c in item.allocated
+            if any(r.uid == pod.metadata.uid for r in c.status.reserved_for)]
+    if not mine:
+        return False
+    undone = await committing.give_back(rt, mine)
+    logger.info("pod=%s/%s: released %d of %d earlier reservation(s) that no longer fit", pod.metadata.namespace,
+                pod.metadata.name, undone, len(mine))
+    if undone < len(mine):
+        committing.backoff(rt, pod, "claim-status", RuntimeError("giving back reservations failed"))
+    return True
+
+
 async def _prepare(rt: Runtime, pod: pods.Pod, result: PassResult) -> placement.Item | _NotPlaced | None:
     """The pod's item from the view (on the loop); a _NotPlaced when it cannot be placed as it is; None
     when there is nothing to decide for it in this pass (not ready, waiting, or its error reported)."""
     try:
-        item = _item_for(rt, pod)
+        item = items.item_for(rt, pod)
     except Exception as exc:
         metrics.observe_allocation("error", 0.0)
         result.errors += 1
-        await _record_error(rt, pod, exc)
+        await reporting.record_error(rt, pod, exc)
         return None
     if item is None:
         result.waiting += 1
         return None
-    if isinstance(item, Waiting):
+    if isinstance(item, items.Waiting):
         result.waiting += 1
-        await _record_unschedulable(rt, pod, item, nodes=False, wants=wants(rt, pod), failure="waiting")
+        await reporting.record_unschedulable(rt, pod, item, nodes=False, wants=items.wants(rt, pod), failure="waiting")
         return None
     if isinstance(item, str):
         metrics.observe_allocation("unschedulable", 0.0)
@@ -498,15 +376,15 @@ async def _outcome(rt: Runtime, pod: pods.Pod, item: placement.Item,
     if isinstance(answer, deciding.Failed):
         metrics.observe_allocation("error", 0.0)
         result.errors += 1
-        await _record_error(rt, pod, answer.error)
+        await reporting.record_error(rt, pod, answer.error)
         return None
     if isinstance(answer, deciding.TooCostly):
         if answer.stopping:
             return None
         metrics.observe_allocation("too-costly", answer.cpu_seconds)
         result.unschedulable += 1
-        await _record_unschedulable(rt, pod, too_costly_message(item, answer), nodes=False,
-                                    wants=wants(rt, pod, item), failure="too-costly")
+        await reporting.record_unschedulable(rt, pod, reporting.too_costly_message(item, answer), nodes=False,
+                                    wants=items.wants(rt, pod, item), failure="too-costly")
         return None
     step = answer.value
     if isinstance(step, _Decided):
@@ -516,20 +394,12 @@ async def _outcome(rt: Runtime, pod: pods.Pod, item: placement.Item,
     return step
 
 
-def too_costly_message(item: placement.Item, answer: deciding.TooCostly) -> str:
-    """What a pod whose decision used up its CPU budget is told: which claims, which budget."""
-    claims_ = ", ".join(claim.ref() for claim in item.claims) or "none to allocate"
-    return (f"deciding where this pod fits took more than the scheduler's CPU budget of {answer.budget:g} s per "
-            f"decision (claims {claims_}); it is retried after a backoff when the cluster changes. Fewer "
-            "requests, fewer firstAvailable alternatives or a narrower selector make the search cheaper")
-
-
 async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members: ganging.Members,
                 result: PassResult) -> tuple[ganging.Decided | None, placement.Placer]:
     """Decide one gang (its search in the decider's thread) and reserve its devices; report it when it is
     not placed. The decision to commit (None: nothing to write), and the placer to go on with."""
     started = time.perf_counter()
-    gang_wants = {pod.metadata.uid or "": wants(rt, pod, gang=key) for pod in members.pending}
+    gang_wants = {pod.metadata.uid or "": items.wants(rt, pod, gang=key) for pod in members.pending}
     try:
         prepared = ganging.prepare(rt, placer, key, members)
         if isinstance(prepared, ganging.Prepared):
@@ -553,7 +423,7 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         for pod in members.pending:
-            await _record_error(rt, pod, exc)
+            await reporting.record_error(rt, pod, exc)
         return None, rt.views.placer(rt.policy)
     elapsed = time.perf_counter() - started
     if step is None:
@@ -577,132 +447,6 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
     else:
         result.unschedulable += len(step.who)
     return None, placer
-
-
-async def _report_unreadable(rt: Runtime) -> None:
-    """Pods of ours that do not parse: they cannot be placed; say why on each, once."""
-    problems = rt.cluster.pods.problems
-    if not problems:
-        return
-    settings = rt.settings.scheduling
-    for key in [k for k in rt.cluster.unplaced_pods if k in problems]:
-        raw = rt.cluster.pods.raw(*key)
-        if raw is None or not rt.watches_namespace(key[0]):
-            continue
-        spec = raw.get("spec")
-        spec = spec if isinstance(spec, dict) else {}
-        gates = [g.get("name") for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
-        if settings.gate not in gates and spec.get("schedulerName") != settings.scheduler_name:
-            continue
-        memory = rt.memory(str((raw.get("metadata") or {}).get("uid") or ""))
-        text = f"dralloc cannot read this pod: {problems[key]}"
-        if memory.last_message == text:
-            continue
-        memory.last_message = text
-        metrics.observe_object_error("scheduling")
-        logger.warning("pod=%s/%s: %s", key[0], key[1], text)
-        await _report(rt, *key, reason="SchedulerError", event_reason="AllocationError", message=text)
-
-
-async def _record_error(rt: Runtime, pod: pods.Pod, exc: BaseException) -> None:
-    """Deciding for this pod failed: say so on the pod (when the message changed), back it off, never raise."""
-    metrics.observe_object_error("scheduling")
-    uid = pod.metadata.uid or ""
-    memory = rt.memory(uid)
-    delay = rt.queue.back_off(uid, time.monotonic()) if uid in rt.queue else 0.0
-    memory.failure = "error"
-    text = error_message(exc)
-    if text in (memory.last_message, _said(rt, pod, "SchedulerError")):
-        memory.last_message = text
-        logger.debug("pod=%s/%s: still failing: %s", pod.metadata.namespace, pod.metadata.name, text)
-        return
-    memory.last_message = text
-    if isinstance(exc, (allocation_errors.AllocationInputError, PodInputError, committing.Rejected)):
-        logger.warning("pod=%s/%s: cannot be scheduled: %s (retrying in %.1fs)",
-                       pod.metadata.namespace, pod.metadata.name, text, delay)
-    else:
-        logger.error("pod=%s/%s: deciding its placement failed; retrying in %.1fs", pod.metadata.namespace,
-                     pod.metadata.name, delay, exc_info=exc)
-    await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="SchedulerError",
-                  event_reason="AllocationError", message=text)
-
-
-def _said(rt: Runtime, pod: pods.Pod, reason: str) -> str | None:
-    """What the pod's PodScheduled condition says now with this reason (None: nothing): a replica that
-    just took over, or restarted, does not repeat what the last one wrote."""
-    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-    for condition in (raw.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
-            if condition.get("status") == "False" and condition.get("reason") == reason:
-                return str(condition.get("message") or "")
-    return None
-
-
-async def _report(rt: Runtime, namespace: str, name: str, *, reason: str, event_reason: str, message: str,
-                  event: bool = True) -> None:
-    """PodScheduled=False with `reason`, and a Warning Event (unless not `event`); failures to write are
-    logged, never raised."""
-    session = rt.require_session()
-    raw = rt.cluster.pods.raw(namespace, name) or {}
-    conditions = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "False", "reason": reason,
-                       "message": message[:32768], "lastTransitionTime": clock.stamp()})
-    try:
-        stored = await writing.merge_patch(session, resources.PODS, name, {"status": {"conditions": conditions}},
-                                           namespace or "default", subresource="status")
-        rt.cluster.apply("Pod", "MODIFIED", stored)
-    except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot record PodScheduled=False: %s", namespace, name, exc)
-    if not event:
-        return
-    try:
-        await rt.events.post(session, regarding=raw, reason=event_reason, type_="Warning", action="Scheduling",
-                             message=message)
-    except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot post the %s Event: %s", namespace, name, event_reason, exc)
-
-
-async def _roll_back_partial(rt: Runtime, pod: pods.Pod, item: placement.Item) -> bool:
-    """An unbound pod holding reservations that no longer fit anywhere: give them back."""
-    mine = [c for c in item.allocated if any(r.uid == pod.metadata.uid for r in c.status.reserved_for)]
-    if not mine:
-        return False
-    for claim in mine:
-        raw = rt.cluster.claims.raw(claim.metadata.namespace or "", claim.metadata.name) or {}
-        status = dict(raw.get("status") or {})
-        keep = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.metadata.uid]
-        status["reservedFor"] = keep
-        if not keep:
-            status.pop("reservedFor")
-            status.pop("allocation", None)
-            status.pop("devices", None)
-        try:
-            await committing.write_claim_status(rt, claim, status)
-        except kube_errors.KubeError as exc:
-            committing.backoff(rt, pod, "claim-status", exc)
-            return True
-    logger.info("pod=%s/%s: released %d earlier reservation(s) that no longer fit", pod.metadata.namespace,
-                pod.metadata.name, len(mine))
-    return True
-
-
-async def _record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, wants: queueing.Wants,
-                                nodes: bool = True, event: bool = True, failure: str = "unschedulable") -> None:
-    """The pod does not fit (or was too costly to decide): parked until a change it wants, after its
-    backoff; its condition and Event are written only when the reason changed."""
-    uid = pod.metadata.uid or ""
-    memory = rt.memory(uid)
-    if uid in rt.queue:
-        rt.queue.unschedulable(uid, time.monotonic(), wants)
-    memory.failure = failure
-    text = f"0/{len(rt.cluster.nodes)} nodes are available: {message}" if nodes else message
-    if text in (memory.last_message, _said(rt, pod, "Unschedulable")):
-        memory.last_message = text
-        return
-    memory.last_message = text
-    await _report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
-                  event_reason="DecisionTooCostly" if failure == "too-costly" else "AllocationFailed",
-                  message=text, event=event)
 
 
 async def scheduling_loop(rt: Runtime, stopped: asyncio.Event) -> None:

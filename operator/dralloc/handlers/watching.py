@@ -18,6 +18,9 @@ PodGroups (scheduling.k8s.io, gang scheduling) are fed the same way, for the sam
 `relist_pod_groups` before the loops start, then `pod_group_feed`. A cluster that serves
 no version has no PodGroups, and pods naming one are placed one by one (as kube-scheduler
 does without the feature: the API server then drops `spec.schedulingGroup` anyway).
+
+The top layers: calls the runtime (its cluster view and wake-ups) and the kube client;
+`operating` starts the feeds.
 """
 
 from __future__ import annotations
