@@ -102,24 +102,13 @@ def status(cluster: inputs.Cluster, features: Features) -> dict[str, Any]:
 
 def print_status(report: dict[str, Any], server: str, out: TextIO) -> None:
     out.write(f"cluster {server}: {report['nodes']} nodes\n")
-    out.write("\nutilization per class:\n")
-    out.writelines(line + "\n" for line in simulating._use_rows(report["utilization"]["classes"]))
-    pools = report["utilization"]["pools"]
-    if pools:
-        out.write("\nutilization per pool:\n")
-        out.writelines(line + "\n" for line in simulating._use_rows(pools, simulating.POOL_ROWS))
-    fragmentation = report["fragmentation"]
-    sizes = simulating.FRAGMENTATION_SIZES
-    out.write("\nnodes that can still take N devices of a class:\n")
-    width = max(5, *(len(n) for n in fragmentation)) if fragmentation else 5
-    out.write(f"  {'class':{width}} " + " ".join(f"{'N=' + str(k):>6}" for k in sizes) + "\n")
-    for name, counts in fragmentation.items():
-        out.write(f"  {name:{width}} " + " ".join(f"{counts[str(k)]:6d}" for k in sizes) + "\n")
+    simulating.print_use_and_fragmentation(report, out)
 
 
 def _pod_item(cluster: inputs.Cluster, pod: model_pods.Pod) -> placement.Item:
     """The pod's claims as the scheduler sees them: the claim generated for a template entry when it
-    exists (pod.status.resourceClaimStatuses), else one made from the template, as simulate does."""
+    exists (pod.status.resourceClaimStatuses), else one made from the template, as simulate does
+    (`simulating.pod_item`)."""
     namespace = pod.metadata.namespace or "default"
     recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses if s.resource_claim_name}
     entries = []
@@ -132,7 +121,7 @@ def _pod_item(cluster: inputs.Cluster, pod: model_pods.Pod) -> placement.Item:
     templates = {f"{t.metadata.namespace or 'default'}/{t.metadata.name}": t for t in cluster.claim_templates}
     claims = {f"{c.metadata.namespace or 'default'}/{c.metadata.name}": c for c in cluster.resource_claims}
     try:
-        item = simulating._pod_item(as_seen, templates, claims, cluster.device_classes)
+        item = simulating.pod_item(as_seen, templates, claims, cluster.device_classes)
     except inputs.InputError as exc:
         raise PluginError(str(exc).replace("in the input", f"in namespace {namespace}")) from exc
     return placement.Item(name=f"{namespace}/{pod.metadata.name}", claims=item.claims, pod=pod,

@@ -25,7 +25,7 @@ from tests.cel.test_fastpath_equivalence import CAPACITY_IDS, DOMAINS, DRIVER, E
 from dralloc.allocation import errors, selectors
 from dralloc.allocation.pools import DeviceInfo
 from dralloc.cel import devices as cel_devices
-from dralloc.cel import fastpath
+from dralloc.cel import fastpath, grammar
 from dralloc.cel import selectors as cel_selectors
 
 
@@ -134,7 +134,7 @@ def test_devices_differing_only_in_unread_attributes_share_one_evaluation() -> N
     ('device.attributes["a"] == device.attributes["b"]', None),
 ])
 def test_reads_name_single_fields_or_nothing(expression: str, reads: object) -> None:
-    tree = cel_selectors.grammar.parse(expression)
+    tree = grammar.parse(expression)
     assert fastpath.device_reads(tree) == reads
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.cel import test_fastpath_equivalence as grammars
 
-from dralloc.cel import quickparse, selectors
+from dralloc.cel import compiling, quickparse
 
 
 def _shape(node: Any) -> Any:
@@ -28,8 +28,8 @@ def _shape(node: Any) -> Any:
 
 def _celpy_shape(expression: str) -> Any:
     try:
-        return _shape(selectors._parse(expression))
-    except selectors.CELCompileError:
+        return _shape(compiling.parse(expression))
+    except compiling.CELCompileError:
         return None
 
 

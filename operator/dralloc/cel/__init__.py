@@ -17,8 +17,10 @@ attribute values without celpy, so that a caller checking a device before any se
 compiled does not load the engine.
 
 Modules are imported as modules; nothing is re-exported here:
-`selectors` (the public entry points), `devices` (the `device` variable),
-`attributes` and `versions` (plain attribute values), `grammar`, `quickparse`, `checking`,
-`typecheck`, `macros`, `operators`, `functions`, `library_*`, `scopes`, `cost`, `fastpath`,
-`lru` (the bounded least-recently-used map of the expression-keyed caches).
+`selectors` (the public entry points), `derived` (derived attributes), `compiling` (the
+compile steps both share: parse, transpile, the errors and their wording), `devices` (the
+`device` variable), `attributes` and `versions` (plain attribute values), `grammar`,
+`quickparse`, `checking`, `typecheck`, `macros`, `operators`, `functions`, `library_*`,
+`scopes`, `cost`, `fastpath`, `lru` (the bounded least-recently-used map of the
+expression-keyed caches).
 """

@@ -12,6 +12,10 @@ types, because that is what users see from kube-scheduler).
 Evaluation uses the celpy program, not the selector fast path: a derived attribute is
 computed once per (device, expression) and memoized by the allocator, so its cost is not on
 the hot path.
+
+Parsing, transpiling, the errors (`CELCompileError`, `CELRuntimeError`) and their wording are
+`compiling`'s, shared with the selectors; the checks are `checking`'s with this module's
+result rule (`derived_result`).
 """
 
 from __future__ import annotations
@@ -21,8 +25,7 @@ from typing import Any, cast
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, result
 
-from dralloc.cel import checking, cost, library_net, library_optional, lru, quickparse, typecheck
-from dralloc.cel import selectors as cel_selectors
+from dralloc.cel import checking, compiling, cost, library_net, library_optional, lru, quickparse, typecheck
 from dralloc.cel.devices import DeviceEnv
 from dralloc.cel.library_semver import Semver
 from dralloc.model.quantities import Quantity
@@ -68,20 +71,20 @@ class DerivedExpression:
         cannot be an attribute.
         """
         if device.error is not None:
-            raise cel_selectors.CELRuntimeError(device.error, expression=self.expression)
+            raise compiling.CELRuntimeError(device.error, expression=self.expression)
         try:
             with cost.evaluation():
                 value = result(cast(Activation, device.scope), self._entry)
         except Exception as exc:  # only the cost limit is supposed to get past result()
-            raise cel_selectors.CELRuntimeError(cel_selectors._describe_exception(exc),
-                                                expression=self.expression) from exc
+            raise compiling.CELRuntimeError(compiling.describe_exception(exc),
+                                            expression=self.expression) from exc
         if isinstance(value, CELEvalError):
-            raise cel_selectors.CELRuntimeError(cel_selectors._describe_error(value),
-                                                expression=self.expression) from value
+            raise compiling.CELRuntimeError(compiling.describe_error(value),
+                                            expression=self.expression) from value
         try:
             return _attribute(value)
         except ValueError as exc:
-            raise cel_selectors.CELRuntimeError(str(exc), expression=self.expression) from None
+            raise compiling.CELRuntimeError(str(exc), expression=self.expression) from None
 
 
 def _scalar(value: Any) -> tuple[str, Any] | None:
@@ -159,31 +162,31 @@ def compile_derived(expression: str) -> DerivedExpression:
         weight = len(expression)
         try:
             found = _compile(expression)
-        except cel_selectors.CELCompileError as exc:
+        except compiling.CELCompileError as exc:
             found = str(exc)
             weight += len(found)
         found = _compiled.setdefault(expression, found, weight)
     if isinstance(found, str):
-        raise cel_selectors.CELCompileError(found, expression=expression)
+        raise compiling.CELCompileError(found, expression=expression)
     return found
 
 
 def _compile(expression: str) -> DerivedExpression:
-    if len(expression) > cel_selectors.MAX_EXPRESSION_LENGTH:
-        raise cel_selectors.CELCompileError(
-            f"compilation failed: expression is longer than {cel_selectors.MAX_EXPRESSION_LENGTH} bytes",
+    if len(expression) > compiling.MAX_EXPRESSION_LENGTH:
+        raise compiling.CELCompileError(
+            f"compilation failed: expression is longer than {compiling.MAX_EXPRESSION_LENGTH} bytes",
             expression=expression)
     try:
         quick = quickparse.parse(expression)
         if quick is not None and not checking.check(quick, expression, result=derived_result):
             tree, issues = quick, []
         else:
-            tree = cel_selectors._parse(expression)
+            tree = compiling.parse(expression)
             issues = checking.check(tree, expression, result=derived_result)
         if issues:
-            raise cel_selectors.CELCompileError(cel_selectors._compile_failure(expression, issues),
-                                                expression=expression)
-        return DerivedExpression(expression, cel_selectors._transpile(tree))
+            raise compiling.CELCompileError(compiling.compile_failure(expression, issues),
+                                            expression=expression)
+        return DerivedExpression(expression, compiling.transpile(tree))
     except (RecursionError, SyntaxError):
-        raise cel_selectors.CELCompileError("compilation failed: expression nested too deeply",
-                                            expression=expression) from None
+        raise compiling.CELCompileError("compilation failed: expression nested too deeply",
+                                        expression=expression) from None

@@ -362,8 +362,8 @@ def _captured(fn: Closure, env: DeviceEnv) -> Any:
 
 
 def _non_bool(left: Any, right: Any, symbol: str) -> Any:
-    # As macros._non_bool: an error on either side wins, otherwise a type error.
-    return macros._non_bool(to_cel(left), to_cel(right), symbol)
+    # As the transpiled program's `&&`/`||` (`macros.non_bool_outcome`), on the values as celpy's.
+    return macros.non_bool_outcome(to_cel(left), to_cel(right), symbol)
 
 
 def _conditionaland(tree: lark.Tree[Any]) -> _Node:

@@ -291,7 +291,7 @@ def logical_and(activation: Any, left: Any, right: Any) -> Any:
             return other
         if isinstance(value, celtypes.BoolType):
             return other
-    return _non_bool(value, other, "&&")
+    return non_bool_outcome(value, other, "&&")
 
 
 def logical_or(activation: Any, left: Any, right: Any) -> Any:
@@ -304,12 +304,16 @@ def logical_or(activation: Any, left: Any, right: Any) -> Any:
             return other
         if isinstance(value, celtypes.BoolType):
             return other
-    return _non_bool(value, other, "||")
+    return non_bool_outcome(value, other, "||")
 
 
-def _non_bool(value: Any, other: Any, operator: str) -> Any:
-    # Neither side decided: as cel-go's evalAnd/evalOr, the first operand that is not a bool
-    # gives the outcome, its own error or "no such overload" for a non-bool value.
+def non_bool_outcome(value: Any, other: Any, operator: str) -> Any:
+    """The outcome of `&&` or `||` (`operator`, unused) when neither side decided it and not both
+    are bools: as cel-go's evalAnd/evalOr, the first operand that is not a bool gives it, its own
+    error value (returned) or "no such overload" for a non-bool value (raised TypeError).
+
+    Shared with the fast path (`fastpath`), whose `&&` and `||` closures end the same way.
+    """
     for operand in (value, other):
         if isinstance(operand, CELEvalError):
             return operand

@@ -3,11 +3,13 @@
 `compile_selector(text)` parses with celpy, runs our compile-time checks
 (`checking`), transpiles to Python with celpy's transpiler plus our additions
 (`macros`), and executes the generated definitions once into a private
-namespace. That program is the reference. `CompiledSelector.evaluate(device)`
-calls it with the device's celpy scope, which is several times faster than
-celpy's interpreter and safe to call from several threads: nothing shared is
-written during evaluation (celpy's own `CompiledRunner` writes a module global
-on every call, which is why we do not use it directly).
+namespace; parsing, transpiling and the error wording are `compiling`'s, which
+derived attributes (`derived`) share. That program is the reference.
+`CompiledSelector.evaluate(device)` calls it with the device's celpy scope,
+which is several times faster than celpy's interpreter and safe to call from
+several threads: nothing shared is written during evaluation (celpy's own
+`CompiledRunner` writes a module global on every call, which is why we do not
+use it directly).
 
 Most selectors also get a fast path (`fastpath`): closures over the device's
 plain values that compute exactly what the reference computes, without ever
@@ -19,6 +21,7 @@ Errors read like upstream's. A compile error is `CELCompileError` with
 "compilation failed: ERROR: <input>:L:C: <reason>" and the caret line; anything
 that goes wrong while evaluating (missing key, type mismatch, a non-bool
 result, an unusable device attribute) is `CELRuntimeError`.
+Both are `CELError`s, defined in `compiling` and re-exported here for callers.
 
 Upstream's runtime cost limit (1,000,000) is approximated by `cost`: comprehension
 iterations and `lists.range` elements are counted, and an evaluation past the limit
@@ -32,42 +35,18 @@ character: ~70 MiB at most); `set_cache_limit` changes both. docs/cel.md lists e
 
 from __future__ import annotations
 
-import builtins
-import functools
-import operator
 import threading
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any, cast
 
-import celpy
-import lark
-import lark.exceptions
 from celpy import celtypes
-from celpy.evaluation import Activation, CELEvalError, Phase2Transpiler, Transpiler, TranspilerTree, result
+from celpy.evaluation import Activation, CELEvalError, result
 
-import dralloc
-from dralloc.cel import checking, cost, fastpath, functions, grammar, lru, macros, quickparse
+from dralloc.cel import checking, compiling, cost, fastpath, lru, quickparse
+from dralloc.cel.compiling import CELCompileError as CELCompileError  # re-exported: callers catch them here
+from dralloc.cel.compiling import CELError as CELError  # re-exported
+from dralloc.cel.compiling import CELRuntimeError as CELRuntimeError  # re-exported
 from dralloc.cel.devices import DeviceEnv, to_cel
-
-# Upstream's CELSelectorExpressionMaxLength; longer selectors never pass API validation.
-MAX_EXPRESSION_LENGTH = 10 * 1024
-
-
-class CELError(Exception):
-    """A selector that cannot be compiled or evaluated."""
-
-    def __init__(self, message: str, *, expression: str) -> None:
-        super().__init__(message)
-        self.expression = expression
-
-
-class CELCompileError(CELError):
-    """The expression does not compile (syntax, undeclared reference, not a bool)."""
-
-
-class CELRuntimeError(CELError):
-    """Evaluation failed: missing key, type mismatch, non-bool result, bad device data."""
 
 
 class CompiledSelector:
@@ -117,7 +96,7 @@ class CompiledSelector:
                     # What result() would have made of it (it may raise instead, as result() does).
                     value = fastpath.error_value(exc)
             except Exception as exc:
-                raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
+                raise CELRuntimeError(compiling.describe_exception(exc), expression=self.expression) from exc
             if value is True or value is False:
                 return value
             value = to_cel(value)
@@ -126,11 +105,11 @@ class CompiledSelector:
                 with cost.evaluation():
                     value = result(cast(Activation, device.scope), self._entry)
             except Exception as exc:  # only the cost limit is supposed to get past result()
-                raise CELRuntimeError(_describe_exception(exc), expression=self.expression) from exc
+                raise CELRuntimeError(compiling.describe_exception(exc), expression=self.expression) from exc
             if isinstance(value, celtypes.BoolType):
                 return bool(value)
         if isinstance(value, CELEvalError):
-            raise CELRuntimeError(_describe_error(value), expression=self.expression) from value
+            raise CELRuntimeError(compiling.describe_error(value), expression=self.expression) from value
         converted = _as_bool(value)
         if isinstance(converted, bool):
             return converted
@@ -175,8 +154,9 @@ def compile_selector(expression: str, *, list_values: bool = True) -> CompiledSe
 def _check_without_list_values(expression: str) -> None:
     message = _without_list_values.get(expression)
     if message is None:
-        issues = checking.ranges_over_attribute_values(_parse(expression))  # celpy's tree has positions
-        message = "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues) if issues else ""
+        issues = checking.ranges_over_attribute_values(compiling.parse(expression))  # celpy's tree has positions
+        message = ("compilation failed: " + "\n".join(compiling.format_issue(expression, i) for i in issues)
+                   if issues else "")
         message = _without_list_values.setdefault(expression, message, len(expression) + len(message))
     if message:
         raise CELCompileError(message, expression=expression)
@@ -216,9 +196,9 @@ def _compile_guarded(expression: str) -> CompiledSelector:
 
 
 def _compile(expression: str) -> CompiledSelector:
-    if len(expression) > MAX_EXPRESSION_LENGTH:
+    if len(expression) > compiling.MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
-            f"compilation failed: expression is longer than {MAX_EXPRESSION_LENGTH} bytes",
+            f"compilation failed: expression is longer than {compiling.MAX_EXPRESSION_LENGTH} bytes",
             expression=expression,
         )
     # The quick parser's tree, when it has one, is celpy's tree; compile errors are
@@ -227,110 +207,17 @@ def _compile(expression: str) -> CompiledSelector:
     if quick is not None and not checking.check(quick, expression):
         tree, issues = quick, []
     else:
-        tree = _parse(expression)
+        tree = compiling.parse(expression)
         issues = checking.check(tree, expression)
     if issues:
-        raise CELCompileError(_compile_failure(expression, issues), expression=expression)
+        raise CELCompileError(compiling.compile_failure(expression, issues), expression=expression)
     try:
-        entry = _transpile(tree)
+        entry = compiling.transpile(tree)
     except RecursionError:
         raise CELCompileError("compilation failed: expression nested too deeply",
                               expression=expression) from None
     fast = fastpath.compile_tree(tree)
     return CompiledSelector(expression, entry, fast, fastpath.device_reads(tree) if fast is not None else None)
-
-
-def _parse(expression: str) -> TranspilerTree:
-    if expression.strip() == "":
-        raise CELCompileError(
-            "compilation failed: ERROR: <input>:1:1: Syntax error: empty expression",
-            expression=expression,
-        )
-    try:
-        return grammar.parse(expression)
-    except lark.exceptions.UnexpectedInput as exc:
-        issue = checking.Issue(f"Syntax error: {_syntax_reason(exc, 'invalid syntax')}",
-                               exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1)
-        raise CELCompileError("compilation failed: " + _format_issue(expression, issue),
-                              expression=expression) from None
-    except RecursionError:
-        raise CELCompileError("compilation failed: expression nested too deeply",
-                              expression=expression) from None
-
-
-def _syntax_reason(exc: lark.exceptions.UnexpectedInput, fallback: str) -> str:
-    token = getattr(exc, "token", None)
-    if token is not None:
-        text = "<EOF>" if getattr(token, "type", "") == "$END" else str(token)
-        return f"mismatched input {text!r}"
-    char = getattr(exc, "char", None)
-    if char is not None:
-        return f"token recognition error at: {char!r}"
-    return fallback
-
-
-def _transpile(tree: TranspilerTree) -> Callable[[Any], Any]:
-    # The phases only read `base_activation` from their facade.
-    facade = cast(Transpiler, SimpleNamespace(base_activation=_function_activation()))
-    phase_1 = macros.DraPhase1Transpiler(facade)
-    phase_1.visit(tree)
-    phase_2 = Phase2Transpiler(facade)
-    phase_2.visit(tree)
-    # celpy's last statement evaluates against a module global; we keep only the
-    # definitions and build our own entry point from the root's code.
-    statements = phase_1.constants + phase_2.statements(tree)[:-1]
-    statements.append(f"__entry = lambda activation: {tree.transpiled}")
-    namespace: dict[str, Any] = {
-        "celpy": celpy, "operator": operator, "builtins": builtins, "dralloc": dralloc,
-        "CELEvalError": CELEvalError,
-    }
-    exec(compile("\n".join(statements), "<cel selector>", "exec"), namespace)
-    return cast(Callable[[Any], Any], namespace["__entry"])
-
-
-@functools.cache
-def _function_activation() -> Activation:
-    # Only used while transpiling, to turn CEL function names into module paths.
-    return Activation(functions=functions.FUNCTIONS)
-
-
-def _compile_failure(expression: str, issues: list[checking.Issue]) -> str:
-    if not issues[0].positional:
-        return issues[0].message  # the output type check, program instantiation: bare, as upstream
-    return "compilation failed: " + "\n".join(_format_issue(expression, i) for i in issues)
-
-
-def _format_issue(expression: str, issue: checking.Issue) -> str:
-    lines = expression.splitlines() or [""]
-    source = lines[issue.line - 1] if 0 < issue.line <= len(lines) else lines[0]
-    caret = "." * (issue.column - 1) + "^"
-    return f"ERROR: <input>:{issue.line}:{issue.column}: {issue.message}\n | {source}\n | {caret}"
-
-
-def _describe_error(error: CELEvalError) -> str:
-    message = str(error.args[0]) if error.args else "evaluation error"
-    kind = error.args[1] if len(error.args) > 1 else None
-    details = error.args[2] if len(error.args) > 2 else ()
-    detail = str(details[0]) if details else ""
-    if kind is KeyError:
-        return f"no such key: {detail}"
-    if kind is NameError:
-        return f"undeclared reference to '{detail}'"
-    if kind is ZeroDivisionError:
-        return "division by zero" if "modulus" not in detail else "modulus by zero"
-    if kind is TypeError:
-        return detail if detail.startswith("no such overload") else f"no such overload: {detail}".rstrip(": ")
-    if detail:
-        return detail
-    return message
-
-
-def _describe_exception(exc: Exception) -> str:
-    if isinstance(exc, CELEvalError):
-        return _describe_error(exc)
-    if isinstance(exc, cost.CostLimitExceeded):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 # How cel-go's ConvertToNative(bool) refuses each type, after DeviceMatches' own prefix.

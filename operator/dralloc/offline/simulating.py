@@ -111,9 +111,16 @@ def _extended_claim(pod: model_pods.Pod, classes: Sequence[model_classes.DeviceC
     return parsed
 
 
-def _pod_item(pod: model_pods.Pod, templates: dict[str, model_claims.ResourceClaimTemplate],
-              claims_by_ref: dict[str, model_claims.ResourceClaim],
-              classes: Sequence[model_classes.DeviceClass]) -> placement.Item:
+def pod_item(pod: model_pods.Pod, templates: dict[str, model_claims.ResourceClaimTemplate],
+             claims_by_ref: dict[str, model_claims.ResourceClaim],
+             classes: Sequence[model_classes.DeviceClass]) -> placement.Item:
+    """The pod as a placement item: a claim made from the template of each template entry (named
+    `<pod>-<entry>`), the claim of each resourceClaimName entry (those already allocated apart, in
+    `allocated`), and the claim of its DRA extended resources; templates and claims are keyed
+    `namespace/name`. InputError names an entry whose template or claim is not in the input.
+
+    `kubectl dralloc why` (`dralloc.plugin`) builds its pod the same way.
+    """
     namespace = pod.metadata.namespace or "default"
     to_allocate: list[model_claims.ResourceClaim] = []
     allocated: list[model_claims.ResourceClaim] = []
@@ -384,7 +391,7 @@ def items_of(workload: list[object], templates: dict[str, model_claims.ResourceC
              claims_by_ref: dict[str, model_claims.ResourceClaim], classes: Sequence[model_classes.DeviceClass]
              ) -> list[placement.Item]:
     """The workload as items, as placed from the start (a shared claim counts with each pod)."""
-    return [_pod_item(_defaulted(o), templates, claims_by_ref, classes) if isinstance(o, model_pods.Pod)
+    return [pod_item(_defaulted(o), templates, claims_by_ref, classes) if isinstance(o, model_pods.Pod)
             else placement.Item(name=o.metadata.name, claims=(o,))
             for o in workload if isinstance(o, model_pods.Pod | model_claims.ResourceClaim)]
 
@@ -403,7 +410,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
         placer.expect(items_of(workload, templates, claims_by_ref, classes))
     for done, obj in enumerate(workload):
         if isinstance(obj, model_pods.Pod):
-            item = _pod_item(_defaulted(obj), templates, claims_by_ref, classes)
+            item = pod_item(_defaulted(obj), templates, claims_by_ref, classes)
         else:
             assert isinstance(obj, model_claims.ResourceClaim)
             current = claims_by_ref.get(_ref(obj), obj)
@@ -510,6 +517,13 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
             out.write(f"  {entry['name']}: {entry['reason']}\n")
         if len(report["unplaced"]) > 50:
             out.write(f"  ... {len(report['unplaced']) - 50} more\n")
+    print_use_and_fragmentation(report, out)
+
+
+def print_use_and_fragmentation(report: dict[str, Any], out: TextIO) -> None:
+    """The table's sections from a report's "utilization" (devices, counters and capacity in use per
+    class, then per pool, at most POOL_ROWS pools) and "fragmentation" (per class, how many nodes
+    could still take N devices); `kubectl dralloc status` (`dralloc.plugin`) prints the same."""
     out.write("\nutilization per class:\n")
     out.writelines(line + "\n" for line in _use_rows(report["utilization"]["classes"]))
     pools = report["utilization"]["pools"]
