@@ -1,10 +1,11 @@
 """The capacity gauges (dralloc.state.capacity) at fleet size: series count and cost per scrape.
 
-A 5,000-node GPU fleet (tests/monitoring/test_capacity_metrics.fleet: 8 GPUs per node, each a
-counter set with two MIG halves, a shareable NIC per node; classes gpu, mig, nic). Prints the
-number of capacity series, the time to build the inventory (once per slice, class or taint-rule
-change) and the time of one scrape's counting (`device_gauges`), next to what the scrape cost
-before the inventory existed: classifying every device against every class on each scrape.
+A 5,000-node GPU fleet (dralloc.testing.fleet, the one tests/monitoring/test_capacity_metrics.py
+builds smaller: 8 GPUs per node, each a counter set with two MIG halves, a shareable NIC per
+node; classes gpu, mig, nic). Prints the number of capacity series, the time to build the
+inventory (once per slice, class or taint-rule change) and the time of one scrape's counting
+(`device_gauges`), next to what the scrape cost before the inventory existed: classifying every
+device against every class on each scrape.
 Numbers, never assertions (bench/ habit).
 """
 
@@ -16,13 +17,12 @@ import pathlib
 import sys
 import time
 
-sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1]), str(pathlib.Path(__file__).resolve().parents[1] / "operator")]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "operator"))
 
-from tests.monitoring.test_capacity_metrics import _exported_series, fleet  # noqa: E402
-
-from dralloc.allocation import selectors  # noqa: E402
-from dralloc.allocation.pools import SliceIndex  # noqa: E402
-from dralloc.state import capacity  # noqa: E402
+from dralloc.allocation import selectors
+from dralloc.allocation.pools import SliceIndex
+from dralloc.state import capacity
+from dralloc.testing.fleet import exported_series, fleet
 
 
 def _per_scrape_classification(snap: object) -> None:
@@ -64,7 +64,7 @@ def main() -> None:
     started = time.perf_counter()
     capacity.Inventory.build(fresh, inventory)
     print(f"inventory after a slice change (now): {time.perf_counter() - started:.3f} s")
-    print(f"capacity series exported: {_exported_series(snap)}")
+    print(f"capacity series exported: {exported_series(snap)}")
 
 
 if __name__ == "__main__":

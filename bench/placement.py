@@ -21,14 +21,12 @@ import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "operator"))
-sys.path.insert(0, str(REPO))
-
-from tests.handlers import cluster  # noqa: E402
 
 from dralloc.allocation.features import Features  # noqa: E402
 from dralloc.allocation.snapshots import Snapshot  # noqa: E402
 from dralloc.model import claims, classes, conversion, devices, nodes, pods  # noqa: E402
 from dralloc.scheduling import placement  # noqa: E402
+from dralloc.testing import cluster  # noqa: E402
 
 
 def decisions(node_count: int, gpus: int) -> None:
@@ -143,16 +141,15 @@ def _client(port: int, requests: list[tuple[str, str, object]]) -> subprocess.Po
 
 
 def end_to_end(node_count: int, gpus: int, pod_count: int) -> None:
-    from types import SimpleNamespace
+    from dralloc.running import OperatorThread  # loads kopf: not for the decisions case
+    from dralloc.testing.settings import run_settings
 
-    from tests.handlers.conftest import OperatorThread, crds, operator_settings
-
-    seed = [*crds(), cluster.gpu_class(), cluster.template("one-gpu")]
+    seed = [*cluster.crds(), cluster.gpu_class(), cluster.template("one-gpu")]
     for i in range(node_count):
         seed += [cluster.node(f"node-{i:03d}"), cluster.gpu_slice(f"node-{i:03d}", gpus)]
     with tempfile.TemporaryDirectory() as tmp:
         server = _Server(pathlib.Path(tmp), seed)
-        operator = OperatorThread(operator_settings(SimpleNamespace(kubeconfig=server.kubeconfig))).start()  # type: ignore[arg-type]
+        operator = OperatorThread(run_settings(server.kubeconfig)).start()
 
         def bound(prefix: str) -> int:
             return sum(1 for p in server.pods()

@@ -76,12 +76,11 @@ from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "operator"))
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import placement  # noqa: E402  (bench/placement.py: the sandbox process and the create client)
-from tests.handlers import cluster  # noqa: E402
-from tests.handlers.conftest import crds  # noqa: E402
+
+from dralloc.testing import cluster  # noqa: E402
 
 PODS = "/api/v1/namespaces/default/pods"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -359,7 +358,7 @@ class RealTarget:
 def run(nodes: int, gpus: int, pods: int, settle: float, *, control_plane: str = "sandbox",
         run_dir: pathlib.Path | None = None, kcm_controllers: str = "*", profile: pathlib.Path | None = None,
         profile_seconds: int = 20) -> Run:
-    seed: list[dict[str, Any]] = [*crds(), cluster.gpu_class(), cluster.template("one-gpu")]
+    seed: list[dict[str, Any]] = [*cluster.crds(), cluster.gpu_class(), cluster.template("one-gpu")]
     for i in range(nodes):
         name = f"node-{i:04d}"
         seed += [cluster.node(name, pods="250"), nvidia_slice(name, gpus)]

@@ -102,7 +102,7 @@ COUNTERS: dict[str, tuple[str, ...]] = {
 }
 
 
-# ---- objects (the shapes of tests/handlers/cluster.py) ----------------------------------------------------------
+# ---- objects (the shapes of dralloc/testing/cluster.py) ---------------------------------------------------------
 
 def node(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},

@@ -3,7 +3,8 @@
 `dralloc.model`, `dralloc.cel` and `dralloc.allocation` never import I/O, clock,
 randomness, logging or framework libraries and never read the clock; each
 imports only its own layer and the layers below it. `dralloc.sandbox` imports
-nothing else of dralloc.
+nothing else of dralloc. `dralloc.testing` (tools for tests and benchmarks) is
+imported by no other dralloc package and imports neither pytest nor tests/.
 """
 
 from __future__ import annotations
@@ -94,4 +95,22 @@ def test_sandbox_imports_nothing_else_of_dralloc() -> None:
         for path in sources("sandbox") for line, module in imported(path)
         if module.startswith("dralloc.") and not module.startswith("dralloc.sandbox")
     ]
+    assert offenders == []
+
+
+def test_testing_is_imported_by_no_other_package_and_imports_no_test_code() -> None:
+    """dralloc.testing sits on top of dralloc: the operator never loads it, and it never loads pytest
+    or tests/ (bench/ uses it without either)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sorted(ROOT.rglob("*.py")) for line, module in imported(path)
+        if (module == "dralloc.testing" or module.startswith("dralloc.testing."))
+        and path.relative_to(ROOT).parts[0] != "testing"
+    ]
+    offenders += [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sources("testing") for line, module in imported(path)
+        if module.split(".")[0] in {"pytest", "_pytest", "tests"}
+    ]
+    assert sources("testing")
     assert offenders == []

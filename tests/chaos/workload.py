@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from tests.chaos.processes import ApiError, Sandbox
-from tests.handlers import cluster
+
+from dralloc.testing import cluster
 
 Obj = dict[str, Any]
 NAMESPACE = "chaos"

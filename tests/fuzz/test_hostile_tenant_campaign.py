@@ -40,12 +40,11 @@ import urllib.request
 from typing import Any
 
 import yaml
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import (
     REPO,
     OperatorThread,
     SandboxCluster,
-    crds,
     operator_settings,
     wait_for,
 )
@@ -53,6 +52,8 @@ from tests.handlers.test_tenant_isolation import costly_claim
 
 from dralloc import metrics
 from dralloc.sandbox import ThreadedApiServer
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 FLOOD = int(os.environ.get("DRALLOC_TENANT_FLOOD") or 40)

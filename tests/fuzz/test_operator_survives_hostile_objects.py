@@ -48,10 +48,11 @@ from typing import Any, TypeVar
 
 import pytest
 from tests.fuzz import hostile
-from tests.handlers.conftest import OperatorThread, SandboxCluster, crds, operator_settings
+from tests.handlers.conftest import OperatorThread, SandboxCluster, operator_settings
 
 from dralloc import metrics
 from dralloc.sandbox import ThreadedApiServer
+from dralloc.testing.cluster import crds
 
 T = TypeVar("T")
 Obj = dict[str, Any]

@@ -18,8 +18,8 @@ them on a real cluster.
 `operator` runs `dralloc.running.run_in_loop` in another thread with its own event
 loop (kopf cancels every task of the loop it runs in), logged in through the mode's
 kubeconfig, standalone (no peering); in real mode it only handles the test's namespace.
-The CRDs from crds/ are installed first (on a real cluster: when missing). Tests talk
-to the server over HTTP and wait for the state they expect.
+The CRDs from crds/ (`dralloc.testing.cluster.crds`) are installed first (on a real cluster:
+when missing). Tests talk to the server over HTTP and wait for the state they expect.
 """
 
 from __future__ import annotations
@@ -34,21 +34,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import pytest
-import yaml
 
 from dralloc import running
 from dralloc.handlers import coexisting
 from dralloc.sandbox import Faults, ThreadedApiServer
-from dralloc.sandbox.pytest_plugin import _options, pytest_configure
-from dralloc.settings import (
-    CoexistenceSettings,
-    ConnectionSettings,
-    LeaderElectionSettings,
-    RuntimeSettings,
-    SchedulingSettings,
-    Settings,
-)
+from dralloc.sandbox.pytest_plugin import pytest_configure, sandbox_options
+from dralloc.settings import CoexistenceSettings, LeaderElectionSettings, Settings
 from dralloc.state.coexistence import Duty
+from dralloc.testing.cluster import crds
+from dralloc.testing.settings import run_settings
 
 __all__ = ["Cluster", "OperatorThread", "apiserver", "duty_owner", "faults", "operator", "pytest_configure",
            "wait_for"]
@@ -169,7 +163,7 @@ def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterato
         finally:
             real.close()
         return
-    server = ThreadedApiServer(**_options(request)).start()
+    server = ThreadedApiServer(**sandbox_options(request)).start()
     try:
         server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         yield SandboxCluster(server)
@@ -210,10 +204,6 @@ def faults(apiserver: Cluster) -> Faults:
     return apiserver.faults
 
 
-def crds() -> list[dict[str, Any]]:
-    return [doc for path in sorted((REPO / "crds").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
-
-
 def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition",
              interval: float = 0.05, extra: Callable[[], str] | None = None) -> Any:
     """Poll until `condition()` returns something truthy; fail with `what` (and `extra()`, what to
@@ -249,20 +239,14 @@ def operator_settings(server: Cluster, *, elect: str | None = None, timing: tupl
                       **scheduling: Any) -> Settings:
     """Standalone, or with `elect=<identity>`: leader election on the Lease `server.name("dralloc")` in the
     test's namespace, with short durations (lease, renew deadline, retry period) so tests see failovers."""
-    if elect is None:
-        runtime = RuntimeSettings(metrics_port=0, health_port=0, leader_election=LeaderElectionSettings(enabled=False))
-    else:
+    election = None
+    if elect is not None:
         lease, deadline, retry = timing
-        runtime = RuntimeSettings(metrics_port=0, health_port=0, leader_election=LeaderElectionSettings(
+        election = LeaderElectionSettings(
             lease_duration=lease, renew_deadline=deadline, retry_period=retry, identity=elect,
-            resource_name=server.name("dralloc"), resource_namespace=server.namespace))
-    kubeconfig = server.kubeconfig
-    namespaces = getattr(server, "operator_namespaces", ())  # bench/ and tests/manifests/ pass a bare sandbox
-    return Settings(
-        connection=ConnectionSettings(kubeconfig=str(kubeconfig) if kubeconfig else None),
-        scheduling=SchedulingSettings(**{"namespaces": namespaces, **scheduling}),
-        runtime=runtime,
-    )
+            resource_name=server.name("dralloc"), resource_namespace=server.namespace)
+    return run_settings(server.kubeconfig, namespaces=server.operator_namespaces, leader_election=election,
+                        **scheduling)
 
 
 @pytest.fixture

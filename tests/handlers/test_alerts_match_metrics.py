@@ -18,11 +18,12 @@ from collections.abc import Iterator
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 from tests.manifests.rendered import find, load
 
 from dralloc import metrics
+from dralloc.testing import cluster
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 EXPRESSION = re.compile(

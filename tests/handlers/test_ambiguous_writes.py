@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
 from dralloc.sandbox import Faults
+from dralloc.testing import cluster
 
 STATUS = "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims/*/status"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/*/resourceclaims"

@@ -9,13 +9,14 @@ there; and fixing the bad object places the pod without waiting out its backoff.
 from __future__ import annotations
 
 import pytest
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
 from dralloc.lifecycle import templates
 from dralloc.model import pods
 from dralloc.sandbox import Faults
 from dralloc.scheduling import placement
+from dralloc.testing import cluster
 
 Obj = dict[str, object]
 

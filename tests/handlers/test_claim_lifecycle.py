@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
 
 
 def _seed_gpus(server: Cluster, count: int = 2) -> str:

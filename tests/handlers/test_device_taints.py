@@ -14,11 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc import metrics
 from dralloc.lifecycle import eviction
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 RULES = "/apis/resource.k8s.io/v1/devicetaintrules"
 KEEP = "test.dralloc.io/keep"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
 
 
 def test_extended_resource_request_is_served_by_a_claim(apiserver: Cluster, operator: OperatorThread) -> None:

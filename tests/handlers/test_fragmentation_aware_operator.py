@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
 
 POLICY = ("dralloc.io/v1alpha1", "AllocationPolicy", "default")
 

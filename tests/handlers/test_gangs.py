@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import (
     REPO,
     Cluster,
     OperatorThread,
-    crds,
     operator_settings,
     real_mode,
     wait_for,
 )
 
 from dralloc.sandbox import Faults
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 GATE = "dralloc.io/allocate"

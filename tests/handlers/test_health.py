@@ -9,13 +9,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc import metrics
 from dralloc.allocation.pools import DeviceID
 from dralloc.handlers import health as health_loop
 from dralloc.lifecycle import eviction, health
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 

@@ -15,11 +15,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, duty_owner, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, duty_owner, operator_settings, wait_for
 
 from dralloc.handlers import scheduling
 from dralloc.settings import CoexistenceSettings
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 LEASE_SECONDS = 2
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.handlers import cluster
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.sandbox import Faults
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 
 def _lease(apiserver: Cluster) -> dict[str, Any]:

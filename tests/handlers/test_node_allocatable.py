@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.allocation.features import Features
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 

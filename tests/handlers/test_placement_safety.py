@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.sandbox import Faults
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 
 def _cluster(server: Cluster, nodes: int, gpus: int) -> list[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
 
 
 def test_template_claim_allocated_and_pod_bound(apiserver: Cluster, operator: OperatorThread) -> None:

@@ -30,11 +30,13 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers import test_health as health
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.settings import LeaderElectionSettings
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 pytestmark = pytest.mark.e2e
 

@@ -16,10 +16,11 @@ can the claim be released for the second pod.
 
 from __future__ import annotations
 
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 
 from dralloc.sandbox import Faults
+from dralloc.testing import cluster
 
 
 def test_claims_released_and_reused_while_every_claim_watch_ends_empty(

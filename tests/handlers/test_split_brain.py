@@ -14,12 +14,14 @@ import time
 from typing import Any
 
 import pytest
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.kube.session import Session
 from dralloc.sandbox import Faults
 from dralloc.settings import ConnectionSettings, Settings
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 TOKENS = ["token-a", "token-b"]
 TIMING = (3.0, 2.0, 0.5)  # lease duration, renew deadline, retry period

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.handlers import cluster, helpers
-from tests.handlers.conftest import Cluster, OperatorThread, crds, operator_settings, wait_for
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
 from dralloc.handlers import recording
 from dralloc.kube.session import Session
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 BUDGET = 0.3

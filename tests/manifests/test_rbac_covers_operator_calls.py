@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import kopf
-from tests.handlers import cluster, helpers
+from tests.handlers import helpers
 from tests.handlers.conftest import OperatorThread, wait_for
 from tests.manifests.rendered import MANIFESTS, REPO, find, load
 
@@ -36,6 +36,7 @@ from dralloc.kube import resources
 from dralloc.sandbox import ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import apiserver, pytest_configure
 from dralloc.settings import ConnectionSettings, LeaderElectionSettings, RuntimeSettings, Settings
+from dralloc.testing import cluster
 
 __all__ = ["apiserver", "pytest_configure"]
 

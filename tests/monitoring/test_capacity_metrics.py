@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 from tests.builders import claim, class_, device, device_id, result, slice_, snapshot, taint
 
-from dralloc import metrics
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import conversion
 from dralloc.state import capacity
+from dralloc.testing.fleet import exported_series, fleet
 
 GPU = 'device.driver == "gpu.example.com"'
 SERIES_BOUND = 200
@@ -109,44 +107,10 @@ def test_claims_by_state() -> None:
                                                    ("deallocating",): 1}
 
 
-def fleet(nodes: int, gpus: int = 8) -> Snapshot:
-    """A GPU fleet: `nodes` nodes of `gpus` GPUs (each a 80Gi counter set, whole GPU or two MIG halves),
-    a shareable 100G NIC per node, classes gpu, mig, nic; every third GPU allocated."""
-    slices = []
-    for n in range(nodes):
-        devices = []
-        for g in range(gpus):
-            devices.append(device(f"gpu-{g}").attr("kind", "full").consumes(f"gpu-{g}", {"memory": "80Gi"}))
-            for h in range(2):
-                devices.append(device(f"gpu-{g}-mig-{h}").attr("kind", "mig").consumes(f"gpu-{g}", {"memory": "40Gi"}))
-        counters = {f"gpu-{g}": {"memory": "80Gi"} for g in range(gpus)}
-        slices.append(slice_(f"n{n}-gpus", pool=f"node-{n}", node=f"node-{n}", devices=devices, counters=counters))
-        slices.append(slice_(f"n{n}-nic", driver="nic.example.com", pool=f"node-{n}", node=f"node-{n}",
-                             devices=[device("nic-0").shared().capacity("bandwidth", "100G", min="1G")]))
-    classes = [class_("gpu", 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].kind == "full"'),
-               class_("mig", 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].kind == "mig"'),
-               class_("nic", 'device.driver == "nic.example.com"')]
-    taken = [result("r", f"gpu-{g}", pool=f"node-{n}") for n in range(nodes) for g in range(0, gpus, 3)]
-    return snapshot(classes=classes, slices=[s.build() for s in slices],
-                    allocated=[claim("fleet").allocated(*taken)])
-
-
-def _exported_series(snap: Snapshot) -> int:
-    gauges = capacity.device_gauges(capacity.Inventory.build(snap), snap.allocated)
-    gauges["claim_states"] = capacity.claim_gauges([])
-    metrics.set_cluster_source(lambda: gauges)
-    try:
-        text = generate_latest(metrics.REGISTRY).decode()
-    finally:
-        metrics.set_cluster_source(None)
-    names = {name for _, name, _, _ in metrics.CAPACITY_FAMILIES} | {"dralloc_devices"}
-    return sum(len(f.samples) for f in text_string_to_metric_families(text) if f.name in names)
-
-
 def test_the_series_count_does_not_grow_with_nodes() -> None:
     """50 and 1,000 nodes export the same number of capacity series (pools are counted, never named);
     bench/capacity_metrics.py counts them on 5,000 nodes (the same 61)."""
-    small, large = _exported_series(fleet(50)), _exported_series(fleet(1000))
+    small, large = exported_series(fleet(50)), exported_series(fleet(1000))
     assert small == large
     assert large <= SERIES_BOUND, large
 

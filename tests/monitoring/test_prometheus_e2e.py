@@ -47,11 +47,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tests.handlers import cluster
-from tests.handlers.conftest import SandboxCluster, crds, wait_for
+from tests.handlers.conftest import SandboxCluster, wait_for
 from tests.monitoring import prometheus
 
 from dralloc.sandbox import ThreadedApiServer
+from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 FOR = "5s"

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.handlers import cluster
 
 from dralloc.sandbox import ThreadedApiServer
+from dralloc.testing import cluster
 
 Obj = dict[str, Any]
 BIN = pathlib.Path(sys.executable).parent

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gc
 
-from tests.handlers import cluster
-
 from dralloc.handlers import operating
 from dralloc.handlers.runtime import Runtime
 from dralloc.settings import Settings
+from dralloc.testing import cluster
 
 
 def _runtime(nodes: int) -> Runtime:

@@ -9,7 +9,8 @@
 Options come from the `sandbox` marker: `@pytest.mark.sandbox(simulate_pods=True,
 bookmark_interval=0.2, history=100, token="t")` (any `ApiServer` keyword). Load the
 plugin with `pytest_plugins = ["dralloc.sandbox.pytest_plugin"]` in the root conftest,
-or import the fixtures into a conftest.
+or import the fixtures into a conftest; a conftest that starts its own server reads the
+marker's options with `sandbox_options(request)`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sandbox(**options): options for the sandbox API server fixtures")
 
 
-def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
+def sandbox_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The `ApiServer` keywords of the test's `sandbox` markers (the closest marker wins), for a conftest
+    that starts its own server."""
     options: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("sandbox"))):  # closest marker wins
         options.update(marker.kwargs)
@@ -38,7 +41,7 @@ def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 @pytest.fixture
 def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[threads.ThreadedApiServer]:
-    server = threads.ThreadedApiServer(**_options(request)).start()
+    server = threads.ThreadedApiServer(**sandbox_options(request)).start()
     try:
         server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         yield server
@@ -49,6 +52,6 @@ def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterato
 @pytest_asyncio.fixture
 async def async_apiserver(request: pytest.FixtureRequest,
                           tmp_path: pathlib.Path) -> AsyncIterator[apiserver_.ApiServer]:
-    async with apiserver_.ApiServer(**_options(request)) as server:
+    async with apiserver_.ApiServer(**sandbox_options(request)) as server:
         server.kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         yield server

@@ -1,13 +1,23 @@
-"""Small clusters for the operator tests, as raw API objects.
+"""Small clusters for the operator's tests and benchmarks, as raw API objects.
+
+Owns the objects a test or a benchmark seeds an API server with: Nodes, a GPU
+ResourceSlice per node, the GPU DeviceClass, claims, claim templates, pods,
+namespaces, and our CRDs as the repository's crds/ holds them (`crds()`).
 
 Namespaced objects carry no namespace unless given one (`namespace_=`): seeding puts
 them in the test's namespace, as `kubectl apply` would. Cluster-scoped names come from
-the test (`apiserver.name("node-a")`) so that tests on a shared cluster never collide.
+the caller (`apiserver.name("node-a")`) so that tests on a shared cluster never collide.
+
+Imports: the standard library and PyYAML only (no other dralloc module), so that a
+benchmark of the pure layers can use it without loading the operator.
 """
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any
+
+import yaml
 
 DRIVER = "gpu.example.com"
 Obj = dict[str, Any]
@@ -77,3 +87,28 @@ def pod(name: str, *, template_name: str | None = None, claim_name: str | None =
         spec["containers"][0]["resources"] = {**spec["containers"][0].get("resources", {}),
                                               "claims": [{"name": e["name"]} for e in entries]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, namespace_), "spec": spec}
+
+
+def repository() -> pathlib.Path:
+    """The source checkout this module runs from: the nearest folder above it holding operator/dralloc/
+    and crds/. FileNotFoundError when there is none (an installed dralloc: the CRDs ship in the
+    repository and in manifests/, not in the package)."""
+    here = pathlib.Path(__file__).resolve()
+    for folder in here.parents:
+        if (folder / "operator" / "dralloc").is_dir() and (folder / "crds").is_dir():
+            return folder
+    raise FileNotFoundError(f"{here}: not in a dralloc source checkout (no folder above it holds operator/dralloc/ "
+                            "and crds/); dralloc.testing.cluster.crds() reads the CRDs from the repository's crds/")
+
+
+def crds(directory: pathlib.Path | None = None) -> list[Obj]:
+    """Our CustomResourceDefinitions: every document of every *.yaml in `directory` (default: the
+    repository's crds/), files in name order. FileNotFoundError when the folder is missing or holds
+    no CRD, so that a test never runs the operator without them."""
+    folder = directory if directory is not None else repository() / "crds"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder (the CRDs are read from crds/)")
+    objects = [doc for path in sorted(folder.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+    if not any(isinstance(o, dict) and o.get("kind") == "CustomResourceDefinition" for o in objects):
+        raise FileNotFoundError(f"{folder}: no CustomResourceDefinition in its *.yaml files")
+    return objects
