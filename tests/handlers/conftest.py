@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import pytest
 
 from dralloc import running
-from dralloc.handlers import coexisting
+from dralloc.handlers import duties
 from dralloc.sandbox import Faults, ThreadedApiServer
 from dralloc.sandbox.pytest_plugin import pytest_configure, sandbox_options
 from dralloc.settings import CoexistenceSettings, LeaderElectionSettings, Settings
@@ -172,10 +172,10 @@ def apiserver(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterato
 
 
 def duty_owner(apiserver: Cluster, duty: Duty) -> str:
-    """Who does `duty` beside the tests' operator on this cluster, as handlers/coexisting.py decides it:
+    """Who does `duty` beside the tests' operator on this cluster, as handlers/duties.py decides it:
     the choice in the environment (`make e2e`'s second pass sets dralloc), else kube-controller-manager
     when its leader Lease is held (a real cluster), else dralloc (the sandbox)."""
-    choice = coexisting.choices(CoexistenceSettings(), os.environ)[duty]
+    choice = duties.choices(CoexistenceSettings(), os.environ)[duty]
     if choice != "auto":
         return choice
     lease = apiserver.get("coordination.k8s.io/v1", "Lease", "kube-controller-manager", "kube-system")

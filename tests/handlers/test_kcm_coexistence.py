@@ -18,7 +18,7 @@ import pytest
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, duty_owner, operator_settings, wait_for
 
-from dralloc.handlers import scheduling
+from dralloc.handlers import items
 from dralloc.settings import CoexistenceSettings
 from dralloc.testing import cluster
 from dralloc.testing.cluster import crds
@@ -70,7 +70,7 @@ def _entry_claims(server: Cluster, pod: str) -> list[str]:
 
 def test_dralloc_waits_for_a_running_controller_manager_then_takes_over_when_it_stops(
         apiserver: Cluster, kcm_lease: RenewedLease, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scheduling, "CLAIM_CREATION_PATIENCE", 1.0)
+    monkeypatch.setattr(items, "CLAIM_CREATION_PATIENCE", 1.0)
     real_kcm_creates_claims = duty_owner(apiserver, "claim-lifecycle") == "kube-controller-manager"
     node, gpu = apiserver.name("node-a"), apiserver.name("gpu")
     apiserver.seed([*crds(), cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),

@@ -140,7 +140,7 @@ DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]
            # gang's recorded binds; also the lifecycle's read-back after a conflict, through committing.read_back)
            ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS, resources.POD_GROUPS],
            # a gang's binds recorded on its PodGroup, at the served version (Runtime.pod_group_resource)
-           ("completing.py", "merge_patch"): [resources.POD_GROUPS],
+           ("intents.py", "merge_patch"): [resources.POD_GROUPS],
            # the names of a PodGroup's template claims recorded in its status, at the served version
            ("lifecycle.py", "merge_patch"): [resources.POD_GROUPS]}
 

@@ -248,12 +248,6 @@ class Prepared:
     gang_budget: int = gangs.DEFAULT_GANG_BUDGET  # allocator calls for the search (--gang-budget)
 
 
-def decide(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Decided | NotPlaced | None:
-    """`prepare`, then `search` at once (for callers that decide on the loop: tests, tools)."""
-    prepared = prepare(rt, placer, key, members)
-    return search(placer, prepared) if isinstance(prepared, Prepared) else prepared
-
-
 def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Prepared | NotPlaced | None:
     """The gang's inputs from the view, without any await; a NotPlaced when it cannot be decided now; None
     while a member is not ready (its claims are being created, or an earlier write of ours is not observed

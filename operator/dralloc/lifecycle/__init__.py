@@ -4,7 +4,8 @@ Every function here looks at observed objects (pods, claims, templates, classes)
 and returns a plan: a tuple of `plans.PlanStep` values saying what to write.
 Nothing is executed here. No I/O, no asyncio, no clock (time comes in as an
 argument), no randomness, no logging, no kopf, no kubernetes_asyncio; only
-`dralloc.model` is imported. The handlers execute plans through `dralloc.kube`.
+`dralloc.model` and `dralloc.allocation` (device taints and selectors, for eviction and
+health) are imported. The handlers execute plans through `dralloc.kube`.
 
 Modules:
 - `plans`: the plan steps (frozen values) and their execution contract;
