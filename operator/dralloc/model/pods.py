@@ -1,4 +1,10 @@
-"""Core v1 Pod subset: what placement and the claim lifecycle read."""
+"""Core v1 Pod subset: what placement and the claim lifecycle read.
+
+Besides devices and resources, placement reads what kube-scheduler's other filters read:
+pod (anti-)affinity terms, topology spread constraints, host ports and volumes. Volume
+sources other than persistentVolumeClaim and ephemeral are kept as unknown fields (the
+model keeps what it does not name) and read from there by the volume filters.
+"""
 
 from typing import Any
 
@@ -27,8 +33,75 @@ class NodeAffinity(ApiModel):
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
+class LabelSelectorRequirement(ApiModel):
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(ApiModel):
+    """meta/v1 LabelSelector: an absent selector (None where one is optional) matches nothing,
+    an empty one everything (LabelSelectorAsSelector)."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
+class PodAffinityTerm(ApiModel):
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(ApiModel):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = Field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(ApiModel):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
 class Affinity(ApiModel):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None  # the same shape as pod_affinity (core v1 PodAntiAffinity)
+
+
+class TopologySpreadConstraint(ApiModel):
+    max_skew: int | None = None  # required by the API (at least 1)
+    topology_key: str = ""
+    when_unsatisfiable: str | None = None  # required by the API: DoNotSchedule or ScheduleAnyway
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None  # Honor (the default) or Ignore
+    node_taints_policy: str | None = None  # Ignore (the default) or Honor
+    match_label_keys: tuple[str, ...] = ()
+
+
+class ContainerPort(ApiModel):
+    name: str | None = None
+    container_port: int = 0
+    host_port: int | None = None
+    protocol: str | None = None  # TCP when absent (the API's default)
+    host_ip: str | None = None
+
+
+class PersistentVolumeClaimVolumeSource(ApiModel):
+    claim_name: str = ""
+    read_only: bool | None = None
+
+
+class Volume(ApiModel):
+    """A pod volume; sources other than these two stay unknown fields (`model_extra`)."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None  # a generic ephemeral volume: its PVC is <pod>-<volume>
 
 
 class ResourceClaimReference(ApiModel):
@@ -44,6 +117,7 @@ class ResourceRequirements(ApiModel):
 class Container(ApiModel):
     name: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: tuple[ContainerPort, ...] = ()
 
 
 class PodResourceClaim(ApiModel):
@@ -75,6 +149,9 @@ class PodSpec(ApiModel):
     overhead: dict[str, Quantity] = Field(default_factory=dict)
     priority: int | None = None
     scheduling_group: PodSchedulingGroup | None = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    host_network: bool | None = None
 
 
 class PodResourceClaimStatus(ApiModel):
