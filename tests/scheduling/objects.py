@@ -72,6 +72,9 @@ def pod_raw(
     tolerations: Sequence[Mapping[str, Any]] = (),
     claims: Sequence[Mapping[str, Any]] = (),
     phase: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    uid: str | None = None,
+    spec_extra: Mapping[str, Any] | None = None,  # more pod spec fields, as the API writes them
 ) -> dict[str, Any]:
     if containers is None:
         requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
@@ -91,8 +94,11 @@ def pod_raw(
         spec["tolerations"] = [dict(t) for t in tolerations]
     if claims:
         spec["resourceClaims"] = [dict(c) for c in claims]
-    raw: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-                           "spec": spec}
+    spec.update(spec_extra or {})
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}"}
+    if labels:
+        meta["labels"] = dict(labels)
+    raw: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     if phase is not None:
         raw["status"] = {"phase": phase}
     return raw

@@ -115,12 +115,26 @@ class TestClassify:
         assert queueing.classify("ResourceClaim", _claim("c", True), None).any_pod  # type: ignore[union-attr]
         assert not queueing.classify("ResourceClaim", _claim("c", False), None).any_pod  # type: ignore[union-attr]
 
-    def test_a_pod_bound_elsewhere_wakes_only_itself_a_pod_leaving_a_node_wakes_everyone(self) -> None:
+    def test_a_pod_bound_elsewhere_wakes_itself_and_pods_counting_neighbours_a_pod_leaving_wakes_everyone(self) -> None:
         pending = {"metadata": {"namespace": "ns", "name": "a"}, "spec": {}}
         bound = queueing.classify("Pod", pending, _bound_pod("a"))
-        assert bound == Change(pods=frozenset({("ns", "a")}))
+        assert bound == Change(pods=frozenset({("ns", "a")}), neighbours=True)
+        plain = Wants(pod=("ns", "b"))
+        counting = Wants(pod=("ns", "c"), neighbours=True)  # required pod affinity or a spread constraint
+        assert bound is not None and not plain.woken_by(bound) and counting.woken_by(bound)
         assert queueing.classify("Pod", _bound_pod("a"), None).any_pod  # type: ignore[union-attr]
         assert queueing.classify("Pod", _bound_pod("a"), _bound_pod("a", phase="Succeeded")).any_pod  # type: ignore[union-attr]
+
+    def test_a_bound_pods_labels_changing_wakes_everyone(self) -> None:
+        before = _bound_pod("a")
+        after = {**before, "metadata": {**before["metadata"], "labels": {"app": "web"}}}
+        assert queueing.classify("Pod", before, after).any_pod  # type: ignore[union-attr]
+
+    def test_a_namespaces_labels_changing_wakes_pods_counting_neighbours(self) -> None:
+        before = {"metadata": {"name": "team-a", "labels": {}}}
+        after = {"metadata": {"name": "team-a", "labels": {"tier": "gold"}}}
+        assert queueing.classify("Namespace", before, after) == Change(neighbours=True)
+        assert queueing.classify("Namespace", before, before) is None
 
     def test_a_gang_member_changing_wakes_its_gang(self) -> None:
         member = {"metadata": {"namespace": "ns", "name": "m"}, "spec": {"schedulingGroup": {"podGroupName": "g"}}}
@@ -183,13 +197,15 @@ class TestFairness:
 
 
 _KEYS = st.sampled_from([("ns", "a"), ("ns", "b"), ("other", "a")])
-_WANTS = st.builds(lambda pod, claims, classes, templates, group: Wants(
-    pod=pod, claims=frozenset(claims), classes=frozenset(classes), templates=frozenset(templates), pod_group=group),
-    _KEYS, st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.none() | _KEYS)
-_CHANGES = st.builds(lambda any_pod, claims, classes, templates, groups, pods: Change(
-    any_pod, frozenset(claims), frozenset(classes), frozenset(templates), frozenset(groups), frozenset(pods)),
+_WANTS = st.builds(lambda pod, claims, classes, templates, group, neighbours: Wants(
+    pod=pod, claims=frozenset(claims), classes=frozenset(classes), templates=frozenset(templates), pod_group=group,
+    neighbours=neighbours),
+    _KEYS, st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.none() | _KEYS, st.booleans())
+_CHANGES = st.builds(lambda any_pod, claims, classes, templates, groups, pods, neighbours: Change(
+    any_pod, frozenset(claims), frozenset(classes), frozenset(templates), frozenset(groups), frozenset(pods),
+    neighbours),
     st.booleans(), st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.sets(_KEYS),
-    st.sets(_KEYS))
+    st.sets(_KEYS), st.booleans())
 
 
 @given(st.lists(_WANTS, max_size=8), st.lists(_CHANGES, max_size=4))

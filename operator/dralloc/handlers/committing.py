@@ -364,14 +364,14 @@ async def pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
 
 
 async def bind_or_ungate(rt: Runtime, pod: pods.Pod, node: str) -> None:
-    """The last write of a placement whose claims are all written: bind the pod (scheduler mode, then
-    remembered as bound until the watch shows it) or pin and ungate it (gate mode). Raises Refused or
-    Unknown. Used for gang members, whose node-allocatable statuses kube-scheduler computes."""
+    """The last write of a placement whose claims are all written: bind the pod (scheduler mode) or pin
+    and ungate it (gate mode), then remember it there until the watch shows it bound. Raises Refused
+    or Unknown. Used for gang members."""
     if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
         await pin_and_ungate(rt, pod, node)
     else:
         await bind(rt, pod, node)
-        rt.memory(pod.metadata.uid or "").bound_to = node
+    rt.memory(pod.metadata.uid or "").bound_to = node
 
 
 async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
@@ -387,6 +387,7 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
         if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
             operation = "pod-patch"
             await pin_and_ungate(rt, pod, decision.node)
+            rt.memory(pod.metadata.uid or "").bound_to = decision.node
         else:
             if decision.node_allocatable:
                 # Gate mode leaves this to kube-scheduler, which computes it again when it binds.

@@ -20,7 +20,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import placement, queueing
+from dralloc.scheduling import placedpods, placement, queueing
 
 MAX_RESERVATIONS = 256  # ResourceClaimReservedForMaxSize: status.reservedFor holds at most this many
 
@@ -136,7 +136,8 @@ def item_for(rt: Runtime, pod: pods.Pod) -> placement.Item | str | None:
 def wants(rt: Runtime, pod: pods.Pod, item: placement.Item | None = None, gang: tuple[str, str] | None = None,
           ) -> queueing.Wants:
     """What may make the pod fit besides a change that frees something for everyone (queueing hints):
-    its own object, its claims and their classes, its templates, its PodGroup."""
+    its own object, its claims and their classes, its templates, its PodGroup, and a pod joining a
+    node when its required pod affinity or topology spread counts other pods."""
     namespace = pod.metadata.namespace or ""
     recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     claim_keys: set[tuple[str, str]] = set()
@@ -156,5 +157,7 @@ def wants(rt: Runtime, pod: pods.Pod, item: placement.Item | None = None, gang: 
             if request.exactly is not None and request.exactly.device_class_name:
                 classes.add(request.exactly.device_class_name)
             classes.update(sub.device_class_name for sub in request.first_available if sub.device_class_name)
+    spread = any(c.when_unsatisfiable != "ScheduleAnyway" for c in pod.spec.topology_spread_constraints)
     return queueing.Wants(pod=(namespace, pod.metadata.name), claims=frozenset(claim_keys),
-                          classes=frozenset(classes), templates=frozenset(template_keys), pod_group=gang)
+                          classes=frozenset(classes), templates=frozenset(template_keys), pod_group=gang,
+                          neighbours=spread or placedpods.has_required_affinity(pod))

@@ -53,7 +53,7 @@ TLS_CLOSE_GRACE = 0.25  # seconds the loop keeps running for closing TLS connect
 STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
               "FragmentationAware": "fragmentation-aware"}
 RELISTED = (
-    ("Node", resources.NODES), ("DeviceClass", resources.DEVICE_CLASSES),
+    ("Node", resources.NODES), ("Namespace", resources.NAMESPACES), ("DeviceClass", resources.DEVICE_CLASSES),
     ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
 )  # Pods, ResourceClaims and ResourceSlices are listed by their own feeds (watching.FED_DIRECTLY)

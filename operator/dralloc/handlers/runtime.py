@@ -24,7 +24,7 @@ from dralloc.handlers.failures import Failures
 from dralloc.handlers.leading import Leadership, default_identity
 from dralloc.handlers.recording import Recorder
 from dralloc.lifecycle import eviction
-from dralloc.scheduling import queueing
+from dralloc.scheduling import placement, queueing
 from dralloc.settings import Settings
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
@@ -40,7 +40,9 @@ class PodMemory:
     """What the scheduler remembers about one pod between passes, besides its place in the queue
     (`Runtime.queue`); it goes when the pod leaves the cluster."""
 
-    bound_to: str | None = None  # the node we bound it to, until the watch shows the binding
+    # The node we bound it to (or, in gate mode, pinned it to and ungated it), until the watch shows
+    # the binding: counted there by every placer (Runtime.placer).
+    bound_to: str | None = None
     claims_awaited_since: float | None = None  # monotonic; since when it waits for KCM to create a claim
     # What its PodScheduled condition says now (written by us): the condition and the Event are
     # written again only when the message changes.
@@ -142,6 +144,19 @@ class Runtime:
         self.dirty_pods.update((p.metadata.namespace or "", p.metadata.name) for p in self.cluster.pods.all())
         self.dirty_claims.update((c.metadata.namespace or "", c.metadata.name) for c in self.cluster.claims.all())
         self.dirty_pod_groups.update(self.cluster.pod_groups.entries)
+
+    def placer(self) -> placement.Placer:
+        """A placer for a pass under the current policy: the view, plus the pods this process bound (or
+        pinned and ungated) whose binding the watch has not shown yet, counted where they go."""
+        placer = self.views.placer(self.policy)
+        for uid, memory in self.pods.items():
+            if memory.bound_to is None:
+                continue
+            key = self.cluster.pod_keys.get(uid)
+            pod = self.cluster.pods.get(*key) if key is not None else None
+            if pod is not None and not pod.spec.node_name and not pod.metadata.deletion_timestamp:
+                placer.assume(pod, memory.bound_to)
+        return placer
 
     def memory(self, pod_uid: str) -> PodMemory:
         return self.pods.setdefault(pod_uid, PodMemory())

@@ -184,7 +184,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     await reporting.report_unreadable(rt)
     if not pods_now:
         return result
-    placer = rt.views.placer(rt.policy)
+    placer = rt.placer()
     await _expect_queue(rt, placer, pods_now)
     ends = time.monotonic() + PASS_SLICE
     # Decisions are made one after another; the writes of decided pods run concurrently (each
@@ -283,7 +283,7 @@ async def run_pass(rt: Runtime) -> PassResult:
         for (pod, item), answer in zip(ready, answers, strict=False):
             step = await _outcome(rt, pod, item, answer, result)
             if isinstance(answer, deciding.Failed):
-                placer = rt.views.placer(rt.policy)  # an error may have left the placer half-way through a commit
+                placer = rt.placer()  # an error may have left the placer half-way through a commit
             if step is None:
                 continue
             if isinstance(step, _NotPlaced):
@@ -297,7 +297,7 @@ async def run_pass(rt: Runtime) -> PassResult:
                 result.errors += 1
                 committing.release_unsent(rt, step.item)
                 await reporting.record_error(rt, pod, exc)
-                placer = rt.views.placer(rt.policy)
+                placer = rt.placer()
                 continue
             commits.add(asyncio.create_task(commit(pod, step.item, step.decision)))
         if len(commits) >= COMMIT_CONCURRENCY * 4:
@@ -418,13 +418,13 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         await ganging.report_error(rt, key, members.pending, exc, gang_wants)
-        return None, rt.views.placer(rt.policy)
+        return None, rt.placer()
     except Exception as exc:  # a bug of ours: every member says so, the pass goes on
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         for pod in members.pending:
             await reporting.record_error(rt, pod, exc)
-        return None, rt.views.placer(rt.policy)
+        return None, rt.placer()
     elapsed = time.perf_counter() - started
     if step is None:
         result.waiting += len(members.pending)

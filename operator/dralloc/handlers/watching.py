@@ -49,6 +49,7 @@ FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CL
                 ("ResourceSlice", resources.RESOURCE_SLICES))
 WATCHED = (
     ("Node", "", "v1", "nodes"),
+    ("Namespace", "", "v1", "namespaces"),  # their labels: pod affinity terms' namespaceSelector
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
     ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),

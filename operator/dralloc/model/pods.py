@@ -88,7 +88,7 @@ class ContainerPort(ApiModel):
     container_port: int = 0
     host_port: int | None = None
     protocol: str | None = None  # TCP when absent (the API's default)
-    host_ip: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")  # not to_camel's hostIp
 
 
 class PersistentVolumeClaimVolumeSource(ApiModel):

@@ -36,10 +36,11 @@ def has_required_affinity(pod: pods.Pod) -> bool:
 
 
 def host_ports(pod: pods.Pod) -> list[tuple[str, str, int]]:
-    """(protocol, hostIP, hostPort) of every container port the pod asks of its node (init containers
-    included, as kube-scheduler's NodePorts counts them); hostIP "" or absent is 0.0.0.0."""
+    """(protocol, hostIP, hostPort) of every port the pod's containers ask of their node (regular
+    containers only, as kube-scheduler's NodePorts and NodeInfo count them); protocol TCP and
+    hostIP 0.0.0.0 when absent."""
     found = []
-    for container in (*pod.spec.init_containers, *pod.spec.containers):
+    for container in pod.spec.containers:
         for port in container.ports:
             if port.host_port:
                 found.append((port.protocol or "TCP", port.host_ip or "0.0.0.0", port.host_port))

@@ -11,10 +11,18 @@ pod's node constraints and on which the allocator finds devices for every claim
 wins. Under FirstFit this is exactly "the first node by name on which upstream's
 allocator succeeds".
 
+Besides its own constraints (nodefit), a pod is checked against the pods around it:
+host ports (nodeports), pod affinity and anti-affinity (podaffinity), topology spread
+(topologyspread), each prepared once per pod and asked per node. The pods they count are
+`placedpods.PlacedPods`: the bound ones, and every pod this placer placed (`commit`), so a
+pass that places replica 1 counts it when it decides replica 2.
+
 Indexes keep this cheap without giving up exactness. Adding allocations or pods
-never makes an item fit where it did not fit before (the free set only shrinks),
-so a failure of an item *shape* (its claims' specs and its scheduling
-constraints) on a node stays true until something on that node is released.
+never makes an item fit where its claims and own constraints did not fit before
+(the free set only shrinks), so such a failure of an item *shape* (its claims'
+specs and its scheduling constraints) on a node stays true until something on that
+node is released. The checks against other pods are not remembered this way: a pod
+placed can make a node fit (required affinity, spread), so they are asked afresh.
 `Placer` remembers such failures and, per shape, the first node not yet known
 to fail, so a fill-up run calls the allocator on a full node once per shape, not
 once per item.
@@ -28,6 +36,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Protocol
 
 from dralloc import allocation
 from dralloc.allocation import errors, fragmentation, interruption, nodeaffinity, outcomes, scoring
@@ -37,9 +46,37 @@ from dralloc.allocation.snapshots import Snapshot
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import devices, nodes, pods
-from dralloc.scheduling import fragmenting, nodeallocatable, nodefit
+from dralloc.scheduling import (
+    fragmenting,
+    nodeallocatable,
+    nodefit,
+    nodeports,
+    placedpods,
+    podaffinity,
+    topologyspread,
+)
 
 POLICIES = scoring.POLICIES
+
+
+class InvalidPodSpec(errors.AllocationInputError):
+    """A pod's scheduling constraints cannot be applied as written (an invalid label selector in an
+    affinity term or a spread constraint): an input error of that pod, named in the message."""
+
+
+class NeighbourCheck(Protocol):
+    """One filter of the pod against the pods around a node, prepared once per pod."""
+
+    def reject(self, node: nodes.Node) -> str | None: ...
+
+
+# The filters that read other pods, in kube-scheduler's order (NodePorts, PodTopologySpread,
+# InterPodAffinity): each `prepare(pod, placed)` returns None when it cannot refuse any node.
+NEIGHBOUR_FILTERS: tuple[Callable[[pods.Pod, placedpods.PlacedPods], NeighbourCheck | None], ...] = (
+    nodeports.prepare,
+    topologyspread.prepare,
+    podaffinity.prepare,
+)
 # Nodes tried between two consultations of a caller's interruption check (allocation.interruption).
 NODES_BETWEEN_CHECKS = 32
 
@@ -259,6 +296,7 @@ class Placer:
         bound_pods: Iterable[pods.Pod] = (),
         usage: Mapping[str, nodefit.NodeUsage] | None = None,  # precomputed per node name (copied), else from bound_pods
         budget: int | None = allocation.DEFAULT_BUDGET,
+        placed: placedpods.PlacedPods | None = None,  # the pods on each node (forked), else from bound_pods
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
@@ -271,13 +309,17 @@ class Placer:
         self.features = features
         self.policy = policy
         self.budget = budget
+        bound_list = list(bound_pods) if usage is None or placed is None else []
         if usage is not None:
             # Shared with the caller's cache: copied on the first write to a node (commit/release).
             self.usage = [usage.get(n.metadata.name) or nodefit.NodeUsage() for n in self.nodes]
             self._own_usage: set[int] = set()
         else:
-            self.usage = list(node_usage(self.nodes, bound_pods).values())
+            self.usage = list(node_usage(self.nodes, bound_list).values())
             self._own_usage = set(range(len(self.nodes)))
+        # The pods around each node, for the filters that read them (a fork: the caller's stays as it is).
+        self.placed = placed.fork() if placed is not None else placedpods.PlacedPods(self.nodes, bound_list)
+        self._neighbour_checks: dict[int, tuple[int, Item, tuple[NeighbourCheck, ...]]] = {}
         # Device use per node orders nodes for BinPack/Spread; the others never look at it.
         self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views]
                         if policy in ("binpack", "spread") else [scoring.NodeUse(0, 0)] * len(self.views))
@@ -451,7 +493,47 @@ class Placer:
     def misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None, *,
                binding: bool = False) -> str | None:
         """Why the item cannot go to node `index` regardless of devices; None if it can. `binding`: see
-        `nodefit.misfit` (completing a bind decided earlier)."""
+        `nodefit.misfit` (completing a bind decided earlier: the pods around the node are not asked
+        again, as kube-scheduler's binding cycle does not filter again)."""
+        reason = self._own_misfit(item, index, requests, binding=binding)
+        if reason is None and not binding:
+            reason = self.neighbour_misfit(item, index)
+        return reason
+
+    def neighbour_checks(self, item: Item) -> tuple[NeighbourCheck, ...]:
+        """The item's pod's filters against the pods around a node, prepared once per pod and per change
+        of the placer (a commit or release changes what they count). Raises InvalidPodSpec."""
+        if item.pod is None:
+            return ()
+        known = self._neighbour_checks.get(id(item))
+        if known is not None and known[0] == self._changes and known[1] is item:
+            return known[2]
+        checks = []
+        for prepare in NEIGHBOUR_FILTERS:
+            try:
+                check = prepare(item.pod, self.placed)
+            except ValueError as exc:  # the filters' messages name the pod and the field
+                raise InvalidPodSpec(str(exc)) from exc
+            if check is not None:
+                checks.append(check)
+        if len(self._neighbour_checks) >= 1024:
+            self._neighbour_checks.clear()
+        self._neighbour_checks[id(item)] = (self._changes, item, tuple(checks))
+        return tuple(checks)
+
+    def neighbour_misfit(self, item: Item, index: int) -> str | None:
+        """Why the pods around node `index` keep the item's pod off it (kube-scheduler's reason); None
+        when they do not."""
+        node = self.nodes[index]
+        for check in self.neighbour_checks(item):
+            reason = check.reject(node)
+            if reason is not None:
+                return reason
+        return None
+
+    def _own_misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None, *,
+                    binding: bool = False) -> str | None:
+        """The item's own constraints and the node's resources (remembered per shape when they fail)."""
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
             reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
@@ -535,6 +617,7 @@ class Placer:
         exhausted = False
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         room = self._room_check(requests)
+        neighbours = self.neighbour_checks(item)
         interrupt = interruption.current()
         for tried, (index, prefer) in enumerate(self._candidates(item, shape)):
             if interrupt is not None and not tried % NODES_BETWEEN_CHECKS and interrupt():
@@ -548,9 +631,11 @@ class Placer:
             if room is not None and not room[0].has_room(index, room[1], room[2]):
                 self._record_failure(shape, index)  # node fit would refuse it for CPU or memory
                 continue
-            if self.misfit(item, index, requests) is not None:
+            if self._own_misfit(item, index, requests) is not None:
                 self._record_failure(shape, index)
                 continue
+            if neighbours and self.neighbour_misfit(item, index) is not None:
+                continue  # not remembered: a pod placed can make the node fit again
             self.allocator_calls += 1
             try:
                 outcome = allocation.allocate(
@@ -584,6 +669,10 @@ class Placer:
     def explanation(self, item: Item, *, budget_exhausted: bool = False) -> NoPlacement:
         """`explain`, remembered per shape until the cluster changes (shared by items of one shape)."""
         shape = self._shapes.of(item, remembered=True)
+        if self.neighbour_checks(item) and item.pod is not None:
+            # What the pods around a node say depends on the pod's labels and namespace, not in its shape.
+            meta = item.pod.metadata
+            shape += json.dumps([meta.namespace or "", sorted(meta.labels.items()), meta.uid or ""])
         exhausted = budget_exhausted
         cached = self._explained.get(shape)
         if cached is not None and cached[0] == self._changes and cached[2].budget_exhausted == exhausted:
@@ -655,7 +744,20 @@ class Placer:
             self._writable_usage(index).add(requests)
             if self._free is not None:
                 self._free.update(index, self._allocatable_of(index), self.usage[index])
+            self.placed.add(item.pod, placement.node)
         self._refresh_use(placement.results, extra_node=index)
+
+    def assume(self, pod: pods.Pod, node_name: str) -> None:
+        """A pod placed on the node whose binding the view does not show yet (kube-scheduler's assumed
+        pods): its requests and its presence count there, as if bound. Its devices are the ledger's."""
+        index = self.index.get(node_name)
+        if index is None or pod.finished():
+            return
+        self._changes += 1
+        self._writable_usage(index).add(nodefit.bound_pod_requests(pod))
+        if self._free is not None:
+            self._free.update(index, self._allocatable_of(index), self.usage[index])
+        self.placed.add(pod, node_name)
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
         """Undo a placement (claim deallocated, pod gone): failures on that node no longer hold."""
@@ -666,6 +768,7 @@ class Placer:
             self._writable_usage(index).remove(nodefit.bound_pod_requests(pod))
             if self._free is not None:
                 self._free.update(index, self._allocatable_of(index), self.usage[index])
+            self.placed.remove(pod, node_name)
         # Released devices may sit in pools many nodes can use (allNodes, node selectors), and a
         # pod's resources free only its node: forgetting every failure is the simple exact answer.
         self.release_epoch = [epoch + 1 for epoch in self.release_epoch]

@@ -45,9 +45,14 @@ class Change:
     templates: frozenset[Key] = frozenset()
     pod_groups: frozenset[Key] = frozenset()
     pods: frozenset[Key] = frozenset()  # the pod's own object changed (its claim statuses, gates)
+    # A pod joined a node (or a namespace's labels changed): pods whose required pod affinity or
+    # topology spread counts other pods may fit now.
+    neighbours: bool = False
 
     def keys(self) -> Iterator[tuple[str, object]]:
         """What changed, each as (what, which), as `Wants.keys` names it."""
+        if self.neighbours:
+            yield "neighbours", True
         yield from (("pod", k) for k in self.pods)
         yield from (("claim", k) for k in self.claims)
         yield from (("class", c) for c in self.classes)
@@ -67,9 +72,12 @@ class Wants:
     classes: frozenset[str] = frozenset()
     templates: frozenset[Key] = frozenset()
     pod_group: Key | None = None
+    neighbours: bool = False  # it has required pod affinity or DoNotSchedule spread constraints
 
     def keys(self) -> Iterator[tuple[str, object]]:
         """What the pod waits on, each as (what, which): the index `PodQueue.note` looks changes up in."""
+        if self.neighbours:
+            yield "neighbours", True
         yield "pod", self.pod
         yield from (("claim", k) for k in self.claims)
         yield from (("class", c) for c in self.classes)
@@ -78,7 +86,8 @@ class Wants:
             yield "group", self.pod_group
 
     def woken_by(self, change: Change) -> bool:
-        return (change.any_pod or self.pod in change.pods or not self.claims.isdisjoint(change.claims)
+        return (change.any_pod or (self.neighbours and change.neighbours) or self.pod in change.pods
+                or not self.claims.isdisjoint(change.claims)
                 or not self.classes.isdisjoint(change.classes) or not self.templates.isdisjoint(change.templates)
                 or (self.pod_group is not None and self.pod_group in change.pod_groups))
 
@@ -342,7 +351,13 @@ def classify(kind: str, before: Raw | None, after: Raw | None) -> Change | None:
         group = _part(_part(raw, "spec"), "schedulingGroup").get("podGroupName")
         groups = frozenset({(key[0], str(group))}) if group else frozenset()
         frees = before is not None and _pod_frees(before, after)
-        return Change(any_pod=frees, pods=frozenset({key}), pod_groups=groups)
+        # A bound pod's labels decide which affinity terms and spread selectors count it: a change
+        # may free a node (anti-affinity) or fill a domain (affinity), so everyone looks again.
+        relabelled = (before is not None and after is not None and bool(_part(after, "spec").get("nodeName"))
+                      and _meta(before).get("labels") != _meta(after).get("labels"))
+        joined = after is not None and bool(_part(after, "spec").get("nodeName")) and (
+            before is None or not _part(before, "spec").get("nodeName"))
+        return Change(any_pod=frees or relabelled, pods=frozenset({key}), pod_groups=groups, neighbours=joined)
     if kind == "ResourceClaim":
         freed = before is not None and bool(_part(before, "status").get("allocation")) and (
             after is None or not _part(after, "status").get("allocation"))
@@ -359,4 +374,9 @@ def classify(kind: str, before: Raw | None, after: Raw | None) -> Change | None:
         return Change(templates=frozenset({key}))
     if kind == "PodGroup":
         return Change(pod_groups=frozenset({key}))
+    if kind == "Namespace":
+        # namespaceSelector of affinity terms: a namespace's labels decide whose pods count.
+        if before is None or after is None or _meta(before).get("labels") != _meta(after).get("labels"):
+            return Change(neighbours=True)
+        return None
     return None

@@ -155,6 +155,8 @@ class ClusterState:
         self.health_policies: Store[health.DeviceHealthPolicy] = Store(health.DeviceHealthPolicy)
         # scheduling.k8s.io PodGroups (gangs), when the cluster serves them (handlers/watching.py).
         self.pod_groups: Store[scheduling.PodGroup] = Store(scheduling.PodGroup)
+        # Namespaces' labels: pod affinity terms' namespaceSelector.
+        self.namespaces: Store[nodes.Namespace] = Store(nodes.Namespace)
         self.relevant_changes = 0
         # Called with (kind, the object before, after) for every change applied (None, None: a relist):
         # the scheduling queue's hints (scheduling/queueing.py) listen here.
@@ -174,6 +176,7 @@ class ClusterState:
             "ResourceClaimTemplate": self.templates, "ResourceSlice": self.slices,
             "DeviceClass": self.classes, "DeviceTaintRule": self.taint_rules,
             "DeviceHealthPolicy": self.health_policies, "PodGroup": self.pod_groups,
+            "Namespace": self.namespaces,
         }
         return stores[kind]
 
@@ -283,12 +286,13 @@ class PodsByUid(Mapping[str, pods.Pod]):
 
 
 def _pod_change_matters(before: Raw | None, after: Raw, event_type: str | None) -> bool:
-    """Pods free or take node resources only by appearing, binding, finishing or leaving."""
+    """Pods free or take node resources only by appearing, binding, finishing or leaving; their labels
+    decide which pod affinity terms and spread constraints count them."""
     if before is None or event_type == "DELETED":
         return True
     def facts(raw: Raw) -> tuple[Any, ...]:
         spec, status, meta = raw.get("spec") or {}, raw.get("status") or {}, raw.get("metadata") or {}
-        return (spec.get("nodeName"), status.get("phase"), meta.get("deletionTimestamp"),
+        return (spec.get("nodeName"), status.get("phase"), meta.get("deletionTimestamp"), meta.get("labels"),
                 tuple(g.get("name") for g in spec.get("schedulingGates") or []),
                 tuple(sorted((c.get("name"), c.get("resourceClaimName")) for c in
                              status.get("resourceClaimStatuses") or [])))

@@ -17,7 +17,7 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import nodes
-from dralloc.scheduling import nodefit, placement
+from dralloc.scheduling import nodefit, placedpods, placement
 from dralloc.state import capacity
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
@@ -34,8 +34,8 @@ class Views:
         self._index_key: tuple[int, ...] = ()
         self._snapshot: Snapshot | None = None
         self._snapshot_key: tuple[Any, ...] = ()
-        self._usage: tuple[list[nodes.Node], dict[str, nodefit.NodeUsage]] | None = None
-        self._usage_key: tuple[int, int] = (-1, -1)
+        self._usage: tuple[list[nodes.Node], dict[str, nodefit.NodeUsage], placedpods.PlacedPods] | None = None
+        self._usage_key: tuple[int, int, int] = (-1, -1, -1)
         self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
         self._effective_key: tuple[int, ...] = ()
         self._inventory: capacity.Inventory | None = None
@@ -102,14 +102,15 @@ class Views:
         return self._effective
 
     def placer(self, policy: str) -> placement.Placer:
-        key = (self.cluster.nodes.version, self.cluster.relevant_changes)
+        key = (self.cluster.nodes.version, self.cluster.relevant_changes, self.cluster.namespaces.version)
         if self._usage is None or key != self._usage_key:
             nodes = sorted(self.cluster.nodes.all(), key=lambda n: n.metadata.name)
             bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
-            self._usage = (nodes, placement.node_usage(nodes, bound))
+            namespaces = {n.metadata.name: n.metadata.labels for n in self.cluster.namespaces.all()}
+            self._usage = (nodes, placement.node_usage(nodes, bound), placedpods.PlacedPods(nodes, bound, namespaces))
             self._usage_key = key
-        nodes, usage = self._usage
+        nodes, usage, placed = self._usage
         placer = placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
-                                  policy=policy, usage=usage, budget=self.budget)
+                                  policy=policy, usage=usage, budget=self.budget, placed=placed)
         placer.usage_in_reasons = False  # pods are told why, not how busy other tenants keep each node
         return placer

@@ -1,0 +1,106 @@
+"""What kube-scheduler enforces besides devices, enforced by dralloc too, on the sandbox and a real cluster.
+
+Replicas with a required pod anti-affinity on the hostname land on different nodes, in one
+pass or across passes, in scheduler mode and gate mode (where a pinned node kube-scheduler
+would refuse is a deadlock holding a GPU); replicas asking for one host port likewise; a
+replica that fits nowhere says why in kube-scheduler's words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
+
+GATE = "dralloc.io/allocate"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def replica(name: str, app: str, *, gate: bool = False, **spec: Any) -> dict[str, Any]:
+    """A pod of app `app` with one GPU from the `one-gpu` template, `spec` merged into its spec."""
+    pod = cluster.pod(name, template_name="one-gpu", scheduler=None if gate else "dralloc", gate=GATE if gate else None)
+    pod["metadata"]["labels"] = {"app": app}
+    pod["spec"].update(spec)
+    return pod
+
+
+def apart(app: str) -> dict[str, Any]:
+    """Required anti-affinity: no two pods of `app` on one node."""
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}]}}
+
+
+def seed_two_nodes(apiserver: Cluster) -> tuple[str, str]:
+    node_a, node_b, gpu = apiserver.name("node-a"), apiserver.name("node-b"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node_a), cluster.node(node_b), cluster.gpu_slice(node_a, 4),
+                    cluster.gpu_slice(node_b, 4), cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu)])
+    return node_a, node_b
+
+
+def unschedulable_message(apiserver: Cluster, name: str) -> str | None:
+    condition = helpers.condition(helpers.pod(apiserver, name), "PodScheduled")
+    if condition is None or condition.get("reason") != "Unschedulable":
+        return None
+    return str(condition.get("message") or "")
+
+
+def test_replicas_with_required_anti_affinity_land_on_different_nodes(apiserver: Cluster,
+                                                                     operator: OperatorThread) -> None:
+    """Three replicas, two nodes with room for all: two run apart, the third says why it waits."""
+    node_a, node_b = seed_two_nodes(apiserver)
+    apiserver.seed([replica(f"web-{i}", "web", affinity=apart("web")) for i in range(3)])
+    wait_for(lambda: sum(1 for i in range(3) if helpers.node_of(apiserver, f"web-{i}")) == 2, what="two bound")
+    placed = {helpers.node_of(apiserver, f"web-{i}") for i in range(3)} - {None}
+    assert placed == {node_a, node_b}
+    (waiting,) = [f"web-{i}" for i in range(3) if helpers.node_of(apiserver, f"web-{i}") is None]
+    message = wait_for(lambda: unschedulable_message(apiserver, waiting), what="the third told why")
+    assert "didn't match pod anti-affinity rules" in message
+
+
+def test_a_replica_placed_in_an_earlier_pass_keeps_the_next_one_off_its_node(apiserver: Cluster,
+                                                                             operator: OperatorThread) -> None:
+    node_a, node_b = seed_two_nodes(apiserver)
+    apiserver.seed([replica("web-0", "web", affinity=apart("web"))])
+    first = wait_for(lambda: helpers.node_of(apiserver, "web-0"), what="first bound")
+    apiserver.seed([replica("web-1", "web", affinity=apart("web"))])
+    second = wait_for(lambda: helpers.node_of(apiserver, "web-1"), what="second bound")
+    assert {first, second} == {node_a, node_b}
+
+
+def test_replicas_asking_for_one_host_port_never_share_a_node(apiserver: Cluster, operator: OperatorThread) -> None:
+    node_a, node_b = seed_two_nodes(apiserver)
+    ports = [{"name": "main", "image": "busybox", "ports": [{"containerPort": 8080, "hostPort": 8080}]}]
+    pods = []
+    for i in range(3):
+        pod = replica(f"proxy-{i}", "proxy")
+        pod["spec"]["containers"] = [{**ports[0], "resources": pod["spec"]["containers"][0]["resources"]}]
+        pods.append(pod)
+    apiserver.seed(pods)
+    wait_for(lambda: sum(1 for i in range(3) if helpers.node_of(apiserver, f"proxy-{i}")) == 2, what="two bound")
+    assert {helpers.node_of(apiserver, f"proxy-{i}") for i in range(3)} - {None} == {node_a, node_b}
+    (waiting,) = [f"proxy-{i}" for i in range(3) if helpers.node_of(apiserver, f"proxy-{i}") is None]
+    message = wait_for(lambda: unschedulable_message(apiserver, waiting), what="the third told why")
+    assert "didn't have free ports for the requested pod ports" in message
+
+
+def pinned_node(apiserver: Cluster, name: str) -> str | None:
+    """Where a gate-mode pod went: its node, or the hostname dralloc pinned it to once ungated."""
+    pod = helpers.pod(apiserver, name)
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    if any(g.get("name") == GATE for g in spec.get("schedulingGates") or []):
+        return None
+    return (spec.get("nodeSelector") or {}).get(HOSTNAME)
+
+
+def test_gate_mode_never_pins_two_anti_affine_replicas_to_one_node(apiserver: Cluster,
+                                                                    operator: OperatorThread) -> None:
+    """Pinning both to one node would leave kube-scheduler refusing one forever, its GPU held."""
+    node_a, node_b = seed_two_nodes(apiserver)
+    apiserver.seed([replica(f"gated-{i}", "gated", gate=True, affinity=apart("gated")) for i in range(2)])
+    wait_for(lambda: all(pinned_node(apiserver, f"gated-{i}") for i in range(2)), what="both pinned")
+    assert {pinned_node(apiserver, f"gated-{i}") for i in range(2)} == {node_a, node_b}
