@@ -197,15 +197,16 @@ class TestFairness:
 
 
 _KEYS = st.sampled_from([("ns", "a"), ("ns", "b"), ("other", "a")])
-_WANTS = st.builds(lambda pod, claims, classes, templates, group, neighbours: Wants(
+_WANTS = st.builds(lambda pod, claims, classes, templates, group, neighbours, volume_claims: Wants(
     pod=pod, claims=frozenset(claims), classes=frozenset(classes), templates=frozenset(templates), pod_group=group,
-    neighbours=neighbours),
-    _KEYS, st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.none() | _KEYS, st.booleans())
-_CHANGES = st.builds(lambda any_pod, claims, classes, templates, groups, pods, neighbours: Change(
+    neighbours=neighbours, volume_claims=frozenset(volume_claims)),
+    _KEYS, st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.none() | _KEYS, st.booleans(),
+    st.sets(_KEYS))
+_CHANGES = st.builds(lambda any_pod, claims, classes, templates, groups, pods, neighbours, volume_claims: Change(
     any_pod, frozenset(claims), frozenset(classes), frozenset(templates), frozenset(groups), frozenset(pods),
-    neighbours),
+    neighbours, frozenset(volume_claims)),
     st.booleans(), st.sets(_KEYS), st.sets(st.sampled_from(["gpu", "nic"])), st.sets(_KEYS), st.sets(_KEYS),
-    st.sets(_KEYS), st.booleans())
+    st.sets(_KEYS), st.booleans(), st.sets(_KEYS))
 
 
 @given(st.lists(_WANTS, max_size=8), st.lists(_CHANGES, max_size=4))

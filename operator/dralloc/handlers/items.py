@@ -20,7 +20,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.lifecycle import extended
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import placedpods, placement, queueing
+from dralloc.scheduling import placedpods, placement, queueing, volumes
 
 MAX_RESERVATIONS = 256  # ResourceClaimReservedForMaxSize: status.reservedFor holds at most this many
 
@@ -158,6 +158,8 @@ def wants(rt: Runtime, pod: pods.Pod, item: placement.Item | None = None, gang: 
                 classes.add(request.exactly.device_class_name)
             classes.update(sub.device_class_name for sub in request.first_available if sub.device_class_name)
     spread = any(c.when_unsatisfiable != "ScheduleAnyway" for c in pod.spec.topology_spread_constraints)
+    volume_claims = frozenset((namespace, name) for name in (volumes.claim_name(pod, v) for v in pod.spec.volumes)
+                              if name is not None)
     return queueing.Wants(pod=(namespace, pod.metadata.name), claims=frozenset(claim_keys),
                           classes=frozenset(classes), templates=frozenset(template_keys), pod_group=gang,
-                          neighbours=spread or placedpods.has_required_affinity(pod))
+                          neighbours=spread or placedpods.has_required_affinity(pod), volume_claims=volume_claims)

@@ -55,6 +55,8 @@ STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
 RELISTED = (
     ("Node", resources.NODES), ("Namespace", resources.NAMESPACES), ("DeviceClass", resources.DEVICE_CLASSES),
     ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
+    ("PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS), ("PersistentVolume", resources.PERSISTENT_VOLUMES),
+    ("StorageClass", resources.STORAGE_CLASSES), ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
 )  # Pods, ResourceClaims and ResourceSlices are listed by their own feeds (watching.FED_DIRECTLY)
 

@@ -50,6 +50,12 @@ FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CL
 WATCHED = (
     ("Node", "", "v1", "nodes"),
     ("Namespace", "", "v1", "namespaces"),  # their labels: pod affinity terms' namespaceSelector
+    # What kube-scheduler's volume filters read (scheduling/volumes.py).
+    ("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
+    ("PersistentVolume", "", "v1", "persistentvolumes"),
+    ("StorageClass", "storage.k8s.io", "v1", "storageclasses"),
+    ("CSINode", "storage.k8s.io", "v1", "csinodes"),
+    ("CSIDriver", "storage.k8s.io", "v1", "csidrivers"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
     ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),
@@ -186,9 +192,20 @@ async def pod_group_feed(rt: Runtime, stopped: asyncio.Event, resource_version: 
         await object_feed(rt, stopped, "PodGroup", resource, resource_version)
 
 
+# Kinds a cluster may not serve (a trimmed API server, an older sandbox): listed as none then.
+OPTIONAL = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
+
+
 async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:
-    """List one kind into the view (anything not listed is gone); the list's resourceVersion."""
-    items, list_rv = await reading.list_objects(rt.require_session(), resource)
+    """List one kind into the view (anything not listed is gone); the list's resourceVersion. A kind of
+    OPTIONAL the server does not serve (404) is listed as none."""
+    try:
+        items, list_rv = await reading.list_objects(rt.require_session(), resource)
+    except kube_errors.NotFoundError:
+        if kind not in OPTIONAL:
+            raise
+        logger.info("%s: not served by this cluster; taken as none", resource.plural)
+        items, list_rv = [], ""
     rt.cluster.replace_all(kind, items)
     if kind == "Pod":
         rt.dirty_pods.update(rt.cluster.pods.entries)

@@ -81,6 +81,13 @@ DEVICE_TAINT_RULES = Resource(RESOURCE, "v1", "devicetaintrules", "DeviceTaintRu
 SCHEDULING = "scheduling.k8s.io"
 WORKLOADS = Resource(SCHEDULING, "v1beta1", "workloads", "Workload", True)
 POD_GROUPS = Resource(SCHEDULING, "v1beta1", "podgroups", "PodGroup", True)
+# Storage, read for kube-scheduler's volume filters (scheduling/volumes.py).
+STORAGE = "storage.k8s.io"
+PERSISTENT_VOLUME_CLAIMS = Resource(CORE, "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+PERSISTENT_VOLUMES = Resource(CORE, "v1", "persistentvolumes", "PersistentVolume", False)
+STORAGE_CLASSES = Resource(STORAGE, "v1", "storageclasses", "StorageClass", False)
+CSI_NODES = Resource(STORAGE, "v1", "csinodes", "CSINode", False)
+CSI_DRIVERS = Resource(STORAGE, "v1", "csidrivers", "CSIDriver", False)
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
@@ -88,7 +95,7 @@ DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "
 ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
-    POD_GROUPS,
+    POD_GROUPS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS,
 )
 
 _READ = ("get", "list", "watch")

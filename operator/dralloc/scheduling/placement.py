@@ -54,6 +54,7 @@ from dralloc.scheduling import (
     placedpods,
     podaffinity,
     topologyspread,
+    volumes,
 )
 
 POLICIES = scoring.POLICIES
@@ -70,13 +71,35 @@ class NeighbourCheck(Protocol):
     def reject(self, node: nodes.Node) -> str | None: ...
 
 
-# The filters that read other pods, in kube-scheduler's order (NodePorts, PodTopologySpread,
-# InterPodAffinity): each `prepare(pod, placed)` returns None when it cannot refuse any node.
-NEIGHBOUR_FILTERS: tuple[Callable[[pods.Pod, placedpods.PlacedPods], NeighbourCheck | None], ...] = (
+# The filters that read other pods (and, for volumes, the cluster's storage), in kube-scheduler's
+# order: NodePorts, then the volume filters (`volumes.prepare`, asked between these two), then
+# PodTopologySpread and InterPodAffinity. Each `prepare(pod, placed)` returns None when it cannot
+# refuse any node.
+NEIGHBOUR_FILTERS_BEFORE_VOLUMES: tuple[Callable[[pods.Pod, placedpods.PlacedPods], NeighbourCheck | None], ...] = (
     nodeports.prepare,
+)
+NEIGHBOUR_FILTERS_AFTER_VOLUMES: tuple[Callable[[pods.Pod, placedpods.PlacedPods], NeighbourCheck | None], ...] = (
     topologyspread.prepare,
     podaffinity.prepare,
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Everywhere:
+    """A reason that keeps the pod off every node until the cluster changes (a PreFilter's verdict)."""
+
+    reason: str
+
+    def reject(self, node: nodes.Node) -> str | None:
+        return self.reason
+
+
+def unbound_volumes_message(check: volumes.Check) -> str:
+    """What a pod dralloc would have to bind WaitForFirstConsumer volumes for is told (scheduler mode)."""
+    names = ", ".join(f"{c.key[0]}/{c.key[1]}" for c in check.delayed)
+    return (f"dralloc does not bind WaitForFirstConsumer PersistentVolumeClaims yet ({names}): give the pod "
+            "the default schedulerName and dralloc's scheduling gate (gate mode), and kube-scheduler binds "
+            "its volumes on the node dralloc picks")
 # Nodes tried between two consultations of a caller's interruption check (allocation.interruption).
 NODES_BETWEEN_CHECKS = 32
 
@@ -297,6 +320,8 @@ class Placer:
         usage: Mapping[str, nodefit.NodeUsage] | None = None,  # precomputed per node name (copied), else from bound_pods
         budget: int | None = allocation.DEFAULT_BUDGET,
         placed: placedpods.PlacedPods | None = None,  # the pods on each node (forked), else from bound_pods
+        storage: volumes.Storage | None = None,  # PVCs, PVs, StorageClasses, CSINodes (None: no volume exists)
+        volume_binding_gate: str | None = None,  # pods with this gate get their volumes bound by kube-scheduler
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
@@ -320,6 +345,8 @@ class Placer:
         # The pods around each node, for the filters that read them (a fork: the caller's stays as it is).
         self.placed = placed.fork() if placed is not None else placedpods.PlacedPods(self.nodes, bound_list)
         self._neighbour_checks: dict[int, tuple[int, Item, tuple[NeighbourCheck, ...]]] = {}
+        self.storage = storage if storage is not None else volumes.EMPTY
+        self.volume_binding_gate = volume_binding_gate
         # Device use per node orders nodes for BinPack/Spread; the others never look at it.
         self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views]
                         if policy in ("binpack", "spread") else [scoring.NodeUse(0, 0)] * len(self.views))
@@ -508,14 +535,19 @@ class Placer:
         known = self._neighbour_checks.get(id(item))
         if known is not None and known[0] == self._changes and known[1] is item:
             return known[2]
-        checks = []
-        for prepare in NEIGHBOUR_FILTERS:
-            try:
-                check = prepare(item.pod, self.placed)
-            except ValueError as exc:  # the filters' messages name the pod and the field
-                raise InvalidPodSpec(str(exc)) from exc
-            if check is not None:
-                checks.append(check)
+        checks: list[NeighbourCheck] = []
+        pod = item.pod
+        try:
+            checks += [c for c in (prepare(pod, self.placed) for prepare in NEIGHBOUR_FILTERS_BEFORE_VOLUMES) if c]
+            volume = volumes.prepare(pod, self.storage, self.placed)
+            if isinstance(volume, str):
+                checks.append(Everywhere(volume))
+            elif volume is not None:
+                gated = self.volume_binding_gate in [g.name for g in pod.spec.scheduling_gates]
+                checks.append(Everywhere(unbound_volumes_message(volume)) if volume.binds and not gated else volume)
+            checks += [c for c in (prepare(pod, self.placed) for prepare in NEIGHBOUR_FILTERS_AFTER_VOLUMES) if c]
+        except ValueError as exc:  # the filters' messages name the pod and the field
+            raise InvalidPodSpec(str(exc)) from exc
         if len(self._neighbour_checks) >= 1024:
             self._neighbour_checks.clear()
         self._neighbour_checks[id(item)] = (self._changes, item, tuple(checks))
@@ -733,8 +765,15 @@ class Placer:
     # ---- keeping the view current -----------------------------------------------------
 
     def commit(self, item: Item, placement: Placement) -> None:
-        """Record a placement: its devices are in use, its pod's requests count on the node."""
+        """Record a placement: its devices are in use, its pod's requests count on the node, the volumes
+        it binds are taken (for the rest of the pass; the writer is kube-scheduler's, in gate mode)."""
         index = self.index[placement.node]
+        if item.pod is not None:
+            for check in self.neighbour_checks(item):
+                if isinstance(check, volumes.Check) and check.binds:
+                    plan = check.plan(self.nodes[index])
+                    if plan is not None:
+                        self.storage = volumes.assume(self.storage, plan)
         self._changes += 1
         self.snapshot = self.snapshot.with_allocations(placement.results, self.features)
         if item.pod is not None:

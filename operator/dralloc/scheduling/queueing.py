@@ -48,11 +48,13 @@ class Change:
     # A pod joined a node (or a namespace's labels changed): pods whose required pod affinity or
     # topology spread counts other pods may fit now.
     neighbours: bool = False
+    volume_claims: frozenset[Key] = frozenset()  # PersistentVolumeClaims
 
     def keys(self) -> Iterator[tuple[str, object]]:
         """What changed, each as (what, which), as `Wants.keys` names it."""
         if self.neighbours:
             yield "neighbours", True
+        yield from (("volume-claim", k) for k in self.volume_claims)
         yield from (("pod", k) for k in self.pods)
         yield from (("claim", k) for k in self.claims)
         yield from (("class", c) for c in self.classes)
@@ -73,11 +75,13 @@ class Wants:
     templates: frozenset[Key] = frozenset()
     pod_group: Key | None = None
     neighbours: bool = False  # it has required pod affinity or DoNotSchedule spread constraints
+    volume_claims: frozenset[Key] = frozenset()  # the PersistentVolumeClaims of its volumes
 
     def keys(self) -> Iterator[tuple[str, object]]:
         """What the pod waits on, each as (what, which): the index `PodQueue.note` looks changes up in."""
         if self.neighbours:
             yield "neighbours", True
+        yield from (("volume-claim", k) for k in self.volume_claims)
         yield "pod", self.pod
         yield from (("claim", k) for k in self.claims)
         yield from (("class", c) for c in self.classes)
@@ -87,6 +91,7 @@ class Wants:
 
     def woken_by(self, change: Change) -> bool:
         return (change.any_pod or (self.neighbours and change.neighbours) or self.pod in change.pods
+                or not self.volume_claims.isdisjoint(change.volume_claims)
                 or not self.claims.isdisjoint(change.claims)
                 or not self.classes.isdisjoint(change.classes) or not self.templates.isdisjoint(change.templates)
                 or (self.pod_group is not None and self.pod_group in change.pod_groups))
@@ -374,6 +379,10 @@ def classify(kind: str, before: Raw | None, after: Raw | None) -> Change | None:
         return Change(templates=frozenset({key}))
     if kind == "PodGroup":
         return Change(pod_groups=frozenset({key}))
+    if kind == "PersistentVolumeClaim":
+        return Change(volume_claims=frozenset({key}))
+    if kind in ("PersistentVolume", "StorageClass", "CSINode", "CSIDriver"):
+        return EVERYTHING  # volumes a pod may bind or use, and the nodes' volume limits: rare changes
     if kind == "Namespace":
         # namespaceSelector of affinity terms: a namespace's labels decide whose pods count.
         if before is None or after is None or _meta(before).get("labels") != _meta(after).get("labels"):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from dralloc.lifecycle import health
-from dralloc.model import claims, classes, conversion, devices, nodes, pods, scheduling, taints
+from dralloc.model import claims, classes, conversion, devices, nodes, pods, scheduling, storage, taints
 from dralloc.model.base import Object
 
 Raw = dict[str, Any]
@@ -157,6 +157,12 @@ class ClusterState:
         self.pod_groups: Store[scheduling.PodGroup] = Store(scheduling.PodGroup)
         # Namespaces' labels: pod affinity terms' namespaceSelector.
         self.namespaces: Store[nodes.Namespace] = Store(nodes.Namespace)
+        # What kube-scheduler's volume filters read (scheduling/volumes.py).
+        self.volume_claims: Store[storage.PersistentVolumeClaim] = Store(storage.PersistentVolumeClaim)
+        self.volumes: Store[storage.PersistentVolume] = Store(storage.PersistentVolume)
+        self.storage_classes: Store[storage.StorageClass] = Store(storage.StorageClass)
+        self.csi_nodes: Store[storage.CSINode] = Store(storage.CSINode)
+        self.csi_drivers: Store[storage.CSIDriver] = Store(storage.CSIDriver)
         self.relevant_changes = 0
         # Called with (kind, the object before, after) for every change applied (None, None: a relist):
         # the scheduling queue's hints (scheduling/queueing.py) listen here.
@@ -176,7 +182,9 @@ class ClusterState:
             "ResourceClaimTemplate": self.templates, "ResourceSlice": self.slices,
             "DeviceClass": self.classes, "DeviceTaintRule": self.taint_rules,
             "DeviceHealthPolicy": self.health_policies, "PodGroup": self.pod_groups,
-            "Namespace": self.namespaces,
+            "Namespace": self.namespaces, "PersistentVolumeClaim": self.volume_claims,
+            "PersistentVolume": self.volumes, "StorageClass": self.storage_classes, "CSINode": self.csi_nodes,
+            "CSIDriver": self.csi_drivers,
         }
         return stores[kind]
 

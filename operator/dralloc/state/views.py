@@ -17,7 +17,7 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, SliceIndex
 from dralloc.allocation.snapshots import AllocatedState, Snapshot
 from dralloc.model import nodes
-from dralloc.scheduling import nodefit, placedpods, placement
+from dralloc.scheduling import nodefit, placedpods, placement, volumes
 from dralloc.state import capacity
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
@@ -38,6 +38,11 @@ class Views:
         self._usage_key: tuple[int, int, int] = (-1, -1, -1)
         self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
         self._effective_key: tuple[int, ...] = ()
+        self._storage: volumes.Storage | None = None
+        self._storage_key: tuple[int, ...] = ()
+        # Pods with this scheduling gate have their WaitForFirstConsumer volumes bound by kube-scheduler
+        # once dralloc removes the gate (gate mode); see Placer.
+        self.volume_binding_gate: str | None = None
         self._inventory: capacity.Inventory | None = None
         self._inventory_key: tuple[int, ...] = ()
 
@@ -101,6 +106,19 @@ class Views:
             self._effective_key = key
         return self._effective
 
+    def storage(self) -> volumes.Storage:
+        """What the volume filters read, rebuilt when a PVC, PV, StorageClass, CSINode or CSIDriver changed."""
+        cluster = self.cluster
+        stores = (cluster.volume_claims, cluster.volumes, cluster.storage_classes, cluster.csi_nodes,
+                  cluster.csi_drivers)
+        key = tuple(store.version for store in stores)
+        if self._storage is None or key != self._storage_key:
+            self._storage = volumes.Storage.of(cluster.volume_claims.all(), cluster.volumes.all(),
+                                               cluster.storage_classes.all(), cluster.csi_nodes.all(),
+                                               cluster.csi_drivers.all())
+            self._storage_key = key
+        return self._storage
+
     def placer(self, policy: str) -> placement.Placer:
         key = (self.cluster.nodes.version, self.cluster.relevant_changes, self.cluster.namespaces.version)
         if self._usage is None or key != self._usage_key:
@@ -111,6 +129,7 @@ class Views:
             self._usage_key = key
         nodes, usage, placed = self._usage
         placer = placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
-                                  policy=policy, usage=usage, budget=self.budget, placed=placed)
+                                  policy=policy, usage=usage, budget=self.budget, placed=placed,
+                                  storage=self.storage(), volume_binding_gate=self.volume_binding_gate)
         placer.usage_in_reasons = False  # pods are told why, not how busy other tenants keep each node
         return placer
