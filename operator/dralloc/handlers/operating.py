@@ -53,12 +53,9 @@ TLS_CLOSE_GRACE = 0.25  # seconds the loop keeps running for closing TLS connect
 STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
               "FragmentationAware": "fragmentation-aware"}
 RELISTED = (
-    ("Node", resources.NODES), ("Namespace", resources.NAMESPACES), ("DeviceClass", resources.DEVICE_CLASSES),
-    ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
-    ("PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS), ("PersistentVolume", resources.PERSISTENT_VOLUMES),
-    ("StorageClass", resources.STORAGE_CLASSES), ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS),
+    ("Node", resources.NODES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
-)  # Pods, ResourceClaims and ResourceSlices are listed by their own feeds (watching.FED_DIRECTLY)
+)  # Pods, claims, slices, classes, namespaces and storage are listed by their own feeds (watching.FED_DIRECTLY)
 
 
 @kopf.on.login(registry=REGISTRY)
@@ -254,7 +251,8 @@ class ControlLoops:
         try:
             for kind, resource in RELISTED:  # objects deleted while this replica was not acting must go
                 await watching.relist(rt, kind, resource)
-            fed_versions = {kind: await watching.relist(rt, kind, resource) for kind, resource in watching.FED_DIRECTLY}
+            fed_versions = {kind: await watching.relist_or_none(rt, kind, resource)
+                            for kind, resource in watching.FED_DIRECTLY}
             rules_version = await watching.relist_taint_rules(rt)  # before any placement: rules are in effect
             groups_version = await watching.relist_pod_groups(rt)  # before any placement: gangs are known
             if rt.coexistence.follows_lease:  # who does the claim lifecycle, before its first pass

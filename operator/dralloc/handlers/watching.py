@@ -45,21 +45,22 @@ logger = logging.getLogger(__name__)
 # (a plain list+watch in the active replica's daemon) rather than by kopf's per-event machinery.
 # So are ResourceSlices, the bulk of a big cluster: kopf would list them a second time and keep a
 # worker (and the raw JSON) per slice; the view parses each as it is listed and keeps the model.
+# DeviceClasses too: a claim's class must be in the view by the time the claim is (a class created
+# just before a pod was seen after the pod's claim when kopf's machinery carried it). And what only
+# the scheduler reads: namespaces' labels (pod affinity's namespaceSelector) and what kube-scheduler's
+# volume filters read (scheduling/volumes.py).
 FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CLAIMS),
-                ("ResourceSlice", resources.RESOURCE_SLICES))
+                ("ResourceSlice", resources.RESOURCE_SLICES), ("DeviceClass", resources.DEVICE_CLASSES),
+                ("Namespace", resources.NAMESPACES),
+                ("PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS),
+                ("PersistentVolume", resources.PERSISTENT_VOLUMES), ("StorageClass", resources.STORAGE_CLASSES),
+                ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS))
 WATCHED = (
     ("Node", "", "v1", "nodes"),
-    ("Namespace", "", "v1", "namespaces"),  # their labels: pod affinity terms' namespaceSelector
-    # What kube-scheduler's volume filters read (scheduling/volumes.py).
-    ("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
-    ("PersistentVolume", "", "v1", "persistentvolumes"),
-    ("StorageClass", "storage.k8s.io", "v1", "storageclasses"),
-    ("CSINode", "storage.k8s.io", "v1", "csinodes"),
-    ("CSIDriver", "storage.k8s.io", "v1", "csidrivers"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
-    ("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
     ("DeviceHealthPolicy", "dralloc.io", "v1alpha1", "devicehealthpolicies"),
 )
+NOT_SERVED_RETRY = 60.0  # seconds between looks at an OPTIONAL kind the cluster does not serve
 TAINT_RULE_RETRY = 1.0  # seconds before re-watching after the API went away
 # A watch the server ends within this many seconds without a single event is treated as a failure
 # (client-go's reflector: "very short watch ... watch lasted less than a second and no items
@@ -205,7 +206,8 @@ async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:
         if kind not in OPTIONAL:
             raise
         logger.info("%s: not served by this cluster; taken as none", resource.plural)
-        items, list_rv = [], ""
+        rt.cluster.replace_all(kind, [])
+        raise
     rt.cluster.replace_all(kind, items)
     if kind == "Pod":
         rt.dirty_pods.update(rt.cluster.pods.entries)
@@ -213,6 +215,16 @@ async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:
         rt.dirty_claims.update(rt.cluster.claims.entries)
     rt.wake()
     return list_rv
+
+
+async def relist_or_none(rt: Runtime, kind: str, resource: resources.Resource) -> str:
+    """`relist`; an OPTIONAL kind the cluster does not serve is none ("": its feed looks again later)."""
+    try:
+        return await relist(rt, kind, resource)
+    except kube_errors.NotFoundError:
+        if kind not in OPTIONAL:
+            raise
+        return ""
 
 
 async def object_feed(rt: Runtime, stopped: asyncio.Event, kind: str, resource: resources.Resource,
@@ -234,6 +246,14 @@ async def object_feed(rt: Runtime, stopped: asyncio.Event, kind: str, resource: 
                 await asyncio.sleep(TAINT_RULE_RETRY)
                 resource_version = ""
         except kube_errors.GoneError:
+            resource_version = ""
+        except kube_errors.NotFoundError as exc:
+            if kind not in OPTIONAL:
+                raise
+            logger.info("%s: not served by this cluster (%s); looking again in %.0fs", resource.plural, exc,
+                        NOT_SERVED_RETRY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopped.wait(), timeout=NOT_SERVED_RETRY)
             resource_version = ""
         except (kube_errors.KubeError, OSError) as exc:
             logger.warning("watching %s failed (%s); relisting in %.0fs", resource.plural, exc, TAINT_RULE_RETRY)
