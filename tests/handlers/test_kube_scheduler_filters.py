@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.handlers import helpers
-from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, real_mode, wait_for
 
 from dralloc.testing import cluster
 
@@ -104,3 +105,21 @@ def test_gate_mode_never_pins_two_anti_affine_replicas_to_one_node(apiserver: Cl
     apiserver.seed([replica(f"gated-{i}", "gated", gate=True, affinity=apart("gated")) for i in range(2)])
     wait_for(lambda: all(pinned_node(apiserver, f"gated-{i}") for i in range(2)), what="both pinned")
     assert {pinned_node(apiserver, f"gated-{i}") for i in range(2)} == {node_a, node_b}
+
+
+def test_a_claim_dralloc_allocated_can_be_shared_by_a_pod_kube_scheduler_places(
+        apiserver: Cluster, operator: OperatorThread, request: pytest.FixtureRequest) -> None:
+    """dralloc writes `allocationTimestamp` as kube-scheduler does (1.37): kube-scheduler, reserving the
+    claim for its own pod, would otherwise add it, and the API server refuses any change to a written
+    allocation (that pod stayed in a SchedulerError loop). Binding the second pod needs kube-scheduler:
+    on the real control plane only."""
+    node_a, _ = seed_two_nodes(apiserver)
+    gpu = apiserver.name("gpu")
+    apiserver.seed([cluster.claim("shared", device_class=gpu), cluster.pod("first", claim_name="shared")])
+    assert wait_for(lambda: helpers.node_of(apiserver, "first"), what="dralloc's pod bound") == node_a
+    allocation = helpers.claim(apiserver, "shared")["status"]["allocation"]
+    assert allocation.get("allocationTimestamp")
+    if not real_mode(request.config):
+        return
+    apiserver.seed([cluster.pod("second", claim_name="shared", scheduler=None)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "second"), what="kube-scheduler's pod bound") == node_a

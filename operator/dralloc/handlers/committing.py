@@ -163,6 +163,11 @@ async def allocate(rt: Runtime, claim: model_claims.ResourceClaim, allocation: m
     """
     namespace, name, uid = claim.metadata.namespace or "", claim.metadata.name, claim.metadata.uid or ""
     wanted = conversion.to_raw(allocation)
+    if rt.settings.scheduling.features.binding_conditions and not wanted.get("allocationTimestamp"):
+        # As kube-scheduler writes it (DRADeviceBindingConditions, DRAResourceClaimDeviceStatus: on in
+        # 1.37). Without it, kube-scheduler adds it when it reserves the claim for a pod of its own, and
+        # the API server refuses any change to a written allocation: that pod would never be scheduled.
+        wanted["allocationTimestamp"] = clock.stamp()
     for _ in range(RESENDS + 1):
         raw = _claim_raw(rt, claim)
         status = dict(raw.get("status") or {})
