@@ -1,10 +1,17 @@
 """Input errors of the allocator: bad input, never "does not fit".
 
 "Nothing fits" is a value (`outcomes.Unsatisfiable`). These exceptions mean the
-input cannot be allocated as given and retrying on another node will not help:
-unknown class, CEL that does not compile or fails at run time, a gate that is
-off while the claim uses its feature, limits exceeded. Messages name the claim
-(`namespace/name`), the request and the field, like upstream's.
+input cannot be allocated as given: unknown class, CEL that does not compile or
+fails at run time, a gate that is off while the claim uses its feature, limits
+exceeded. Messages name the claim (`namespace/name`), the request and the field,
+like upstream's.
+
+Most of them hold on every node. Those that are also a `DeviceError` were met on one
+device (CEL that fails on its attributes, its slice's node selector, an `All` request
+that must take it and cannot): a node whose devices differ may not meet them. Upstream
+fails the pod's whole attempt on such an error from any node it tries; a caller that
+tries nodes one by one may decide otherwise (dralloc's placer does, see
+scheduling/placement.py), and must then say so.
 """
 
 from __future__ import annotations
@@ -65,3 +72,23 @@ class InvalidPoolOnNodeError(InvalidPoolError):
 
 class InvalidSliceError(AllocationInputError):
     """A ResourceSlice that the API should not have admitted (e.g. a node selector we cannot evaluate)."""
+
+
+class DeviceError(AllocationInputError):
+    """Met on one device (see the module docstring): raised as a subclass of another error here too."""
+
+
+class DeviceSelectorError(InvalidSelectorError, DeviceError):
+    """A CEL selector that fails at run time on one device's attributes."""
+
+
+class DeviceDerivedAttributeError(InvalidDerivedAttributeError, DeviceError):
+    """A derived attribute that fails (or gives no attribute) on one device."""
+
+
+class DeviceConstraintError(ConstraintError, DeviceError):
+    """An `allocationMode: All` request that must take a device a claim constraint refuses."""
+
+
+class DeviceSliceError(InvalidSliceError, DeviceError):
+    """A device's slice node selector that cannot be evaluated."""

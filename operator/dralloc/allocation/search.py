@@ -188,7 +188,7 @@ class Search:
                 all_nodes=device.all_nodes, selector=device.node_selector,
             )
         except ValueError as exc:
-            raise errors.InvalidSliceError(
+            raise errors.DeviceSliceError(
                 f"ResourceSlice {info.slice.metadata.name}: device {info.id.device}: nodeSelector: {exc}"
             ) from exc
 
@@ -277,7 +277,7 @@ class Search:
             if info.consumes:
                 self.counters.release(pool, info, shared=shared)
             if must:
-                raise errors.ConstraintError(
+                raise errors.DeviceConstraintError(
                     f"claim {claim.ref}, request {request.name}: cannot add device {info.id} "
                     f"because a claim constraint would not be satisfied"
                 )

@@ -361,7 +361,7 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
     if kind == "runtime" and release_1_37_wording:
         if "no such key:" in message:
             message += NO_SUCH_KEY_HINT
-        raise errors.InvalidSelectorError(f"{owner}: selector #{index} on device {info.id}: CEL runtime error: {message}")
+        raise errors.DeviceSelectorError(f"{owner}: selector #{index} on device {info.id}: CEL runtime error: {message}")
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
 
 
@@ -441,7 +441,7 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
         return cast(tuple[str, Any], detail)
     if outcome == "compile":
         raise errors.InvalidDerivedAttributeError(f"compile derived attribute {name} failed: {detail}")
-    raise errors.InvalidDerivedAttributeError(
+    raise errors.DeviceDerivedAttributeError(
         f"evaluate derived attribute {name} on device {info.id} failed: {detail}")
 
 

@@ -11,6 +11,16 @@ pod's node constraints and on which the allocator finds devices for every claim
 wins. Under FirstFit this is exactly "the first node by name on which upstream's
 allocator succeeds".
 
+An allocator error met on one node's device (`errors.DeviceError`: CEL failing on that
+device's attributes, its slice's node selector, an `All` request that must take it)
+does not stop the search: another node may fit, and then the pod goes there. Only
+when no node fits is the error raised (the first met, in the order tried). This is a
+deliberate difference: kube-scheduler runs the allocator on every feasible node it
+examines and fails the attempt on any error, so there the same pod is bound or fails
+depending on which nodes it examined; here the answer depends only on whether some
+node fits. Errors that hold on every node (an unknown class, CEL that does not
+compile) are raised at once, as upstream.
+
 Besides its own constraints (nodefit), a pod is checked against the pods around it:
 host ports (nodeports), pod affinity and anti-affinity (podaffinity), topology spread
 (topologyspread), each prepared once per pod and asked per node. The pods they count are
@@ -365,6 +375,8 @@ class Placer:
         # family -> node index -> (epoch, smallest size proven not to fit then); see `_family`.
         self._family_failed: dict[str, dict[int, tuple[int, int | Fraction]]] = {}
         self._first_unknown: dict[str, int] = {}
+        # shape -> node index -> (epoch, the DeviceError met there): raised again when nothing fits.
+        self._device_errors: dict[str, dict[int, tuple[int, errors.DeviceError]]] = {}
         self._free: nodefit.FreeResources | None = None  # CPU/memory left per node, built on first use
         self._allocatable: list[nodefit.Allocatable | None] = [None] * len(self.nodes)
         self.allocator_calls = 0
@@ -650,6 +662,7 @@ class Placer:
         requests = nodefit.pod_requests(item.pod) if item.pod is not None else None
         room = self._room_check(requests)
         neighbours = self.neighbour_checks(item)
+        device_error: errors.DeviceError | None = None
         interrupt = interruption.current()
         for tried, (index, prefer) in enumerate(self._candidates(item, shape)):
             if interrupt is not None and not tried % NODES_BETWEEN_CHECKS and interrupt():
@@ -678,6 +691,13 @@ class Placer:
                 # Upstream's ErrFailedAllocationOnNode: this node does not fit; others may.
                 self._record_failure(shape, index)
                 continue
+            except errors.DeviceError as exc:
+                # Met on one of this node's devices: another node may fit (a deliberate difference,
+                # see the module docstring); raised when none does.
+                device_error = device_error or exc
+                self._device_errors.setdefault(shape, {})[index] = (self.release_epoch[index], exc)
+                self._record_failure(shape, index)
+                continue
             if isinstance(outcome, outcomes.Allocated):
                 statuses, refused = self.node_allocatable(item, index, outcome.results, requests)
                 if refused is None:
@@ -693,6 +713,13 @@ class Placer:
             self._record_failure(shape, index, proven=True)
             if device_shape is not None:
                 self._record_failure(device_shape, index, proven=True)
+        if device_error is None:
+            # Met by an earlier item of this shape on a node this one skipped as a known failure.
+            current = [(index, exc) for index, (epoch, exc) in self._device_errors.get(shape, {}).items()
+                       if epoch == self.release_epoch[index]]
+            device_error = min(current, key=lambda entry: entry[0])[1] if current else None
+        if device_error is not None:
+            raise device_error
         if not explain:
             self._shapes.unplaced(item, shape)
             return NoPlacement((), exhausted, explained=False)
