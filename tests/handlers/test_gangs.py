@@ -600,3 +600,22 @@ def test_on_1_36_the_served_v1alpha2_podgroups_are_found_and_used(
     assert link["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
                                               "name": "old", "uid": stored["metadata"]["uid"]}]
     wait_for(lambda: helpers.events(apiserver, "GangPlaced"), what="the PodGroup's GangPlaced Event")
+
+
+def test_a_gang_with_anti_affinity_between_its_members_spreads_over_nodes(apiserver: Cluster,
+                                                                         operator: OperatorThread) -> None:
+    """Members placed together must not repel each other: with room for all on one node, a gang of 3 whose
+    members keep apart (required anti-affinity on the hostname) takes 3 nodes, jointly."""
+    names = _setup(apiserver, {"a": 4, "b": 4, "c": 4})
+    apiserver.seed([pod_group("ring", 3)])
+    pods = [f"ring-{i}" for i in range(3)]
+    members = []
+    for p in pods:
+        obj = member(p, "gpus-1", "ring")
+        obj["metadata"]["labels"] = {"gang": "ring"}
+        obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"gang": "ring"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        members.append(obj)
+    apiserver.seed(members)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert sorted(_nodes(apiserver, pods).values()) == sorted(names.values())  # type: ignore[type-var]

@@ -93,7 +93,7 @@ from dralloc.kube import errors as kube_errors
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import nodefit, placement, queueing
+from dralloc.scheduling import nodefit, nodeports, placement, podaffinity, queueing
 
 logger = logging.getLogger(__name__)
 
@@ -348,7 +348,8 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
     requests = [nodefit.pod_requests(pod) for pod in pending]
 
     def holds(indices: Sequence[int], view: NodeView) -> bool:
-        # Each member alone fits (allows); together they add up on the node's cpu/memory/pods.
+        # Each member alone fits (allows); together they add up on the node's cpu/memory/pods, and
+        # must not repel each other there (anti-affinity between members, one host port twice).
         j = placer.index[view.name]
         shared = placer.usage[j]
         usage = nodefit.NodeUsage(dict(shared.requests), shared.pods)
@@ -356,6 +357,12 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
             if nodefit.misfit(pending[i], placer.nodes[j], usage, requests[i], dra_backed=placer.dra_backed):
                 return False
             usage.add(requests[i])
+        together = [pending[i] for i in indices]
+        namespaces = placer.placed.namespace_labels
+        for position, one in enumerate(together):
+            for other in together[position + 1:]:
+                if podaffinity.repel(one, other, view.labels, namespaces) or nodeports.share_a_port(one, other):
+                    return False
         return True
 
     gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, member_items, strict=True)]

@@ -51,3 +51,10 @@ def prepare(pod: pods.Pod, placed: placedpods.PlacedPods) -> Check | None:
     """None when the pod asks for no host port (the fast path: nothing to check)."""
     wanted = placedpods.host_ports(pod)
     return Check(pod, wanted, placed) if wanted else None
+
+
+def share_a_port(one: pods.Pod, other: pods.Pod) -> bool:
+    """Whether two pods placed together on one node ask for a host port that conflicts (a gang's members,
+    which the filter does not count against each other)."""
+    wanted = placedpods.host_ports(one)
+    return bool(wanted) and any(conflicts(w, used) for used in placedpods.host_ports(other) for w in wanted)

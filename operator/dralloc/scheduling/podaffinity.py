@@ -282,3 +282,20 @@ def prepare(pod: pods.Pod, placed: placedpods.PlacedPods) -> Check | None:
         return None
     check = Check(pod, own, own_anti, placed)
     return check if check.can_reject else None
+
+
+def repel(one: pods.Pod, other: pods.Pod, node_labels: Mapping[str, str],
+          namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether the two pods may not share a node with these labels: a required anti-affinity term of
+    either matches the other, and the node has the term's topology key (on one node the two share every
+    domain the node has). For pods placed together, as a gang's members are, where neither is among
+    the pods the filter counts yet."""
+    for owner, target in ((one, other), (other, one)):
+        affinity = owner.spec.affinity
+        for raw in _required(affinity.pod_anti_affinity if affinity is not None else None):
+            if raw.topology_key not in node_labels:
+                continue
+            term = resolve(owner, raw)
+            if term.matches(target, namespace_labels.get(target.namespace, _NO_LABELS)):
+                return True
+    return False
