@@ -171,8 +171,12 @@ def test_a_change_that_arrives_while_another_pods_error_is_written_is_not_lost(
     # The bad pod comes first in the next pass (higher priority); writing its error takes a while
     # (its claim exists already: that write is the only one to its status).
     slow = faults.latency("PATCH", f"/api/v1/namespaces/{apiserver.namespace}/pods/bad-pod/status", 2.0, times=1)
+    # A priority comes from a PriorityClass: kube-apiserver's Priority admission refuses a pod that sets one.
+    high = apiserver.name("high")
+    apiserver.seed([{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": high},
+                     "value": 10}])
     bad = cluster.pod("bad-pod", claim_name="bad")
-    bad["spec"]["priority"] = 10
+    bad["spec"]["priorityClassName"] = high
     apiserver.seed([bad])
     wait_for(lambda: faults.counters()["rules"].get(str(slow.id)), what="the bad pod's error being written")
     apiserver.request("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": None}})  # gone while that write waits

@@ -133,3 +133,34 @@ def test_server_side_printing(kubectl: Kubectl, apiserver: ThreadedApiServer) ->
     nodes = kubectl("get", "nodes", "-o", "wide").stdout.splitlines()
     assert nodes[0].split()[:6] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP"]
     assert nodes[1].split()[:3] == ["node-0", "Ready", "<none>"]
+
+
+VOLUMES = pathlib.Path(__file__).with_name("manifests") / "volumes.yaml"
+
+
+def test_apply_volumes_classes_and_priority_classes(kubectl: Kubectl, apiserver: ThreadedApiServer,
+                                                    tmp_path: pathlib.Path) -> None:
+    """What kube-scheduler's volume filters read, and PriorityClasses, apply and print as on a real cluster."""
+    first = kubectl("apply", "-f", str(VOLUMES)).stdout
+    assert "priorityclass.scheduling.k8s.io/training created" in first
+    assert "persistentvolumeclaim/scratch created" in first
+    second = kubectl("apply", "-f", str(VOLUMES)).stdout
+    assert "persistentvolumeclaim/scratch unchanged" in second
+    claim = apiserver.get("v1", "PersistentVolumeClaim", "scratch", "default")
+    assert claim is not None and claim["spec"]["storageClassName"] == "local-nvme"  # DefaultStorageClass
+    claims = kubectl("get", "pvc").stdout.splitlines()
+    assert claims[0].split() == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
+                                 "VOLUMEATTRIBUTESCLASS", "AGE"]
+    assert claims[1].split()[:3] == ["scratch", "Pending", "local-nvme"]
+    classes = kubectl("get", "sc").stdout.splitlines()
+    assert classes[1].split()[:5] == ["local-nvme", "(default)", "kubernetes.io/no-provisioner", "Delete",
+                                      "WaitForFirstConsumer"]
+    priorities = kubectl("get", "pc").stdout
+    assert "system-node-critical" in priorities and "training" in priorities
+    kubectl("get", "pv/node-0-nvme", "csinode/node-0")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: broken}\nspec: {accessModes: []}\n")
+    done = kubectl("apply", "-f", str(bad), check=False)
+    assert done.returncode != 0 and "spec.accessModes" in done.stderr and "spec.resources[storage]" in done.stderr
+    kubectl("delete", "-f", str(VOLUMES), "--wait=true", "--timeout=20s")  # the protection finalizers are removed
+    assert kubectl("get", "pvc,pv", "-o", "name").stdout.strip() == ""

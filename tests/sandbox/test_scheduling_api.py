@@ -46,7 +46,9 @@ async def test_discovery_lists_workloads_and_podgroups_with_status(http: Http) -
     assert served["podgroups"]["kind"] == "PodGroup" and served["workloads"]["kind"] == "Workload"
     assert "watch" in served["podgroups"]["verbs"] and "patch" in served["podgroups/status"]["verbs"]
     _, group = await http.get("/apis/scheduling.k8s.io")
-    assert [v["version"] for v in group["versions"]] == ["v1beta1"]
+    # PriorityClasses are scheduling.k8s.io/v1, the group's preferred version (sandbox/priorities.py).
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
 
 
 # ---- CRUD and defaults --------------------------------------------------------------------------

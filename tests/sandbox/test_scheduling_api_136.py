@@ -33,7 +33,7 @@ async def test_version_and_discovery_say_1_36_and_v1alpha2(http: Http) -> None:
     _, version = await http.get("/version")
     assert (version["major"], version["minor"]) == ("1", "36")
     _, group = await http.get("/apis/scheduling.k8s.io")
-    assert [v["version"] for v in group["versions"]] == ["v1alpha2"]
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha2"]  # v1: PriorityClasses
     _, listing = await http.get(GV)
     assert {r["name"] for r in listing["resources"]} == {"workloads", "podgroups", "podgroups/status"}
     code, _ = await http.get("/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups")

@@ -22,9 +22,15 @@ and upstream's wording (`names.py` for name syntax):
   (`customresources.py`);
 - Pods: containers (named, with an image), resourceClaims entries (a DNS label name,
   exactly one of resourceClaimName / resourceClaimTemplateName) and container
-  `resources.claims` naming them; after creation the spec is immutable except for the fields upstream lets change (images,
+  `resources.claims` naming them, the label keys of inter-pod terms (`pods.py`, which also
+  merges them into the terms' selectors on create); after creation the spec is immutable except for the fields upstream lets change (images,
   activeDeadlineSeconds, added tolerations, removed scheduling gates, and nodeSelector
-  and affinity while the pod is still gated).
+  and affinity while the pod is still gated);
+- PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes: `volumes.py`, with
+  the StorageObjectInUseProtection, DefaultStorageClass and PersistentVolumeClaimResize
+  admission plugins; PriorityClasses and the Priority admission plugin (Pods, PodGroups):
+  `priorities.py`. Admission plugins that mutate run with the defaults, those that only
+  validate after validation, as kube-apiserver orders them; their refusals are 403s.
 """
 
 from __future__ import annotations
@@ -34,7 +40,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dralloc.sandbox import customresources, dra, errors, names, resources, scheduler, slices, structural
+from dralloc.sandbox import (
+    customresources,
+    dra,
+    errors,
+    names,
+    pods,
+    priorities,
+    resources,
+    scheduler,
+    slices,
+    structural,
+    volumes,
+)
 from dralloc.sandbox import workloads as workloads
 
 Obj = dict[str, Any]
@@ -103,11 +121,13 @@ class Admission:
         namespace_labels: Callable[[str], dict[str, str]] | None = None,  # None: no namespace rules
         node: Callable[[str], Obj | None] | None = None,  # None: no NodeDeclaredFeatureValidator
         nodes: Callable[[], list[Obj]] | None = None,
+        objects: Callable[[str], list[Obj]] | None = None,  # storage -> stored objects; None: no lookups
     ) -> None:
         self.validate_schemas = validate_schemas
         self.namespace_labels = namespace_labels
         self.node = node
         self.nodes = nodes
+        self.objects = objects
 
     def admit(self, rt: resources.ResourceType, new: Obj, old: Obj | None, subresource: str) -> None:
         checked = self.validate_schemas and not rt.crd
@@ -116,7 +136,7 @@ class Admission:
             shaped, found = decoded(rt, new, old)
             new.clear()
             new.update(shaped)
-        self.default(rt, new, old)
+        self.default(rt, new, old, subresource)
         causes = metadata_causes(rt, new) if old is None else []
         causes += found
         if rt.group == "resource.k8s.io":
@@ -125,6 +145,10 @@ class Admission:
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
+        elif rt.storage == priorities.STORAGE and (checked or not causes):
+            causes += priorities.validate(new, old)
+        elif rt.storage in volumes.STORAGES and (checked or not causes):
+            causes = volumes.schema_causes(rt.storage, causes) + volumes.validate(rt.storage, new, old, subresource)
         elif rt.group == workloads.GROUP and (checked or not causes):
             causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
         elif rt.plural == "nodes" and rt.group == "":
@@ -146,6 +170,15 @@ class Admission:
             # Events of both APIs are validated as the core type: refusals name the core kind.
             group = "" if rt.storage == "/events" else rt.group
             raise errors.invalid(rt.kind, group, (new.get("metadata") or {}).get("name", ""), causes)
+        name = (new.get("metadata") or {}).get("name", "")
+        if rt.storage == volumes.CLAIMS and old is not None and subresource == "":
+            refusal = volumes.resize_refusal(new, old, self.objects)
+            if refusal:
+                raise priorities.forbidden(rt.plural, "", name, refusal)
+        if rt.storage == priorities.STORAGE:
+            refusal = priorities.global_default_refusal(new, old, self.objects)
+            if refusal:
+                raise priorities.forbidden(rt.plural, rt.group, name, refusal)
         if rt.plural == "resourceslices" and self.node is not None and self.nodes is not None:
             refusal = node_allocatable_refusal(new, self.node, self.nodes)
             if refusal:
@@ -153,7 +186,7 @@ class Admission:
                 raise errors.ApiError(403, f'resourceslices.resource.k8s.io "{name}" is forbidden: {refusal}',
                                       details={"name": name, "group": "resource.k8s.io", "kind": "resourceslices"})
 
-    def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None) -> None:
+    def default(self, rt: resources.ResourceType, obj: Obj, old: Obj | None, subresource: str = "") -> None:
         if rt.storage == "/namespaces":
             meta = obj.setdefault("metadata", {})
             # Upstream labels every namespace with its name, on every write (namespaceSelectors use it).
@@ -170,11 +203,16 @@ class Admission:
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("restartPolicy", "Always")
             spec.setdefault("terminationGracePeriodSeconds", 30)
-            spec.setdefault("priority", 0)
+            refusal = priorities.admit_pod(obj, None, self.objects)  # the Priority admission plugin
+            if refusal:
+                raise priorities.forbidden("pods", "", (obj.get("metadata") or {}).get("name", ""), refusal)
             if obj.get("status") is None:
                 obj["status"] = {}
             if isinstance(obj["status"], dict):
                 obj["status"].setdefault("phase", "Pending")
+            pods.merge_label_keys(obj)  # the strategy's PrepareForCreate
+        elif rt.storage == "/pods" and subresource == "":
+            priorities.admit_pod(obj, old, self.objects)
         elif rt.storage == "apiextensions.k8s.io/customresourcedefinitions":
             names = (obj.get("spec") or {}).get("names") or {}
             names.setdefault("singular", str(names.get("kind", "")).lower())
@@ -192,8 +230,12 @@ class Admission:
             }
         elif rt.group == "resource.k8s.io":
             dra.default(obj)
+        elif rt.storage == priorities.STORAGE:
+            priorities.default(obj)
+        elif rt.storage in volumes.STORAGES:
+            volumes.default(rt.storage, obj, old, subresource, self.objects)
         elif rt.group == workloads.GROUP:
-            workloads.default(obj, old)
+            workloads.default(obj, old, self.objects)
         elif rt.plural == "nodes" and rt.group == "":
             status = obj.get("status")
             if isinstance(status, dict) and status.get("declaredFeatures") == []:
@@ -313,7 +355,7 @@ def pod_create_causes(pod: Obj) -> Causes:
                 if claim.get("name") not in claim_names:
                     causes.append((f"{where}.resources.claims[{j}]", f"Not found: {errors.go_value(claim.get('name'))}: "
                                                                      f"must be one of the names in pod.spec.resourceClaims{known}"))
-    return causes + workloads.pod_causes(pod)
+    return causes + workloads.pod_causes(pod) + pods.label_keys_causes(pod)
 
 
 _POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "nodeSelector", "affinity",

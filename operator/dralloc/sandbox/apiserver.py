@@ -88,7 +88,7 @@ class ApiServer:
         self.hub = watches.Hub(history)
         self.admission = admission.Admission(validate_schemas=validate_schemas,
                                              namespace_labels=self._namespace_labels, node=self._node,
-                                             nodes=self._nodes)
+                                             nodes=self._nodes, objects=self._objects)
         self.store = store_.Store(self.registry, self.hub, self.admission)
         self.collector = collecting.Collector(self.store)
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
@@ -116,6 +116,11 @@ class ApiServer:
 
     def _nodes(self) -> list[Obj]:
         return [entry.obj for entry in self.store.objects["/nodes"].values()]
+
+    def _objects(self, storage: str) -> list[Obj]:
+        """The stored objects of one storage (admission plugins look up StorageClasses, PriorityClasses)."""
+        store = getattr(self, "store", None)  # None while the store creates its initial objects
+        return [entry.obj for entry in store.objects.get(storage, {}).values()] if store is not None else []
 
     # ---- lifecycle --------------------------------------------------------------------------
 

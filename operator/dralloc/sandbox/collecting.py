@@ -22,7 +22,13 @@ object, each with its own resourceVersion and event. Rules kept from upstream:
   (their finalizers are honoured) and disappears when it is empty;
 - a CRD serves its resources as soon as it is created (its status says Established)
   and takes its objects with it when it is deleted (finalizers on those objects are
-  not waited for; documented).
+  not waited for; documented);
+- the pvc-protection and pv-protection controllers: a PersistentVolumeClaim being deleted
+  loses its `kubernetes.io/pvc-protection` finalizer once no pod uses it (a pod on a node
+  naming it in a `persistentVolumeClaim` volume, or owning it through an `ephemeral` volume
+  and not yet shut down: deletion timestamp and a 0 s grace period); a PersistentVolume
+  its `kubernetes.io/pv-protection` finalizer once its phase is not Bound. Both are checked
+  again on every write of a pod in the claim's namespace, and of the volume.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from typing import Any
 
 from dralloc.sandbox import store as store_
-from dralloc.sandbox import watches
+from dralloc.sandbox import volumes, watches
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +53,7 @@ class Collector:
         self.checks: list[store_.Key] = []  # objects written with an absent owner
         self.foreground: set[str] = set()  # uids of owners waiting for their dependents
         self.terminating: set[str] = set()  # namespaces being emptied
+        self.protected: set[store_.Key] = set()  # claims and volumes being deleted, held by a protection finalizer
         self.wake: asyncio.Event | None = None
         store.listeners.append(self._on_event)
 
@@ -57,6 +65,13 @@ class Collector:
         meta = event.obj["metadata"]
         if event.storage == "apiextensions.k8s.io/customresourcedefinitions":
             self._on_crd(event)
+        finalizer = _PROTECTIONS.get(event.storage)
+        if finalizer is not None and event.type != "DELETED" and meta.get("deletionTimestamp") \
+                and finalizer in (meta.get("finalizers") or ()):
+            self.protected.add((event.storage, event.namespace, meta["name"]))
+            self._poke()
+        elif event.storage == "/pods" and any(key[1] == event.namespace for key in self.protected):
+            self._poke()
         if event.type == "DELETED":
             self.pending.append(meta["uid"])
             self.foreground.discard(meta["uid"])
@@ -131,6 +146,8 @@ class Collector:
             worked |= self._foreground(uid)
         for ns in list(self.terminating):
             worked |= self._empty_namespace(ns)
+        for key in sorted(self.protected):
+            worked |= self._unprotect(key)
         return worked or bool(self.pending) or bool(self.checks)
 
     def _release_dependents(self, owner_uid: str) -> bool:
@@ -206,3 +223,45 @@ class Collector:
             del spec["finalizers"]
         self.store.put_internal(("/namespaces", "", ns), new, entry.obj)
         return True
+
+    def _unprotect(self, key: store_.Key) -> bool:
+        """Drop a claim's or volume's protection finalizer once nothing uses it any more."""
+        entry = self.store.objects[key[0]].get(key[1:])
+        finalizer = _PROTECTIONS[key[0]]
+        if entry is None or finalizer not in (entry.obj["metadata"].get("finalizers") or ()):
+            self.protected.discard(key)
+            return False
+        if key[0] == volumes.VOLUMES:
+            in_use = (entry.obj.get("status") or {}).get("phase") == "Bound"
+        else:
+            in_use = any(_uses_claim(pod.obj, entry.obj) for _, pod in self.store.scan("/pods", key[1]))
+        if in_use:
+            return False
+        new = json.loads(entry.raw)
+        new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != finalizer]
+        if not new["metadata"]["finalizers"]:
+            del new["metadata"]["finalizers"]
+        self.protected.discard(key)
+        self.store.put_internal(key, new, entry.obj)
+        return True
+
+
+_PROTECTIONS = {volumes.CLAIMS: volumes.PVC_PROTECTION, volumes.VOLUMES: volumes.PV_PROTECTION}
+
+
+def _uses_claim(pod: dict[str, Any], claim: dict[str, Any]) -> bool:
+    """The pvc-protection controller's podUsesPVCForDeletion."""
+    spec, meta = pod.get("spec") or {}, pod["metadata"]
+    if not spec.get("nodeName"):
+        return False
+    name = claim["metadata"]["name"]
+    shut_down = bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0
+    owned = any(ref.get("uid") == meta.get("uid") and ref.get("controller")
+                for ref in claim["metadata"].get("ownerReferences") or ())
+    for volume in spec.get("volumes") or []:
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName") == name:
+            return True
+        if volume.get("ephemeral") is not None and not shut_down and owned \
+                and f"{meta['name']}-{volume.get('name', '')}" == name:
+            return True
+    return False

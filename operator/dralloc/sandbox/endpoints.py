@@ -178,7 +178,8 @@ class Endpoints:
         if more and last is not None:
             meta["continue"] = _encode_continue(last, list_rv)
         if table:
-            return respond(tables.table(rt, objs, api_version=table[0], include=table[1], metadata=meta))
+            return respond(tables.table(rt, objs, api_version=table[0], include=table[1], metadata=meta,
+                                        listing=True))
         head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta},
                           separators=(",", ":")).encode()
         return respond(head[:-1] + b',"items":[' + b",".join(chunks) + b"]}")

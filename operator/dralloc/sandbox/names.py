@@ -49,7 +49,8 @@ RFC1123_SUBDOMAIN_ANY_CASE = regex_detail("an RFC 1123 subdomain must consist of
 QUALIFIED_NAME_PART = regex_detail("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
                                    "and end with an alphanumeric character", _QUALIFIED_FMT, "MyName", "my.name",
                                    "123-abc")
-QUALIFIED_NAME = regex_detail("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+# 1.37's apimachinery words a key with more than one '/' as a label key (content.IsLabelKey).
+QUALIFIED_NAME = regex_detail("a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must "
                               "start and end with an alphanumeric character", _QUALIFIED_FMT, "MyName", "my.name",
                               "123-abc") + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
 LABEL_VALUE = regex_detail("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "

@@ -152,6 +152,9 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
            subresources=("binding", "eviction"), fields=_POD_FIELDS),
         rt("", "v1", "events", "Event", True, ("ev",), fields=_EVENT_FIELDS),
         rt("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+        # Volumes (sandbox/volumes.py): what kube-scheduler's volume filters read.
+        rt("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), status=True),
+        rt("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), status=True),
         rt("events.k8s.io", "v1", "events", "Event", True, ("ev",), fields=_MODERN_EVENT_FIELDS,
            storage_api="v1", to_storage=_events_in, from_storage=_events_out),
         rt("coordination.k8s.io", "v1", "leases", "Lease", True),
@@ -166,9 +169,14 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
            storage_api=f"{_RES}/v1"),
         rt(_RES, "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, status=True,
            storage_api=f"{_RES}/v1"),
+        rt("storage.k8s.io", "v1", "csinodes", "CSINode", False, status=True),
+        rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
         # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).
         rt("scheduling.k8s.io", scheduling, "workloads", "Workload", True),
         rt("scheduling.k8s.io", scheduling, "podgroups", "PodGroup", True, status=True),
+        # PriorityClasses (sandbox/priorities.py); listed after the gang API so that v1 is the
+        # group's preferred version, as upstream's.
+        rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
         rt("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
            ("crd", "crds"), ("api-extensions",), status=True),
     ]

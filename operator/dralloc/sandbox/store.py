@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol
 
-from dralloc.sandbox import errors, resources, watches
+from dralloc.sandbox import errors, priorities, resources, watches
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # storage, namespace ("" when cluster-scoped), name
@@ -89,6 +89,8 @@ class Store:
         self.grace_period: Callable[[Obj, Obj], int] | None = None
         for name in INITIAL_NAMESPACES:
             self.create(self._rt("", "v1", "namespaces"), "", {"metadata": {"name": name}})
+        for priority_class in priorities.system_objects():  # kube-apiserver's post-start hook makes these
+            self.create(self._rt("scheduling.k8s.io", "v1", "priorityclasses"), "", priority_class)
 
     def _rt(self, group: str, version: str, plural: str) -> resources.ResourceType:
         rt = self.registry.get(group, version, plural)
@@ -203,8 +205,6 @@ class Store:
         if meta.get("resourceVersion") and not keep_status:
             raise errors.ApiError(400, "resourceVersion should not be set on objects to be created")
         key = (rt.storage, namespace if rt.namespaced else "", meta["name"])
-        if key[1:] in self.objects[rt.storage]:
-            raise errors.already_exists(rt.plural, meta["name"], rt.group)
         if not keep_status:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
@@ -218,6 +218,8 @@ class Store:
             meta.setdefault("creationTimestamp", now())
             meta.setdefault("generation", 1)
         self._admit(rt, obj, None)
+        if key[1:] in self.objects[rt.storage]:  # after admission: kube-apiserver validates first, etcd refuses last
+            raise errors.already_exists(rt.plural, meta["name"], rt.group)
         if dry_run:
             return rt.outward(obj)
         committed = self._commit(key, obj, None, "ADDED")
@@ -349,6 +351,8 @@ class Store:
         if rt.storage == "/namespaces" and name in ("default", "kube-system", "kube-public"):
             raise errors.ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                                   reason="Forbidden")
+        if rt.storage == priorities.STORAGE and name in priorities.SYSTEM_PRIORITIES:
+            raise priorities.forbidden(rt.plural, rt.group, name, "this is a system priority class and cannot be deleted")
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is True:
             policy = "Orphan"

@@ -17,6 +17,14 @@ row has one cell per column definition. Columns and cell formats follow kube-api
     resourceclaims  NAME STATE AGE ("pending", "allocated,reserved", "deleted,allocated")
     resourceclaimtemplates, deviceclasses   NAME AGE
     resourceslices  NAME NODE DRIVER POOL AGE
+    persistentvolumeclaims  NAME STATUS VOLUME CAPACITY ACCESS-MODES STORAGECLASS
+                    VOLUMEATTRIBUTESCLASS AGE | VOLUMEMODE
+    persistentvolumes  NAME CAPACITY ACCESS-MODES RECLAIM-POLICY STATUS CLAIM STORAGECLASS
+                    VOLUMEATTRIBUTESCLASS REASON AGE | VOLUMEMODE
+    storageclasses  NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE
+                    (a list marks the default class: `standard (default)`)
+    csinodes        NAME DRIVERS AGE
+    priorityclasses NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY
 
 Kinds without a printer (DeviceTaintRules, CRDs) get the generic NAME / CREATED AT
 table; custom resources their CRD's `additionalPrinterColumns` (default: AGE).
@@ -35,7 +43,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dralloc.sandbox import errors, resources, schemas
+from dralloc.sandbox import errors, resources, schemas, volumes
 
 Obj = dict[str, Any]
 Column = tuple[str, str, str, str, int]  # name, type, format, description (a field path or text), priority
@@ -351,7 +359,52 @@ def _field(*path: str) -> Callable[[Obj], Any]:
     return get
 
 
+def _access_modes(modes: list[str] | None) -> str:
+    """GetAccessModesAsString: RWO, ROX, RWX, RWOP in that order, each once."""
+    short = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP"))
+    return ",".join(abbreviation for mode, abbreviation in short if mode in (modes or []))
+
+
+def _phase(obj: Obj) -> str:
+    return "Terminating" if (obj.get("metadata") or {}).get("deletionTimestamp") else \
+        str((obj.get("status") or {}).get("phase") or "")
+
+
+def _claim(claim: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
+    spec, status = claim.get("spec") or {}, claim.get("status") or {}
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        modes = _access_modes(status.get("accessModes"))
+        capacity = str((status.get("capacity") or {}).get("storage") or "0")
+    meta = claim.get("metadata") or {}
+    return [meta.get("name", ""), _phase(claim), spec.get("volumeName", ""), capacity, modes,
+            volumes.claim_class(claim), spec.get("volumeAttributesClassName", "<unset>"),
+            since(meta.get("creationTimestamp"), now), spec.get("volumeMode", "<unset>")], []
+
+
+def _volume(volume: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
+    spec, status = volume.get("spec") or {}, volume.get("status") or {}
+    ref = spec.get("claimRef")
+    meta = volume.get("metadata") or {}
+    return [meta.get("name", ""), str((spec.get("capacity") or {}).get("storage") or "0"),
+            _access_modes(spec.get("accessModes")), spec.get("persistentVolumeReclaimPolicy", ""), _phase(volume),
+            f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref is not None else "", volumes.volume_class(volume),
+            spec.get("volumeAttributesClassName", "<unset>"), status.get("reason", ""),
+            since(meta.get("creationTimestamp"), now), spec.get("volumeMode", "<unset>")], []
+
+
+def _storage_class(sc: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
+    meta = sc.get("metadata") or {}
+    return [meta.get("name", ""), sc.get("provisioner", ""), sc.get("reclaimPolicy") or "Delete",
+            sc.get("volumeBindingMode") or "Immediate", bool(sc.get("allowVolumeExpansion")),
+            since(meta.get("creationTimestamp"), now)], []
+
+
 _EV = f"{_CORE}.Event"
+_PVC = f"{_CORE}.PersistentVolumeClaim"
+_PV = f"{_CORE}.PersistentVolume"
+_SC = "io.k8s.api.storage.v1.StorageClass"
+_PC = "io.k8s.api.scheduling.v1.PriorityClass"
 PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "pods"): ([
         NAME,
@@ -407,6 +460,51 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
          ("Driver", "string", "", f"{_RES}.ResourceSliceSpec.driver", 0),
          ("Pool", "string", "", f"{_RES}.ResourcePool.name", 0), AGE],
         _simple(_field("spec", "nodeName"), _field("spec", "driver"), _field("spec", "pool", "name"))),
+    ("", "persistentvolumeclaims"): ([
+        NAME,
+        ("Status", "string", "", f"{_PVC}Status.phase", 0),
+        ("Volume", "string", "", f"{_PVC}Spec.volumeName", 0),
+        ("Capacity", "string", "", f"{_PVC}Status.capacity", 0),
+        ("Access Modes", "string", "", f"{_PVC}Status.accessModes", 0),
+        ("StorageClass", "string", "", "StorageClass of the pvc", 0),
+        ("VolumeAttributesClass", "string", "", "VolumeAttributesClass of the pvc", 0),
+        AGE,
+        ("VolumeMode", "string", "", f"{_PVC}Spec.volumeMode", 1),
+    ], _claim),
+    ("", "persistentvolumes"): ([
+        NAME,
+        ("Capacity", "string", "", f"{_PV}Spec.capacity", 0),
+        ("Access Modes", "string", "", f"{_PV}Spec.accessModes", 0),
+        ("Reclaim Policy", "string", "", f"{_PV}Spec.persistentVolumeReclaimPolicy", 0),
+        ("Status", "string", "", f"{_PV}Status.phase", 0),
+        ("Claim", "string", "", f"{_PV}Spec.claimRef", 0),
+        ("StorageClass", "string", "", "StorageClass of the pv", 0),
+        ("VolumeAttributesClass", "string", "", "VolumeAttributesClass of the pv", 0),
+        ("Reason", "string", "", f"{_PV}Status.reason", 0),
+        AGE,
+        ("VolumeMode", "string", "", f"{_PV}Spec.volumeMode", 1),
+    ], _volume),
+    ("storage.k8s.io", "storageclasses"): ([
+        NAME,
+        ("Provisioner", "string", "", f"{_SC}.provisioner", 0),
+        ("ReclaimPolicy", "string", "", f"{_SC}.reclaimPolicy", 0),
+        ("VolumeBindingMode", "string", "", f"{_SC}.volumeBindingMode", 0),
+        ("AllowVolumeExpansion", "string", "", f"{_SC}.allowVolumeExpansion", 0),
+        AGE,
+    ], _storage_class),
+    ("storage.k8s.io", "csinodes"): (
+        [NAME, ("Drivers", "integer", "", "Drivers indicates the number of CSI drivers registered on the node", 0),
+         AGE],
+        _simple(lambda o: len(((o.get("spec") or {}).get("drivers")) or []))),
+    ("scheduling.k8s.io", "priorityclasses"): ([
+        NAME,
+        ("Value", "integer", "", f"{_PC}.value", 0),
+        ("Global-Default", "boolean", "", f"{_PC}.globalDefault", 0),
+        AGE,
+        ("PreemptionPolicy", "string", "", f"{_PC}.preemptionPolicy", 0),
+    ], lambda o, now: ([(o.get("metadata") or {}).get("name", ""), o.get("value", 0), bool(o.get("globalDefault")),
+                        since((o.get("metadata") or {}).get("creationTimestamp"), now),
+                        o.get("preemptionPolicy") or ""], [])),
 }
 PRINTERS[("events.k8s.io", "events")] = PRINTERS[("", "events")]
 
@@ -471,13 +569,20 @@ def _row_object(shown: Obj, include: str, api_version: str) -> Obj | None:
 
 def table(rt: resources.ResourceType, items: list[tuple[Obj, Obj]], *, api_version: str = "meta.k8s.io/v1",
           include: str = "Metadata", metadata: Obj | None = None, headers: bool = True,
-          now: datetime.datetime | None = None) -> Obj:
-    """A Table of `items`: (object as stored, used for the cells; object as `rt` shows it)."""
+          now: datetime.datetime | None = None, listing: bool = False) -> Obj:
+    """A Table of `items`: (object as stored, used for the cells; object as `rt` shows it);
+    `listing`: a list's table (StorageClass lists mark the default class)."""
     now = now or datetime.datetime.now(datetime.UTC)
     columns, printer = printer_for(rt)
+    default = None
+    if listing and rt.storage == volumes.CLASSES:
+        found = volumes.default_class([stored for stored, _ in items])
+        default = found["metadata"]["name"] if found is not None else None
     rows = []
     for stored, shown in items:
         cells, conditions = printer(stored, now)
+        if default is not None and cells and cells[0] == default:
+            cells[0] = f"{default} (default)"
         row: Obj = {"cells": cells}
         if conditions:
             row["conditions"] = conditions

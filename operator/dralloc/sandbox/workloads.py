@@ -8,8 +8,9 @@ CompositePodGroup and PodGroupPreemptionPolicy off. So, as upstream's strategies
   `parentCompositePodGroupName`, `preemptionPolicy`), unless the old object had them;
 - a PodGroup's status is cleared on create and kept on spec updates; `/status` keeps the spec;
 - PodGroup defaults: `disruptionMode: {single: {}}`, and the Priority admission plugin's
-  `priority` (0 without a priorityClassName; the two system classes; any other class is a
-  403 `no PriorityClass with name X was found`, since the sandbox serves no PriorityClasses);
+  `priority` from the PriorityClasses the sandbox serves (`priorities.py`: the named class,
+  else the global default, else 0; an unknown class is a 403 `no PriorityClass with name X
+  was found`);
 - a PodGroupTemplate without `schedulingConstraints` shows it as `null` (its JSON tag has
   no omitempty).
 
@@ -40,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dralloc.sandbox import errors, names
+from dralloc.sandbox import errors, names, priorities
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -49,8 +50,7 @@ GROUP = "scheduling.k8s.io"
 MAX_TEMPLATES = 8
 MAX_CLAIMS = 4
 MAX_TOPOLOGY = 1
-HIGHEST_USER_PRIORITY = 1_000_000_000
-SYSTEM_PRIORITIES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+HIGHEST_USER_PRIORITY = priorities.HIGHEST_USER_PRIORITY
 _IMMUTABLE = "Invalid value: null: field is immutable"
 
 
@@ -390,8 +390,9 @@ def _templates(templates: list[Obj], old_templates: list[Obj], creating: bool, c
 
 # ---- entry points (admission.py) --------------------------------------------------------------
 
-def default(obj: Obj, old: Obj | None) -> None:
-    """What upstream's strategies, defaulting and Priority admission do before validation."""
+def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None) -> None:
+    """What upstream's strategies, defaulting and Priority admission do before validation
+    (`lookup` finds the PriorityClasses; None: only the system ones)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         spec = obj["spec"] = {}
@@ -423,11 +424,9 @@ def default(obj: Obj, old: Obj | None) -> None:
         return
     if old is None:
         obj["status"] = {}
-        refusal = priority_refusal(obj)
+        refusal = priorities.admit_pod_group(obj, lookup)
         if refusal:
-            name = (obj.get("metadata") or {}).get("name", "")
-            raise errors.ApiError(403, f'podgroups.{GROUP} "{name}" is forbidden: {refusal}',
-                                  details={"name": name, "group": GROUP, "kind": "podgroups"})
+            raise priorities.forbidden("podgroups", GROUP, (obj.get("metadata") or {}).get("name", ""), refusal)
     for field in ("parentCompositePodGroupName", "preemptionPolicy"):  # CompositePodGroup, PodGroupPreemptionPolicy
         if field not in old_spec:
             spec.pop(field, None)
@@ -453,20 +452,6 @@ def schema_causes(causes: Causes) -> Causes:
     """The schema walk's causes without its list-map duplicates: declarative validation reports those
     itself, naming the whole item (`validate` does)."""
     return [(path, message) for path, message in causes if not message.startswith("Duplicate value")]
-
-
-def priority_refusal(obj: Obj) -> str:
-    """The Priority admission plugin on a new PodGroup: '' when it admits it (and sets spec.priority)."""
-    spec = obj.get("spec") or {}
-    class_name = spec.get("priorityClassName", "")
-    if class_name and class_name not in SYSTEM_PRIORITIES:
-        return f"no PriorityClass with name {class_name} was found"
-    computed = SYSTEM_PRIORITIES.get(class_name, 0)
-    if spec.get("priority") is not None and spec["priority"] != computed:
-        return (f"priority set in the pod group ({spec['priority']}) must match the priority computed ({computed}) "
-                "based on the priority class set in the spec")
-    spec["priority"] = computed
-    return ""
 
 
 def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
