@@ -124,6 +124,10 @@ duty_owner = Gauge(
     "dralloc_duty_owner",
     "Who does a duty kube-controller-manager also has a controller for (claim-lifecycle, taint-eviction): "
     "1 for the owner (dralloc or kube-controller-manager), 0 for the other.", ["duty", "owner"], registry=REGISTRY)
+gate_refusals = Counter(
+    "dralloc_gate_refusals_total",
+    "Gate-mode pods kube-scheduler kept refusing on the node dralloc pinned them to: dralloc gave their devices "
+    "back (the pod says why; its node selector cannot change once ungated).", registry=REGISTRY)
 pass_failures = Counter(
     "dralloc_loop_pass_failures_total",
     "Whole passes of a control loop that failed and were retried: no object was decided in them.",
@@ -259,6 +263,10 @@ def set_duty_owner(duty: str, owner: str) -> None:
 
 def observe_object_error(loop: str) -> None:
     object_errors.labels(loop).inc()
+
+
+def observe_gate_refusal() -> None:
+    gate_refusals.inc()
 
 
 def observe_pass_failure(loop: str) -> None:

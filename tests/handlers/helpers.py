@@ -90,6 +90,12 @@ def set_pod_phase(server: Server, name: str, phase: str, namespace: str | None =
                     {"status": {"phase": phase}})
 
 
+def patch_pod_status(server: Server, name: str, status: Obj, namespace: str | None = None) -> Obj:
+    """What a scheduler or the kubelet does: merge `status` into the pod's status."""
+    return _request(server, "PATCH", f"/api/v1/namespaces/{_ns(server, namespace)}/pods/{name}/status",
+                    {"status": status})
+
+
 def patch_claim_status(server: Server, name: str, status: Obj, namespace: str | None = None) -> Obj:
     """What a DRA driver does: merge `status` into the claim's status."""
     path = f"/apis/resource.k8s.io/v1/namespaces/{_ns(server, namespace)}/resourceclaims/{name}/status"

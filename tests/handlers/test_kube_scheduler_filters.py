@@ -123,3 +123,28 @@ def test_a_claim_dralloc_allocated_can_be_shared_by_a_pod_kube_scheduler_places(
         return
     apiserver.seed([cluster.pod("second", claim_name="shared", scheduler=None)])
     assert wait_for(lambda: helpers.node_of(apiserver, "second"), what="kube-scheduler's pod bound") == node_a
+
+
+def test_a_pinned_pod_kube_scheduler_keeps_refusing_gives_its_devices_back(
+        apiserver: Cluster, operator: OperatorThread, request: pytest.FixtureRequest) -> None:
+    """Gate mode's safety net: kube-scheduler refusing the pinned node (a plugin dralloc does not know, a race)
+    must not hold a GPU for a pod that can never run there. The refusal is written here as kube-scheduler
+    writes it (the sandbox has no kube-scheduler; on the real control plane it binds the pod at once)."""
+    if real_mode(request.config):
+        pytest.skip("kube-scheduler binds the pinned pod at once on the real control plane: the refusal is "
+                    "written by the test, which only the sandbox leaves alone")
+    seed_two_nodes(apiserver)
+    apiserver.seed([replica("stuck", "stuck", gate=True)])
+    node = wait_for(lambda: pinned_node(apiserver, "stuck"), what="pinned and ungated")
+    (claim,) = helpers.claims(apiserver)
+    assert claim["status"]["allocation"]
+    long_ago = "2026-01-01T00:00:00Z"
+    helpers.patch_pod_status(apiserver, "stuck", {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": long_ago,
+        "message": "0/2 nodes are available: 1 node(s) had untolerated taint {example.com/custom: }."}]})
+    name = claim["metadata"]["name"]
+    wait_for(lambda: not (helpers.claim(apiserver, name).get("status") or {}).get("allocation"),
+             what="the claim given back")
+    (event,) = wait_for(lambda: helpers.events(apiserver, "GateRefused"), what="the GateRefused Event")
+    assert f"kube-scheduler refuses node {node}" in event["note"]
+    assert "delete the pod so its controller recreates it" in event["note"]

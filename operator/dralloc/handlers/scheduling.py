@@ -49,7 +49,7 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import interruption
-from dralloc.handlers import committing, completing, deciding, ganging, intents, items, reporting
+from dralloc.handlers import committing, completing, deciding, ganging, intents, items, reclaiming, reporting
 from dralloc.handlers.runtime import Runtime
 from dralloc.model import pods
 from dralloc.scheduling import placement
@@ -179,6 +179,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     result = PassResult()
     if len(rt.ledger):
         await committing.resolve_unknown(rt)
+    await reclaiming.give_back_refused(rt)
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
     await reporting.report_unreadable(rt)
