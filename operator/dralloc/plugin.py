@@ -11,10 +11,12 @@ snapshot, and given to the same code:
   take 1, 2, 4 or 8 devices of each class (`offline.simulating.fragmentation`);
 - `why POD`: where the pod would go against the live snapshot, or why it fits nowhere,
   grouped by node and reason (the explanation `dralloc run` writes into PodScheduled,
-  recomputed now with `scheduling.placement.Placer`).
+  recomputed now with `scheduling.placement.Placer`); for a gate-mode pod dralloc pinned
+  and its own scheduler refuses, that scheduler's verdict.
 
-Exit codes: 0 (status shown; the pod fits or is bound), 1 (the pod fits nowhere), 2 (an
-input error: no such pod, the cluster unreachable, a flag malformed; the message names it).
+Exit codes: 0 (status shown; the pod fits or is bound), 1 (the pod fits nowhere, or its
+own scheduler refuses it where dralloc pinned it), 2 (an input error: no such pod, the
+cluster unreachable, a flag malformed; the message names it).
 """
 
 from __future__ import annotations
@@ -142,6 +144,10 @@ def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) 
     if pod.spec.node_name:
         return {"pod": f"{namespace}/{name}", "status": "bound", "node": pod.spec.node_name, "devices": devices,
                 **gang}
+    refused = _refused_by_its_scheduler(pod)
+    if refused is not None:
+        return {"pod": f"{namespace}/{name}", "status": "refused", "scheduler": refused[0], "message": refused[1],
+                "pinned": pod.spec.node_selector.get("kubernetes.io/hostname"), "devices": devices, **gang}
     placer = _placer(cluster, features, leave_out=pod.metadata.uid)
     decision = placer.place(item)
     if isinstance(decision, placement.Placement):
@@ -150,6 +156,18 @@ def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) 
     return {"pod": f"{namespace}/{name}", "status": "unschedulable", "nodes": len(placer.nodes),
             "reasons": [{"reason": reason, "nodes": list(where)} for reason, where in decision.reasons],
             "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}", **gang}
+
+
+def _refused_by_its_scheduler(pod: model_pods.Pod) -> tuple[str, str] | None:
+    """(scheduler, its message) when the pod is another scheduler's to bind (gate mode, after dralloc
+    removed its gate) and that scheduler has said it cannot place it: what blocks the pod is then its
+    scheduler's verdict, not whether dralloc would find a node now."""
+    if pod.spec.scheduling_gates or (pod.spec.scheduler_name or "default-scheduler") == "dralloc":
+        return None
+    condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+    if condition is None or condition.status != "False":
+        return None
+    return pod.spec.scheduler_name or "default-scheduler", condition.message or condition.reason or ""
 
 
 def _gang_of(pod: model_pods.Pod) -> dict[str, Any]:
@@ -170,6 +188,9 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
         out.write(f"pod {pod} is bound to node {answer['node']}\n")
     elif answer["status"] == "fits":
         out.write(f"pod {pod} fits now: node {answer['node']}\n")
+    elif answer["status"] == "refused":
+        pinned = f" on node {answer['pinned']}, where dralloc pinned it" if answer.get("pinned") else ""
+        out.write(f"pod {pod} is waiting for {answer['scheduler']}, which refuses it{pinned}: {answer['message']}\n")
     else:
         out.write(f"pod {pod} fits nowhere: 0/{answer['nodes']} nodes are available\n")
         for entry in answer["reasons"]:
@@ -230,4 +251,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         out.write(json.dumps(answer, indent=2) + "\n")
     else:
         print_why(answer, out)
-    return EXIT_UNSCHEDULABLE if answer["status"] == "unschedulable" else EXIT_OK
+    return EXIT_UNSCHEDULABLE if answer["status"] in ("unschedulable", "refused") else EXIT_OK

@@ -65,6 +65,12 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Pat
         member["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                             "message": "gang of 4 does not fit: 2 members wait for devices"}]}
         server.seed([member])
+        pinned = cluster.pod("pinned", template_name="two", namespace_=NAMESPACE, scheduler=None)
+        pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-b"}
+        pinned["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": "0/2 nodes are available: 1 node(s) didn't match pod "
+                                                       "anti-affinity rules."}]}
+        server.seed([pinned])
         yield path
     finally:
         server.stop()
@@ -159,3 +165,14 @@ def test_why_a_gang_member_names_its_pod_group_and_the_last_gang_decision(kubeco
     text = plugin(kubeconfig, "why", "trainer-0", "-n", NAMESPACE).stdout
     assert "member of PodGroup training: placed with its gang, all members or none" in text
     assert "last gang decision: gang of 4 does not fit" in text
+
+
+def test_why_a_pinned_pod_its_scheduler_refuses_reports_that_scheduler_s_blocker(kubeconfig: pathlib.Path) -> None:
+    """Gate mode: once ungated and pinned, the pod is kube-scheduler's to bind; when kube-scheduler refuses it,
+    that is the blocker, not whether dralloc would find a node now (it used to say "fits now")."""
+    done = plugin(kubeconfig, "why", "pinned", "-n", NAMESPACE)
+    assert done.returncode == 1, done.stderr
+    text = done.stdout
+    assert ("is waiting for default-scheduler, which refuses it on node node-b, where dralloc pinned it: "
+            "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.") in text
+    assert "fits now" not in text
