@@ -69,11 +69,40 @@ def test_a_pod_without_host_ports_has_nothing_to_check() -> None:
 
 
 def test_init_container_ports_take_no_host_port() -> None:
-    """kube-scheduler counts the regular containers' ports only, on both sides."""
+    """kube-scheduler counts the regular containers' and the sidecars' ports, not other init containers'."""
     placed = placedpods.PlacedPods([node_("n1")], [conversion.parse_as(pods.Pod, pod_raw(
         "existing", node_name="n1", init_containers=[{"name": "init", "ports": [host(80)]}]))])
     check = nodeports.prepare(port_pod("incoming", host(80)), placed)
     assert check is not None and check.reject(node_("n1")) is None
+
+
+def _sidecar_pod(name: str, *ports: Mapping[str, Any], node: str | None = None) -> pods.Pod:
+    raw = pod_raw(name, node_name=node, init_containers=[
+        {"name": "proxy", "restartPolicy": "Always", "ports": [dict(p) for p in ports]}])
+    parsed: pods.Pod = conversion.parse_as(pods.Pod, raw)
+    return parsed
+
+
+SIDECAR_CASES: dict[str, tuple[pods.Pod, pods.Pod, str | None]] = {
+    # name: (the incoming pod, the pod on the node, the reason); upstream's GetHostPorts reads the
+    # init containers with restartPolicy Always (they run as long as the pod) and the containers
+    "port-of-a-sidecar-on-the-node-conflicts": (
+        port_pod("incoming", host(80)), _sidecar_pod("existing", host(80), node="n1"), REASON),
+    "port-of-the-incoming-pods-sidecar-conflicts": (
+        _sidecar_pod("incoming", host(80)), port_pod("existing", host(80), node="n1"), REASON),
+    "sidecars-on-both-sides-conflict": (
+        _sidecar_pod("incoming", host(80)), _sidecar_pod("existing", host(80), node="n1"), REASON),
+    "sidecar-port-of-other-protocol-fits": (
+        _sidecar_pod("incoming", host(80, protocol="UDP")), _sidecar_pod("existing", host(80), node="n1"), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIDECAR_CASES))
+def test_sidecar_host_port_rule(name: str) -> None:
+    incoming, existing, expect = SIDECAR_CASES[name]
+    check = nodeports.prepare(incoming, placedpods.PlacedPods([node_("n1")], [existing]))
+    assert check is not None
+    assert check.reject(node_("n1")) == expect
 
 
 def _placer(*node_names: str, bound: Sequence[pods.Pod] = ()) -> placement.Placer:

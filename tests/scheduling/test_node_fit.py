@@ -20,6 +20,11 @@ from dralloc.scheduling import nodefit
 UNSCHEDULABLE_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
 
 
+def sidecar(name: str, **requests: str) -> dict[str, Any]:
+    """An init container with restartPolicy Always (a sidecar)."""
+    return {**container(name, **requests), "restartPolicy": "Always"}
+
+
 def term(*expressions: tuple[str, str, Sequence[str]], fields: Sequence[tuple[str, str, Sequence[str]]] = ()) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if expressions:
@@ -154,6 +159,29 @@ CASES: dict[str, Case] = {
     "init-containers-do-not-add-up": Case(
         pod_(containers=[container(cpu="1")], init_containers=[container("i1", cpu="3"), container("i2", cpu="3")]),
         node_("n1", cpu="4"), None),
+    # sidecars (init containers with restartPolicy Always) run beside the containers: upstream's PodRequests
+    "sidecar-request-adds-to-containers": Case(
+        pod_(containers=[container(cpu="1")], init_containers=[sidecar("s", cpu="1500m")]), node_("n1", cpu="2"),
+        "insufficient cpu"),
+    "init-container-runs-beside-the-sidecars-started-before-it": Case(
+        pod_(containers=[container(cpu="500m")],
+             init_containers=[sidecar("s", cpu="1"), container("i", cpu="1500m")]), node_("n1", cpu="2"),
+        "insufficient cpu"),
+    "init-container-before-a-sidecar-runs-alone": Case(
+        pod_(containers=[container(cpu="500m")],
+             init_containers=[container("i", cpu="1500m"), sidecar("s", cpu="1")]), node_("n1", cpu="2"), None),
+    "bound-pods-sidecars-count-against-allocatable": Case(
+        pod_(cpu="1"), node_("n1", cpu="2"), "insufficient cpu",
+        bound=(pod_("old", containers=[container(cpu="500m")], init_containers=[sidecar("s", cpu="1")]),)),
+    # pod-level requests (spec.resources, PodLevelResources): they replace the containers' cpu and memory
+    "pod-level-cpu-replaces-the-containers-sum": Case(
+        pod_(cpu="1", spec_extra={"resources": {"requests": {"cpu": "3"}}}), node_("n1", cpu="2"), "insufficient cpu"),
+    "pod-level-memory-leaves-cpu-to-the-containers": Case(
+        pod_(cpu="1", spec_extra={"resources": {"requests": {"memory": "1Gi"}}}), node_("n1", cpu="2", memory="2Gi"),
+        None),
+    "bound-pods-pod-level-cpu-counts-against-allocatable": Case(
+        pod_(cpu="1"), node_("n1", cpu="2"), "insufficient cpu",
+        bound=(pod_("old", cpu="500m", spec_extra={"resources": {"requests": {"cpu": "1500m"}}}),)),
     "overhead-adds-to-requests": Case(
         pod_(cpu="3", overhead={"cpu": "1500m"}), node_("n1", cpu="4"), "insufficient cpu"),
     "overhead-within-allocatable-fits": Case(pod_(cpu="3", overhead={"cpu": "1"}), node_("n1", cpu="4"), None),
@@ -213,6 +241,21 @@ class TestPodRequests:
         """Overhead is added to max(sum of containers, largest init container)."""
         pod = pod_(containers=[container(cpu="1")], init_containers=[container("i", cpu="3")], overhead={"cpu": "1"})
         assert nodefit.pod_requests(pod) == {"cpu": 4_000_000_000}
+
+    def test_sidecars_add_up_and_init_containers_run_beside_the_earlier_ones(self) -> None:
+        """Upstream's PodRequests: containers + sidecars, at least each init container plus the sidecars
+        started before it."""
+        pod = pod_(containers=[container(cpu="500m")],
+                   init_containers=[sidecar("s1", cpu="1"), container("i1", cpu="4"), sidecar("s2", cpu="2"),
+                                    container("i2", cpu="4")])
+        # containers + sidecars: 0.5 + 1 + 2 = 3.5; i1 beside s1: 5; i2 beside s1 and s2: 7
+        assert nodefit.pod_requests(pod) == {"cpu": 7_000_000_000}
+
+    def test_pod_level_requests_replace_cpu_and_memory_only(self) -> None:
+        pod = pod_(containers=[container(cpu="1", memory="1Gi", ephemeral_storage="1Gi")],
+                   spec_extra={"resources": {"requests": {"cpu": "2"}}, "overhead": {"cpu": "100m"}})
+        assert nodefit.pod_requests(pod) == {"cpu": 2_100_000_000, "memory": 1024**3 * 1_000_000_000,
+                                             "ephemeral-storage": 1024**3 * 1_000_000_000}
 
     def test_no_requests(self) -> None:
         """A pod without requests requests nothing."""

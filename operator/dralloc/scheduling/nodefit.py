@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from dralloc.allocation import nodeaffinity, taints
 from dralloc.model import nodes, pods
+from dralloc.model.quantities import Quantity, QuantityError
 from dralloc.scheduling import nodeallocatable
 
 FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -30,15 +31,59 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _UNSCHEDULABLE = nodes.Taint(key=UNSCHEDULABLE_TAINT, effect="NoSchedule")
 
 
+# The resources a pod-level request (spec.resources, PodLevelResources, beta and on by default since
+# 1.34) sets for the whole pod: upstream's IsSupportedPodLevelResource.
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+HUGEPAGES_PREFIX = "hugepages-"
+
+
+def is_sidecar(container: pods.Container) -> bool:
+    """A restartable init container (`restartPolicy: Always`): it runs beside the pod's containers."""
+    return (container.model_extra or {}).get("restartPolicy") == "Always"
+
+
+def pod_level_requests(pod: pods.Pod) -> dict[str, int]:
+    """The pod-level requests (spec.resources.requests) of the resources a pod may set there, in
+    nano-units; empty when it sets none (an unparsable quantity, which the API refuses, is left out)."""
+    raw = (pod.spec.model_extra or {}).get("resources")
+    requests = raw.get("requests") if isinstance(raw, dict) else None
+    found: dict[str, int] = {}
+    for name, value in (requests or {}).items() if isinstance(requests, dict) else ():
+        if name in POD_LEVEL_RESOURCES or str(name).startswith(HUGEPAGES_PREFIX):
+            try:
+                found[name] = Quantity.parse(value).nanos
+            except (QuantityError, TypeError):
+                continue
+    return found
+
+
 def pod_requests(pod: pods.Pod) -> dict[str, int]:
-    """Effective requests in nano-units: max(sum of containers, largest init container) + overhead."""
+    """Effective requests in nano-units, as upstream's PodRequests (k8s.io/component-helpers/resource)
+    adds them up: the containers and the sidecars together; at least, per resource, what each init
+    container needs while it runs beside the sidecars started before it; then the pod-level requests
+    (cpu, memory, hugepages) replace the containers' sum for their resources; plus the overhead."""
     total: dict[str, int] = {}
     for container in pod.spec.containers:
         for name, q in container.resources.requests.items():
             total[name] = total.get(name, 0) + q.nanos
+    sidecars: dict[str, int] = {}
+    most: dict[str, int] = {}
     for container in pod.spec.init_containers:
-        for name, q in container.resources.requests.items():
-            total[name] = max(total.get(name, 0), q.nanos)
+        own = {name: q.nanos for name, q in container.resources.requests.items()}
+        if is_sidecar(container):
+            for name, value in own.items():
+                total[name] = total.get(name, 0) + value
+                sidecars[name] = sidecars.get(name, 0) + value
+            running = dict(sidecars)
+        else:
+            running = dict(own)
+            for name, value in sidecars.items():
+                running[name] = running.get(name, 0) + value
+        for name, value in running.items():
+            most[name] = max(most.get(name, value), value)
+    for name, value in most.items():
+        total[name] = max(total.get(name, value), value)
+    total.update(pod_level_requests(pod))
     for name, q in pod.spec.overhead.items():
         total[name] = total.get(name, 0) + q.nanos
     return total

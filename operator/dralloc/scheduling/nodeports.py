@@ -2,8 +2,10 @@
 
 A host port is (protocol, hostIP, port), protocol TCP and hostIP 0.0.0.0 when absent. Two
 conflict when protocol and port are equal and either hostIP is 0.0.0.0 or both are the same
-(kube-scheduler's HostPortInfo.CheckConflict). Only the regular containers' ports with a
-hostPort count, on both sides. The pods on the node are `PlacedPods`'s: bound, or placed by
+(kube-scheduler's HostPortInfo.CheckConflict). The ports with a hostPort of the regular
+containers and of the sidecars (init containers with `restartPolicy: Always`, which run as long
+as the pod) count, on both sides, as upstream's GetHostPorts reads them; other init containers'
+ports do not. The pods on the node are `PlacedPods`'s: bound, or placed by
 the current pass.
 
 Pure: imports only the model and `placedpods`.
@@ -18,6 +20,19 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 WILDCARD = "0.0.0.0"
 
 Port = tuple[str, str, int]  # protocol, hostIP, port
+
+
+def host_ports(pod: pods.Pod) -> list[Port]:
+    """(protocol, hostIP, hostPort) of every port the pod holds on its node: its sidecars' and its
+    containers' (`placedpods.host_ports` reads the containers only)."""
+    found = []
+    for container in pod.spec.init_containers:
+        if (container.model_extra or {}).get("restartPolicy") != "Always":
+            continue
+        for port in container.ports:
+            if port.host_port:
+                found.append((port.protocol or "TCP", port.host_ip or WILDCARD, port.host_port))
+    return found + placedpods.host_ports(pod)
 
 
 def conflicts(wanted: Port, used: Port) -> bool:
@@ -41,7 +56,7 @@ class Check:
         for other in self.placed.on(node.metadata.name):
             if other.metadata.uid == self.uid:
                 continue
-            for used in placedpods.host_ports(other):
+            for used in host_ports(other):
                 if used[2] in self.ports and any(conflicts(w, used) for w in self.wanted):
                     return REASON
         return None
@@ -49,12 +64,12 @@ class Check:
 
 def prepare(pod: pods.Pod, placed: placedpods.PlacedPods) -> Check | None:
     """None when the pod asks for no host port (the fast path: nothing to check)."""
-    wanted = placedpods.host_ports(pod)
+    wanted = host_ports(pod)
     return Check(pod, wanted, placed) if wanted else None
 
 
 def share_a_port(one: pods.Pod, other: pods.Pod) -> bool:
     """Whether two pods placed together on one node ask for a host port that conflicts (a gang's members,
     which the filter does not count against each other)."""
-    wanted = placedpods.host_ports(one)
-    return bool(wanted) and any(conflicts(w, used) for used in placedpods.host_ports(other) for w in wanted)
+    wanted = host_ports(one)
+    return bool(wanted) and any(conflicts(w, used) for used in host_ports(other) for w in wanted)
