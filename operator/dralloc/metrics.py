@@ -29,7 +29,8 @@ ALLOCATION_RESULTS = ("allocated", "unschedulable", "error", "budget-exhausted",
 GANG_RESULTS = ("placed", "unfit", "budget-exhausted", "too-costly", "waiting", "error")
 GANG_COMMIT_RESULTS = ("committed", "rolled-back", "unknown", "incomplete")
 CLAIM_CREATE_STATUSES = ("success", "failure")
-API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status")
+API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status",
+                  "volume-binding")
 # waiting-for-claim: a claim of the pod is not there yet (to be created from its template, or named and absent).
 QUEUE_STATES = ("pending", "waiting-for-claim", "backoff", "unschedulable", "error")
 # The control loops; each isolates errors per object (counted in object_errors) so that a

@@ -138,7 +138,10 @@ DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]
                ("health.py", "create_object"), ("health.py", "delete_object"), ("health.py", "merge_patch"))},
            # the read-back of a write whose outcome is unknown: claims and pods, and PodGroups (a
            # gang's recorded binds; also the lifecycle's read-back after a conflict, through committing.read_back)
-           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS, resources.POD_GROUPS],
+           ("committing.py", "get_object"): [resources.RESOURCE_CLAIMS, resources.PODS, resources.POD_GROUPS,
+                                             resources.PERSISTENT_VOLUMES, resources.PERSISTENT_VOLUME_CLAIMS],
+           # scheduler mode's volume binding: a PV's claimRef, a claim's selected-node annotation
+           ("committing.py", "merge_patch"): [resources.PERSISTENT_VOLUMES, resources.PERSISTENT_VOLUME_CLAIMS],
            # a gang's binds recorded on its PodGroup, at the served version (Runtime.pod_group_resource)
            ("intents.py", "merge_patch"): [resources.POD_GROUPS],
            # the names of a PodGroup's template claims recorded in its status, at the served version

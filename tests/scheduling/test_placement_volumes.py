@@ -1,10 +1,10 @@
-"""The Placer applies kube-scheduler's volume filters: where a pod's volumes let it go, and who binds them.
+"""The Placer applies kube-scheduler's volume filters: where a pod's volumes let it go, and what binds them.
 
 A bound volume's node affinity decides the node; a claim that does not exist keeps the pod off
-every node with kube-scheduler's reason; a WaitForFirstConsumer claim is bound by
-kube-scheduler in gate mode (dralloc picks a node where a volume can bind, and the next pod of
-the pass cannot take the same volume), and refused with a clear message in scheduler mode,
-which does not bind volumes yet.
+every node with kube-scheduler's reason; for WaitForFirstConsumer claims dralloc picks a node
+where they can bind, the next pod of the pass cannot take the same volume, and the placement
+carries the plan (PVs to bind, claims to provision) for the writer: dralloc's own in scheduler
+mode, kube-scheduler's in gate mode.
 """
 
 from __future__ import annotations
@@ -21,19 +21,13 @@ from dralloc.model import pods
 from dralloc.scheduling import placement
 
 FEATURES = Features.from_gates({})
-GATE = "dralloc.io/allocate"
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def _placer(objects: Sequence[Any], *, gate: str | None = GATE) -> placement.Placer:
+def _placer(objects: Sequence[Any]) -> placement.Placer:
     nodes = [node_(n, labels={HOSTNAME: n}) for n in ("n1", "n2")]
     snapshot = Snapshot.build(device_classes=[], resource_slices=[], features=FEATURES)
-    return placement.Placer(node_list=nodes, snapshot=snapshot, features=FEATURES, storage=storage_of(objects),
-                            volume_binding_gate=gate)
-
-
-def _gated(p: pods.Pod) -> pods.Pod:
-    return p.model_copy(update={"spec": p.spec.model_copy(update={"scheduling_gates": (pods.SchedulingGate(name=GATE),)})})
+    return placement.Placer(node_list=nodes, snapshot=snapshot, features=FEATURES, storage=storage_of(objects))
 
 
 def _place(placer: placement.Placer, p: pods.Pod) -> placement.Placement | placement.NoPlacement:
@@ -57,21 +51,29 @@ def test_a_claim_that_does_not_exist_keeps_the_pod_off_every_node() -> None:
     assert decision.reasons == (('persistentvolumeclaim "missing" not found', ("n1", "n2")),)
 
 
-def test_gate_mode_picks_a_node_a_waiting_volume_can_bind_to_and_the_next_pod_cannot_take_it() -> None:
+def test_a_node_a_waiting_volume_can_bind_to_is_picked_and_the_next_pod_cannot_take_it() -> None:
     objects = [storage_class(provisioner="kubernetes.io/no-provisioner"), claim("a"), claim("b"),
                volume("pv-n2", node_affinity=affinity({HOSTNAME: ["n2"]}))]
     placer = _placer(objects)
-    first = _place(placer, _gated(pod("first", uses("a"))))
+    first = _place(placer, pod("first", uses("a")))
     assert isinstance(first, placement.Placement) and first.node == "n2"
-    second = _place(placer, _gated(pod("second", uses("b"))))
+    second = _place(placer, pod("second", uses("b")))
     assert isinstance(second, placement.NoPlacement)
     assert {reason for reason, _ in second.reasons} == {"node(s) didn't find available persistent volumes to bind"}
 
 
-def test_scheduler_mode_refuses_a_waiting_volume_with_a_clear_message() -> None:
-    objects = [storage_class(), claim("data")]
+def test_a_placement_carries_what_its_waiting_volumes_need_of_the_writer() -> None:
+    """The plan: a pre-provisioned volume to bind to a claim, a claim to provision on the node."""
+    objects = [storage_class(provisioner="kubernetes.io/no-provisioner"), claim("data"), claim("scratch", cls="dynamic"),
+               storage_class("dynamic"), volume("pv-n2", node_affinity=affinity({HOSTNAME: ["n2"]}))]
+    decision = _place(_placer(objects), pod("db", uses("data"), uses("scratch")))
+    assert isinstance(decision, placement.Placement) and decision.node == "n2"
+    assert decision.volumes is not None
+    assert decision.volumes.static == ((("default", "data"), "pv-n2"),)
+    assert decision.volumes.provision == (("default", "scratch"),)
+
+
+def test_a_pod_without_waiting_volumes_has_no_plan() -> None:
+    objects = [claim("data", volume="pv1"), volume("pv1", phase="Bound", claim_ref=("default", "data"))]
     decision = _place(_placer(objects), pod("db", uses("data")))
-    assert isinstance(decision, placement.NoPlacement)
-    ((reason, where),) = decision.reasons
-    assert where == ("n1", "n2")
-    assert "dralloc does not bind WaitForFirstConsumer PersistentVolumeClaims yet (default/data)" in reason
+    assert isinstance(decision, placement.Placement) and decision.volumes is None

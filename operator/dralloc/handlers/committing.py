@@ -52,8 +52,8 @@ from dralloc.kube import errors as kube_errors
 from dralloc.kube import reading, resources, writing
 from dralloc.lifecycle import claims as lifecycle_claims
 from dralloc.model import claims as model_claims
-from dralloc.model import conversion, pods
-from dralloc.scheduling import placement
+from dralloc.model import conversion, pods, storage
+from dralloc.scheduling import placement, queueing, volumes
 from dralloc.state.ledger import Reservation
 
 logger = logging.getLogger(__name__)
@@ -368,6 +368,63 @@ async def pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
     raise Unknown(f"pod {namespace}/{name}: ungating kept failing with an unknown outcome")
 
 
+async def bind_volumes(rt: Runtime, pod: pods.Pod, plan: volumes.VolumePlan) -> int:
+    """Scheduler mode's VolumeBinding PreBind, as kube-scheduler writes it: each pre-provisioned PV of the
+    plan gets its claim in `spec.claimRef` (and `pv.kubernetes.io/bound-by-controller`), each claim to
+    provision gets the node in `volume.kubernetes.io/selected-node`; the PV controller (and a provisioner)
+    then bind them. Each write is conditioned on the object's version; a write already done is skipped.
+    Raises Refused or Unknown. How many writes were sent."""
+    sent = 0
+    for (namespace, name), volume_name in plan.static:
+        claim = rt.cluster.volume_claims.get(namespace, name)
+        raw = rt.cluster.volumes.raw("", volume_name)
+        if claim is None or raw is None:
+            raise Refused(f"PersistentVolume {volume_name} or PersistentVolumeClaim {namespace}/{name} is gone")
+        ref = (raw.get("spec") or {}).get("claimRef") or {}
+        if ref.get("namespace") == namespace and ref.get("name") == name:
+            continue
+        await _patch_volume_object(rt, "PersistentVolume", resources.PERSISTENT_VOLUMES, "", volume_name, raw, {
+            "metadata": {"annotations": {storage.BOUND_BY_CONTROLLER: "yes"}},
+            "spec": {"claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace,
+                                  "name": name, "uid": claim.metadata.uid or ""}}})
+        sent += 1
+    for namespace, name in plan.provision:
+        raw = rt.cluster.volume_claims.raw(namespace, name)
+        if raw is None:
+            raise Refused(f"PersistentVolumeClaim {namespace}/{name} is gone")
+        if ((raw.get("metadata") or {}).get("annotations") or {}).get(storage.SELECTED_NODE) == plan.node:
+            continue
+        await _patch_volume_object(rt, "PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS, namespace, name,
+                                   raw, {"metadata": {"annotations": {storage.SELECTED_NODE: plan.node}}})
+        sent += 1
+    if sent:
+        logger.info("pod=%s/%s: volumes given node %s (%s); the pod is bound once they are", pod.metadata.namespace,
+                    pod.metadata.name, plan.node, ", ".join(f"{k[0]}/{k[1]}" for k in plan.claims()))
+    return sent
+
+
+async def _patch_volume_object(rt: Runtime, kind: str, resource: resources.Resource, namespace: str, name: str,
+                               raw: Raw, patch: Raw) -> None:
+    """A merge patch conditioned on `raw`'s resourceVersion; an unknown outcome is read back and, if the
+    object still shows the version sent, the patch is sent again."""
+    for _ in range(RESENDS + 1):
+        body = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": _rv(raw)}}
+        try:
+            stored = await writing.merge_patch(rt.require_session(), resource, name, body, namespace or None)
+            into_view(rt, kind, stored)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise Refused(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}") from exc
+            got = await read_back(rt, kind, resource, namespace, name)
+            if got is None:
+                raise Refused(f"{kind} {namespace + '/' if namespace else ''}{name} is gone") from exc
+            if _rv(got) != _rv(raw):
+                return  # it changed: applied, or someone else's change; the next pass looks again
+            raw = got
+    raise Unknown(f"{kind} {namespace + '/' if namespace else ''}{name}: the write kept failing with an unknown outcome")
+
+
 async def bind_or_ungate(rt: Runtime, pod: pods.Pod, node: str) -> None:
     """The last write of a placement whose claims are all written: bind the pod (scheduler mode) or pin
     and ungate it (gate mode), then remember it there until the watch shows it bound. Raises Refused
@@ -379,8 +436,23 @@ async def bind_or_ungate(rt: Runtime, pod: pods.Pod, node: str) -> None:
     rt.memory(pod.metadata.uid or "").bound_to = node
 
 
-async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> bool:
-    """Write the placement; True when the pod is bound (or ungated) with its claims allocated."""
+async def _volumes_bound_later(rt: Runtime, pod: pods.Pod, plan: volumes.VolumePlan,
+                               wants: queueing.Wants | None) -> None:
+    """Give the pod's WaitForFirstConsumer volumes the node (what is not given it already). The pod is bound
+    on a later pass, once the PV controller has bound them: its claims now hold it to this node, and a
+    change of its volume claims wakes it. Raises Refused or Unknown."""
+    await bind_volumes(rt, pod, plan)
+    uid = pod.metadata.uid or ""
+    if wants is not None and uid in rt.queue:
+        rt.queue.unschedulable(uid, time.monotonic(), wants)
+    rt.memory(uid).failure = "waiting"
+
+
+async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: placement.Placement,
+                 wants: queueing.Wants | None = None) -> bool:
+    """Write the placement; True when the pod is bound (or ungated) with its claims allocated. False
+    otherwise: a write failed (the pod backs off), or its WaitForFirstConsumer volumes were given the
+    node and it waits for them, parked until a change it `wants` (its claims' binding)."""
     me = pod_ref(pod)
     operation = "claim-status"
     try:
@@ -390,10 +462,15 @@ async def commit(rt: Runtime, pod: pods.Pod, item: placement.Item, decision: pla
         for claim in item.allocated:
             await reserve_shared(rt, claim, me)
         if rt.settings.scheduling.gate in [g.name for g in pod.spec.scheduling_gates]:
+            # kube-scheduler binds the volumes of the node dralloc pins (its VolumeBinding PreBind).
             operation = "pod-patch"
             await pin_and_ungate(rt, pod, decision.node)
             rt.memory(pod.metadata.uid or "").bound_to = decision.node
         else:
+            if decision.volumes is not None:
+                operation = "volume-binding"
+                await _volumes_bound_later(rt, pod, decision.volumes, wants)
+                return False
             if decision.node_allocatable:
                 # Gate mode leaves this to kube-scheduler, which computes it again when it binds.
                 operation = "pod-status"

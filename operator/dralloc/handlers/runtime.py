@@ -65,7 +65,6 @@ class Runtime:
         self.cluster = ClusterState()
         self.ledger = Ledger()
         self.views = Views(self.cluster, self.ledger, settings.scheduling.features, settings.scheduling.budget)
-        self.views.volume_binding_gate = settings.scheduling.gate  # gate mode: kube-scheduler binds volumes
         self.session: Session | None = None
         self.policy = "first-fit"
         self.scheduling_wakeup = asyncio.Event()

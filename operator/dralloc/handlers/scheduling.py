@@ -196,7 +196,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     async def commit(pod: pods.Pod, item: placement.Item, decision: placement.Placement) -> int:
         async with limit:
             try:
-                return int(await committing.commit(rt, pod, item, decision))
+                return int(await committing.commit(rt, pod, item, decision, items.wants(rt, pod, item)))
             except committing.Rejected as exc:  # invalid or forbidden: say so on the pod
                 await reporting.record_error(rt, pod, exc)
                 return 0

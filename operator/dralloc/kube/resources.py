@@ -124,6 +124,9 @@ def _calls() -> tuple[tuple[str, str, str], ...]:
     add(PODS, "pods/status", "patch")
     add(PODS, "pods/binding", "create")
     add(PODS, "pods/eviction", "create")
+    # Volumes (scheduler mode, kube-scheduler's VolumeBinding): a PV's claimRef, a claim's selected-node.
+    add(PERSISTENT_VOLUMES, "persistentvolumes", "patch")
+    add(PERSISTENT_VOLUME_CLAIMS, "persistentvolumeclaims", "patch")
     # Gangs: the binds of a gang recorded on its PodGroup (an annotation) before the first one;
     # the claims generated from its templates recorded in its status (status.resourceClaimStatuses).
     add(POD_GROUPS, "podgroups", "patch")

@@ -9,7 +9,16 @@ Nodes are tried in policy order (FirstFit: node name; BinPack: most devices in
 use first; Spread: fewest first; ties by name); the first node that passes the
 pod's node constraints and on which the allocator finds devices for every claim
 wins. Under FirstFit this is exactly "the first node by name on which upstream's
-allocator succeeds".
+allocator succeeds", for a pod without preferences.
+
+A pod's preferences (preferred node affinity, preferred pod affinity and anti-affinity,
+ScheduleAnyway spread, PreferNoSchedule taints) are kube-scheduler's scores (`preferences`),
+and they break the policy's ties: BinPack and Spread among nodes of equal device use,
+FragmentationAware among nodes of equal model score, before the name. FirstFit's only order is
+the name, so there the preference comes first and the name breaks its ties: such a pod goes to
+the most preferred node that fits, as kube-scheduler's scores would send it (over the nodes
+upstream scores, see `preferences`). A pod that prefers no node over another (`prepare` None)
+is placed exactly as without this.
 
 An allocator error met on one node's device (`errors.DeviceError`: CEL failing on that
 device's attributes, its slice's node selector, an `All` request that must take it)
@@ -35,7 +44,9 @@ node is released. The checks against other pods are not remembered this way: a p
 placed can make a node fit (required affinity, spread), so they are asked afresh.
 `Placer` remembers such failures and, per shape, the first node not yet known
 to fail, so a fill-up run calls the allocator on a full node once per shape, not
-once per item.
+once per item. That start assumes name order: a pod with preferences walks every node in
+its own order and skips the known failures one by one. Its scores are computed for each
+decision, never kept: each pod placed changes them.
 """
 
 from __future__ import annotations
@@ -63,6 +74,7 @@ from dralloc.scheduling import (
     nodeports,
     placedpods,
     podaffinity,
+    preferences,
     topologyspread,
     volumes,
 )
@@ -104,12 +116,6 @@ class Everywhere:
         return self.reason
 
 
-def unbound_volumes_message(check: volumes.Check) -> str:
-    """What a pod dralloc would have to bind WaitForFirstConsumer volumes for is told (scheduler mode)."""
-    names = ", ".join(f"{c.key[0]}/{c.key[1]}" for c in check.delayed)
-    return (f"dralloc does not bind WaitForFirstConsumer PersistentVolumeClaims yet ({names}): give the pod "
-            "the default schedulerName and dralloc's scheduling gate (gate mode), and kube-scheduler binds "
-            "its volumes on the node dralloc picks")
 # Nodes tried between two consultations of a caller's interruption check (allocation.interruption).
 NODES_BETWEEN_CHECKS = 32
 
@@ -132,6 +138,9 @@ class Placement:
     # DRANodeAllocatableResources: the pod's status.nodeAllocatableResourceClaimStatuses (API JSON),
     # written before the bind; empty when no allocated device declares node resources.
     node_allocatable: tuple[dict[str, object], ...] = ()
+    # The pod's WaitForFirstConsumer volumes on that node (kube-scheduler's VolumeBinding): PVs to bind
+    # to its claims and claims to provision there; None when it has none to bind.
+    volumes: volumes.VolumePlan | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +315,11 @@ def _renamed(explanation: NoPlacement, explained: Item, item: Item) -> NoPlaceme
     return dataclasses.replace(explanation, reasons=reasons)
 
 
+def _by_preference(indexes: Iterable[int], total: Sequence[int]) -> list[int]:
+    """The indexes by preference (highest first), keeping their order among equal scores (stable)."""
+    return sorted(indexes, key=lambda index: -total[index])
+
+
 def node_usage(node_list: Sequence[nodes.Node], bound_pods: Iterable[pods.Pod]) -> dict[str, nodefit.NodeUsage]:
     """What the running pods already request on each node (finished pods free their share)."""
     usage = {n.metadata.name: nodefit.NodeUsage() for n in node_list}
@@ -331,7 +345,6 @@ class Placer:
         budget: int | None = allocation.DEFAULT_BUDGET,
         placed: placedpods.PlacedPods | None = None,  # the pods on each node (forked), else from bound_pods
         storage: volumes.Storage | None = None,  # PVCs, PVs, StorageClasses, CSINodes (None: no volume exists)
-        volume_binding_gate: str | None = None,  # pods with this gate get their volumes bound by kube-scheduler
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
@@ -356,7 +369,6 @@ class Placer:
         self.placed = placed.fork() if placed is not None else placedpods.PlacedPods(self.nodes, bound_list)
         self._neighbour_checks: dict[int, tuple[int, Item, tuple[NeighbourCheck, ...]]] = {}
         self.storage = storage if storage is not None else volumes.EMPTY
-        self.volume_binding_gate = volume_binding_gate
         # Device use per node orders nodes for BinPack/Spread; the others never look at it.
         self.devices = ([scoring.node_use(snapshot, v, features) for v in self.views]
                         if policy in ("binpack", "spread") else [scoring.NodeUse(0, 0)] * len(self.views))
@@ -384,6 +396,7 @@ class Placer:
         # changes on commit/release, so an explanation stays true until the next one.
         self._changes = 0
         self._devices_by_id: dict[tuple[str, str, str], devices.Device] | None = None  # see _device_of
+        self._preference_nodes: preferences.NodeSet | None = None  # built on the first pod's scores
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
         self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
         self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
@@ -441,14 +454,42 @@ class Placer:
 
     def _candidates(self, item: Item, shape: str) -> Iterable[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes in the order to try them, each with devices to try first."""
+        scores = self.preference_scores(item)
         if self.model is None:
-            return ((index, ()) for index in self._order(shape))
+            order = self._order(shape) if scores is None else self._preferred_order(scores.total)
+            return ((index, ()) for index in order)
         model_shape = self._model_shape(item)
         if model_shape is None:
-            return ((index, ()) for index in range(len(self.nodes)))
+            # No model order: by preference, then name, as FirstFit.
+            order = range(len(self.nodes)) if scores is None else _by_preference(range(len(self.nodes)), scores.total)
+            return ((index, ()) for index in order)
         if not self._expected:
             self._learn(model_shape)
-        return self.model.order(model_shape)
+        return self.model.order(model_shape, preference=None if scores is None else scores.total)
+
+    def preference_scores(self, item: Item) -> preferences.Scores | None:
+        """The item's pod's preference per node (kube-scheduler's scores of preferred affinity, ScheduleAnyway
+        spread, PreferNoSchedule taints); None when it prefers no node over another. Computed afresh on
+        every call, never kept: the pods placed change it. Raises InvalidPodSpec."""
+        if item.pod is None:
+            return None
+        if self._preference_nodes is None:
+            self._preference_nodes = preferences.NodeSet(self.nodes)
+        try:
+            return preferences.prepare(item.pod, self.placed, self._preference_nodes)
+        except ValueError as exc:  # the message names the pod and the field
+            raise InvalidPodSpec(str(exc)) from exc
+
+    def _preferred_order(self, total: Sequence[int]) -> list[int]:
+        """Every node, for a pod with preferences: BinPack/Spread by device use first and the preference
+        among equal use; FirstFit, whose only order is the name, by preference, then name. Not from
+        `_first_unknown` (it assumes name order): the caller skips known failures node by node."""
+        if self.policy in ("binpack", "spread"):
+            if self._ranked is None:
+                self._ranked = sorted(self._rank_key(i) for i in range(len(self.nodes)))
+            # Stable: among equal use and equal preference, name order stays.
+            return [entry[2] for entry in sorted(self._ranked, key=lambda entry: (entry[0], -total[entry[2]]))]
+        return _by_preference(range(len(self.nodes)), total)
 
     def _allocatable_of(self, index: int) -> nodefit.Allocatable:
         """Node `index`'s allocatable in nano-units, converted once (node fit asks it per item)."""
@@ -555,8 +596,7 @@ class Placer:
             if isinstance(volume, str):
                 checks.append(Everywhere(volume))
             elif volume is not None:
-                gated = self.volume_binding_gate in [g.name for g in pod.spec.scheduling_gates]
-                checks.append(Everywhere(unbound_volumes_message(volume)) if volume.binds and not gated else volume)
+                checks.append(volume)
             checks += [c for c in (prepare(pod, self.placed) for prepare in NEIGHBOUR_FILTERS_AFTER_VOLUMES) if c]
         except ValueError as exc:  # the filters' messages name the pod and the field
             raise InvalidPodSpec(str(exc)) from exc
@@ -564,6 +604,15 @@ class Placer:
             self._neighbour_checks.clear()
         self._neighbour_checks[id(item)] = (self._changes, item, tuple(checks))
         return tuple(checks)
+
+    def _volume_plan(self, checks: Sequence[NeighbourCheck], index: int) -> volumes.VolumePlan | None:
+        """What placing the pod on node `index` asks of the volume writer (None: nothing to bind)."""
+        for check in checks:
+            if isinstance(check, volumes.Check) and check.binds:
+                plan = check.plan(self.nodes[index])
+                if plan is not None and (plan.static or plan.provision):
+                    return plan
+        return None
 
     def neighbour_misfit(self, item: Item, index: int) -> str | None:
         """Why the pods around node `index` keep the item's pod off it (kube-scheduler's reason); None
@@ -702,7 +751,7 @@ class Placer:
                 statuses, refused = self.node_allocatable(item, index, outcome.results, requests)
                 if refused is None:
                     return Placement(self.nodes[index].metadata.name, outcome.results, outcome.steps,
-                                     node_allocatable=statuses)
+                                     node_allocatable=statuses, volumes=self._volume_plan(neighbours, index))
                 # The devices' node resources do not fit with the pod's (upstream checks only the
                 # allocation it found, too): this node fails for the pod, not for its claims.
                 self._record_failure(shape, index, proven=True)
@@ -795,12 +844,8 @@ class Placer:
         """Record a placement: its devices are in use, its pod's requests count on the node, the volumes
         it binds are taken (for the rest of the pass; the writer is kube-scheduler's, in gate mode)."""
         index = self.index[placement.node]
-        if item.pod is not None:
-            for check in self.neighbour_checks(item):
-                if isinstance(check, volumes.Check) and check.binds:
-                    plan = check.plan(self.nodes[index])
-                    if plan is not None:
-                        self.storage = volumes.assume(self.storage, plan)
+        if placement.volumes is not None:
+            self.storage = volumes.assume(self.storage, placement.volumes)
         self._changes += 1
         self.snapshot = self.snapshot.with_allocations(placement.results, self.features)
         if item.pod is not None:

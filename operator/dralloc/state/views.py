@@ -40,9 +40,6 @@ class Views:
         self._effective_key: tuple[int, ...] = ()
         self._storage: volumes.Storage | None = None
         self._storage_key: tuple[int, ...] = ()
-        # Pods with this scheduling gate have their WaitForFirstConsumer volumes bound by kube-scheduler
-        # once dralloc removes the gate (gate mode); see Placer.
-        self.volume_binding_gate: str | None = None
         self._inventory: capacity.Inventory | None = None
         self._inventory_key: tuple[int, ...] = ()
 
@@ -130,6 +127,6 @@ class Views:
         nodes, usage, placed = self._usage
         placer = placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
                                   policy=policy, usage=usage, budget=self.budget, placed=placed,
-                                  storage=self.storage(), volume_binding_gate=self.volume_binding_gate)
+                                  storage=self.storage())
         placer.usage_in_reasons = False  # pods are told why, not how busy other tenants keep each node
         return placer
