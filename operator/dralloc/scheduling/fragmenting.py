@@ -446,12 +446,14 @@ class ClusterModel:
 
     # ---- choosing ---------------------------------------------------------------------
 
-    def order(self, shape: Shape) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
+    def order(self, shape: Shape, *, preference: Sequence[int] | None = None,
+              ) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
         fragmentation first (among equal growths: the node's CPU per free GPU closest to the
         workload's; for a shape without devices, the fewest free devices; `Measure.rank`), then
+        by `preference` (a score per node index, highest first: the pod's preferences), then
         by name, each with its devices in the order to try them.
-        Nodes where the model rules the shape out follow by name, with no preference, only when
+        Nodes where the model rules the shape out follow by preference and name, only when
         the model cannot be sure (devices shared between nodes); the allocator decides."""
         shape_id = self._shape_ids.setdefault(shape.key(), len(self._shape_ids))
         choices = self._choices.setdefault(shape_id, {})
@@ -475,7 +477,10 @@ class ClusterModel:
                 if members:
                     run.append(members)
                 position += 1
-            for index in (heapq.merge(*run) if len(run) > 1 else list(run[0]) if run else ()):
+            tied: Iterable[int] = heapq.merge(*run) if len(run) > 1 else list(run[0]) if run else ()
+            if preference is not None:
+                tied = sorted(tied, key=lambda index: -preference[index])  # stable: name among equals
+            for index in tied:
                 positions = choices[self.state_ids[index]]
                 assert positions is not None
                 ids = self.device_ids[index]
@@ -487,7 +492,10 @@ class ClusterModel:
             # capacity arithmetic): the allocator would refuse these nodes, so they are not asked.
             return
         rest = [members for state_id, members in groups.items() if choices.get(state_id) is None]
-        for index in heapq.merge(*rest):
+        unsure: Iterable[int] = heapq.merge(*rest)
+        if preference is not None:
+            unsure = sorted(unsure, key=lambda index: -preference[index])
+        for index in unsure:
             yield index, ()
 
     def _rank(self, shape: Shape, choices: dict[int, tuple[Key, tuple[int, ...]] | None],

@@ -1,6 +1,7 @@
-"""The pods on each node, as kube-scheduler's inter-pod filters see them.
+"""The pods on each node, as kube-scheduler's inter-pod filters and scores see them.
 
-kube-scheduler's InterPodAffinity, PodTopologySpread and NodePorts filters read the pods
+kube-scheduler's InterPodAffinity, PodTopologySpread and NodePorts filters (and the first two's
+scores, `preferences`) read the pods
 already on each node: bound ones (`spec.nodeName`, not terminated: its informer leaves
 Succeeded and Failed pods out) and the ones it assumed (placed, the bind still in flight).
 `PlacedPods` holds both for dralloc: the cluster view's bound pods, plus the pods a
@@ -35,6 +36,19 @@ def has_required_affinity(pod: pods.Pod) -> bool:
     return bool(terms is not None and terms.required_during_scheduling_ignored_during_execution)
 
 
+def scores_others(pod: pods.Pod) -> bool:
+    """Whether the pod's own terms score nodes for pods that come after it (kube-scheduler's
+    InterPodAffinity score): required pod affinity (hardPodAffinityWeight), preferred pod affinity or
+    anti-affinity."""
+    affinity = pod.spec.affinity
+    if affinity is None:
+        return False
+    together, apart = affinity.pod_affinity, affinity.pod_anti_affinity
+    return bool((together is not None and (together.required_during_scheduling_ignored_during_execution
+                                           or together.preferred_during_scheduling_ignored_during_execution))
+                or (apart is not None and apart.preferred_during_scheduling_ignored_during_execution))
+
+
 def host_ports(pod: pods.Pod) -> list[tuple[str, str, int]]:
     """(protocol, hostIP, hostPort) of every port the pod's containers ask of their node (regular
     containers only, as kube-scheduler's NodePorts and NodeInfo count them); protocol TCP and
@@ -58,6 +72,9 @@ class PlacedPods:
         # Pods with required anti-affinity terms: every incoming pod is checked against them
         # (kube-scheduler's "existing pods' anti-affinity"); few in most clusters.
         self.anti_affinity: list[tuple[pods.Pod, str]] = []
+        # Pods whose terms score nodes for every incoming pod (`scores_others`): what the preference
+        # scores read when the incoming pod has no preferred terms of its own; few in most clusters.
+        self.preferring: list[tuple[pods.Pod, str]] = []
         self.count = 0
         self._own: set[str] | None = None  # None: owns every list (not a fork)
         for pod in bound:
@@ -69,6 +86,8 @@ class PlacedPods:
         self.by_node.setdefault(node, []).append(pod)
         if has_required_anti_affinity(pod):
             self.anti_affinity.append((pod, node))
+        if scores_others(pod):
+            self.preferring.append((pod, node))
         self.count += 1
 
     def fork(self) -> PlacedPods:
@@ -78,6 +97,7 @@ class PlacedPods:
         copy.namespace_labels = self.namespace_labels
         copy.by_node = dict(self.by_node)
         copy.anti_affinity = list(self.anti_affinity)
+        copy.preferring = list(self.preferring)
         copy.count = self.count
         copy._own = set()
         return copy
@@ -101,6 +121,8 @@ class PlacedPods:
         self.count -= len(on_node) - len(kept)
         self.by_node[node] = kept
         self.anti_affinity = [(p, n) for p, n in self.anti_affinity if not (n == node and p.metadata.uid == uid)]
+        if self.preferring:
+            self.preferring = [(p, n) for p, n in self.preferring if not (n == node and p.metadata.uid == uid)]
 
     def on(self, node: str) -> Sequence[pods.Pod]:
         return self.by_node.get(node, ())

@@ -4,7 +4,8 @@ Upstream: `pkg/scheduler/framework/plugins/interpodaffinity/` of kube-scheduler 
 (`filtering.go`: PreFilter and Filter; `plugin.go`: `mergeAffinityTermNamespacesIfNotEmpty`,
 `GetNamespaceLabelsSnapshot`) and `pkg/scheduler/framework/types.go` (`AffinityTerm.Matches`,
 `newAffinityTerm`, `getNamespacesFromPodAffinityTerm`). Only the required terms
-(`requiredDuringSchedulingIgnoredDuringExecution`) filter; the preferred ones only score.
+(`requiredDuringSchedulingIgnoredDuringExecution`) filter; the preferred ones only score
+(`preferences`, which resolves them with `resolve` and `unrolled`).
 
 A term reads the pods of some namespaces: the ones it lists plus, with a `namespaceSelector`,
 the ones whose labels that selector matches (an empty selector `{}`: every namespace); with
@@ -132,7 +133,7 @@ def resolve(owner: pods.Pod, term: pods.PodAffinityTerm) -> Term:
     )
 
 
-def _unrolled(term: Term, namespace_labels: Mapping[str, Mapping[str, str]]) -> Term:
+def unrolled(term: Term, namespace_labels: Mapping[str, Mapping[str, str]]) -> Term:
     """An incoming pod's term with its namespaceSelector replaced by the namespaces it selects
     (upstream's mergeAffinityTermNamespacesIfNotEmpty): only namespaces the view knows count,
     while an empty selector stays as it is and matches every namespace, known or not."""
@@ -143,7 +144,9 @@ def _unrolled(term: Term, namespace_labels: Mapping[str, Mapping[str, str]]) -> 
     return dataclasses.replace(term, namespaces=term.namespaces | selected, namespace_selector=None)
 
 
-def _parses(terms: Iterable[pods.PodAffinityTerm]) -> bool:
+def parses(terms: Iterable[pods.PodAffinityTerm]) -> bool:
+    """Whether every selector of the terms parses (upstream keeps none of such a group of an existing
+    pod's terms when one does not)."""
     try:
         for term in terms:
             _check_selector(term.label_selector)
@@ -153,7 +156,7 @@ def _parses(terms: Iterable[pods.PodAffinityTerm]) -> bool:
     return True
 
 
-def _may_match(selector: pods.LabelSelector | None, pod_labels: Mapping[str, str]) -> bool:
+def may_match(selector: pods.LabelSelector | None, pod_labels: Mapping[str, str]) -> bool:
     """A necessary condition of the term's selector matching: the selector as written matches
     (merging label keys only adds requirements). True when it cannot tell (an invalid selector)."""
     try:
@@ -168,7 +171,7 @@ def _matches_all(terms: Sequence[Term], pod: pods.Pod) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _SamePod:
+class SamePod:
     """Whether a pod is the incoming one: same uid, or same namespace and name when it has none
     (a pod being placed again may already be among the placed pods; it never counts)."""
 
@@ -192,7 +195,7 @@ class Check:
         self.affinity_domains: set[Domain] = set()
         self.anti_domains: set[Domain] = set()
         self.existing_domains: set[Domain] = set()
-        self._is_self = _SamePod(pod.metadata.uid, pod.namespace, pod.metadata.name)
+        self._is_self = SamePod(pod.metadata.uid, pod.namespace, pod.metadata.name)
         if affinity or anti:
             self._gather_incoming(affinity, anti, placed)
         self._gather_existing(pod, placed)
@@ -231,9 +234,9 @@ class Check:
             raw = _required(anti)
             # Every pod placed reads every existing pod's terms: cheap necessary conditions first,
             # the whole term (namespaces, label keys merged) only for the few that pass them.
-            candidates = [t for t in raw if t.topology_key in node_labels and _may_match(t.label_selector, pod_labels)]
+            candidates = [t for t in raw if t.topology_key in node_labels and may_match(t.label_selector, pod_labels)]
             # Upstream's node cache ignores a parse error and keeps none of the pod's terms.
-            if not candidates or not _parses(raw):
+            if not candidates or not parses(raw):
                 continue
             for term in candidates:
                 if resolve(other, term).matches(pod, namespace_labels):
@@ -274,9 +277,9 @@ def prepare(pod: pods.Pod, placed: placedpods.PlacedPods) -> Check | None:
     refuse a node (the fast path). Raises ValueError on a selector that cannot be parsed."""
     validate(pod)
     affinity = pod.spec.affinity
-    own = [_unrolled(resolve(pod, t), placed.namespace_labels)
+    own = [unrolled(resolve(pod, t), placed.namespace_labels)
            for t in _required(affinity.pod_affinity if affinity is not None else None)]
-    own_anti = [_unrolled(resolve(pod, t), placed.namespace_labels)
+    own_anti = [unrolled(resolve(pod, t), placed.namespace_labels)
                 for t in _required(affinity.pod_anti_affinity if affinity is not None else None)]
     if not own and not own_anti and not placed.anti_affinity:
         return None

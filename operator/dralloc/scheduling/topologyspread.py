@@ -5,7 +5,8 @@ Upstream: `pkg/scheduler/framework/plugins/podtopologyspread/` of kube-scheduler
 `filterTopologySpreadConstraints`, `nodeLabelsMatchSpreadConstraints`,
 `matchNodeInclusionPolicies`, `countPodsMatchSelector`; `plugin.go`: the reasons and the
 system default constraints). Only a constraint with `whenUnsatisfiable: DoNotSchedule`
-filters; ScheduleAnyway ones only score. A pod without DoNotSchedule constraints is never
+filters; ScheduleAnyway ones only score (`preferences`, which reads them through
+`constraints`). A pod without DoNotSchedule constraints is never
 refused (upstream's PreFilter returns Skip), so `prepare` returns None for it.
 
 Cluster-level default constraints never filter under the default profile: they apply only to
@@ -54,12 +55,14 @@ REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON + " (missing required label)"
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 
 
 @dataclasses.dataclass(frozen=True)
 class Constraint:
-    """A DoNotSchedule constraint as the filter applies it (upstream's internal topologySpreadConstraint)."""
+    """A constraint as the filter (DoNotSchedule) or the score (ScheduleAnyway) applies it (upstream's
+    internal topologySpreadConstraint)."""
 
     topology_key: str
     max_skew: int
@@ -77,10 +80,17 @@ def _describe(pod: pods.Pod, index: int, constraint: pods.TopologySpreadConstrai
 def hard_constraints(pod: pods.Pod) -> list[Constraint]:
     """The pod's DoNotSchedule constraints, selectors merged and defaults applied. Raises ValueError
     on one the API server would have refused (an unknown selector operator, maxSkew below 1)."""
+    return constraints(pod, DO_NOT_SCHEDULE)
+
+
+def constraints(pod: pods.Pod, when: str) -> list[Constraint]:
+    """The pod's constraints whose whenUnsatisfiable is `when` (DoNotSchedule: the filter's; ScheduleAnyway:
+    the score's, `preferences`), as upstream's filterTopologySpreadConstraints builds either. Raises
+    ValueError as `hard_constraints` does."""
     found = []
     pod_labels = pod.metadata.labels
     for index, raw in enumerate(pod.spec.topology_spread_constraints):
-        if raw.when_unsatisfiable != DO_NOT_SCHEDULE:
+        if raw.when_unsatisfiable != when:
             continue
         if raw.max_skew is None or raw.max_skew < 1:
             raise ValueError(f"{_describe(pod, index, raw)}: maxSkew must be at least 1, not {raw.max_skew}")
@@ -125,7 +135,7 @@ def matches_node_affinity(pod: pods.Pod, node: nodes.Node) -> bool:
     return False
 
 
-def _counts(selector: pods.LabelSelector | None, candidates: Sequence[Mapping[str, str]]) -> int:
+def count_matching(selector: pods.LabelSelector | None, candidates: Sequence[Mapping[str, str]]) -> int:
     # Upstream's countPodsMatchSelector counts nothing for an empty selector (labels.Everything()).
     if selector is None or (not selector.match_labels and not selector.match_expressions):
         return 0
@@ -175,7 +185,7 @@ class Check:
                 if (constraint.honor_affinity and not affinity_ok) or (constraint.honor_taints and not taints_ok):
                     continue
                 value = node_labels[constraint.topology_key]
-                counts[value] = counts.get(value, 0) + _counts(constraint.selector, candidates)
+                counts[value] = counts.get(value, 0) + count_matching(constraint.selector, candidates)
 
     def reject(self, node: nodes.Node) -> str | None:
         """Upstream's reason when the node breaks a constraint, or None when the node passes."""
