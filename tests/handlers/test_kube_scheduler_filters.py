@@ -150,12 +150,12 @@ def test_a_pinned_pod_kube_scheduler_keeps_refusing_gives_its_devices_back(
     assert "delete the pod so its controller recreates it" in event["note"]
 
 
-def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver: Cluster, operator: OperatorThread,
-                                                                      request: pytest.FixtureRequest) -> None:
+def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver: Cluster,
+                                                                      operator: OperatorThread) -> None:
     """A WaitForFirstConsumer claim whose only volume lives on node-b: dralloc picks node-b, gives the volume
     the claim (its claimRef, as kube-scheduler's VolumeBinding writes it), and binds the pod once the PV
-    controller has bound the claim (kube-controller-manager on the real control plane; the test does its
-    part on the sandbox, which runs none)."""
+    controller has bound the claim (kube-controller-manager's on the real control plane, the sandbox's
+    emulation of it otherwise)."""
     _, node_b = seed_two_nodes(apiserver)
     local = apiserver.name("local")
     volume_name = apiserver.name("disk-b")
@@ -170,9 +170,6 @@ def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver:
          "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": local,
                   "resources": {"requests": {"storage": "1Gi"}}}},
     ])
-    if not real_mode(request.config):  # the PV controller's part: an unbound volume becomes Available
-        apiserver.request("PATCH", f"/api/v1/persistentvolumes/{volume_name}/status",
-                          {"status": {"phase": "Available"}})
     apiserver.seed([replica("db", "db", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])])
 
     def claim_ref() -> dict[str, Any] | None:
@@ -181,10 +178,4 @@ def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver:
 
     ref = wait_for(claim_ref, what="the volume given the claim")
     assert (ref["namespace"], ref["name"]) == (apiserver.namespace, "data")
-    if not real_mode(request.config):  # the PV controller's part
-        claim_path = f"/api/v1/namespaces/{apiserver.namespace}/persistentvolumeclaims/data"
-        apiserver.request("PATCH", claim_path, {"metadata": {"annotations": {
-            "pv.kubernetes.io/bind-completed": "yes"}}, "spec": {"volumeName": volume_name}})
-        apiserver.request("PATCH", claim_path + "/status", {"status": {"phase": "Bound"}})
-        apiserver.request("PATCH", f"/api/v1/persistentvolumes/{volume_name}/status", {"status": {"phase": "Bound"}})
     assert wait_for(lambda: helpers.node_of(apiserver, "db"), what="the pod bound") == node_b

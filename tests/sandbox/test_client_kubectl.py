@@ -158,6 +158,10 @@ def test_apply_volumes_classes_and_priority_classes(kubectl: Kubectl, apiserver:
     priorities = kubectl("get", "pc").stdout
     assert "system-node-critical" in priorities and "training" in priorities
     kubectl("get", "pv/node-0-nvme", "csinode/node-0")
+    drivers = kubectl("get", "csidrivers").stdout.splitlines()
+    assert drivers[0].split() == ["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY", "TOKENREQUESTS",
+                                  "REQUIRESREPUBLISH", "MODES", "AGE"]
+    assert drivers[1].split()[:7] == ["csi.dralloc.dev", "false", "false", "true", "<unset>", "false", "Persistent"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: broken}\nspec: {accessModes: []}\n")
     done = kubectl("apply", "-f", str(bad), check=False)

@@ -2,7 +2,8 @@
 (sandbox/volumes.py, the protection controllers in sandbox/collecting.py).
 
 Every default and refusal here was recorded from the real 1.37.2 server (`make e2e`'s control
-plane, with kube-controller-manager's PV binder off so that nothing bound the objects).
+plane, with kube-controller-manager's PV binder off so that nothing bound the objects): the
+sandbox's emulation of that controller is off here too (test_volume_binding.py tests it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ STORAGE = {"requests": {"storage": "1Gi"}}
 AFFINITY = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
     {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-0"]}]}]}}
 DEFAULT_CLASS = {"storageclass.kubernetes.io/is-default-class": "true"}
+pytestmark = pytest.mark.sandbox(pv_binder=False)
 
 SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
              "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -81,7 +83,7 @@ async def test_discovery_serves_claims_volumes_classes_and_csi_nodes(http: Http)
     assert "persistentvolumes/status" in served and "watch" in served["persistentvolumes"]["verbs"]
     _, storage = await http.get("/apis/storage.k8s.io/v1")
     served = {r["name"]: r for r in storage["resources"]}
-    assert set(served) == {"csinodes", "csinodes/status", "storageclasses"}
+    assert set(served) == {"csidrivers", "csinodes", "csinodes/status", "storageclasses"}  # test_csidrivers.py
     assert served["storageclasses"]["shortNames"] == ["sc"] and not served["csinodes"]["namespaced"]
     _, group = await http.get("/apis/storage.k8s.io")
     assert group["preferredVersion"]["version"] == "v1"

@@ -28,9 +28,10 @@ and upstream's wording (`names.py` for name syntax):
   and affinity while the pod is still gated);
 - PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes: `volumes.py`, with
   the StorageObjectInUseProtection, DefaultStorageClass and PersistentVolumeClaimResize
-  admission plugins; PriorityClasses and the Priority admission plugin (Pods, PodGroups):
-  `priorities.py`. Admission plugins that mutate run with the defaults, those that only
-  validate after validation, as kube-apiserver orders them; their refusals are 403s.
+  admission plugins; CSIDrivers: `csidrivers.py`; PriorityClasses and the Priority
+  admission plugin (Pods, PodGroups): `priorities.py`. Admission plugins that mutate run
+  with the defaults, those that only validate after validation, as kube-apiserver orders
+  them; their refusals are 403s.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dralloc.sandbox import (
+    csidrivers,
     customresources,
     dra,
     errors,
@@ -149,6 +151,8 @@ class Admission:
             causes += priorities.validate(new, old)
         elif rt.storage in volumes.STORAGES and (checked or not causes):
             causes = volumes.schema_causes(rt.storage, causes) + volumes.validate(rt.storage, new, old, subresource)
+        elif rt.storage == csidrivers.STORAGE and (checked or not causes):
+            causes = csidrivers.schema_causes(causes) + csidrivers.validate(new, old)
         elif rt.group == workloads.GROUP and (checked or not causes):
             causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
         elif rt.plural == "nodes" and rt.group == "":
@@ -234,6 +238,8 @@ class Admission:
             priorities.default(obj)
         elif rt.storage in volumes.STORAGES:
             volumes.default(rt.storage, obj, old, subresource, self.objects)
+        elif rt.storage == csidrivers.STORAGE:
+            csidrivers.default(obj)
         elif rt.group == workloads.GROUP:
             workloads.default(obj, old, self.objects)
         elif rt.plural == "nodes" and rt.group == "":

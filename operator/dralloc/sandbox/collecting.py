@@ -29,6 +29,9 @@ object, each with its own resourceVersion and event. Rules kept from upstream:
   and not yet shut down: deletion timestamp and a 0 s grace period); a PersistentVolume
   its `kubernetes.io/pv-protection` finalizer once its phase is not Bound. Both are checked
   again on every write of a pod in the claim's namespace, and of the volume.
+
+The PV controller's binding runs beside it, the same way (its own task, woken by the store's
+writes, writing through the store): `volumebinding.py`.
 """
 
 from __future__ import annotations

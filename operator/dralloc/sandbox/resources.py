@@ -169,6 +169,7 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
            storage_api=f"{_RES}/v1"),
         rt(_RES, "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, status=True,
            storage_api=f"{_RES}/v1"),
+        rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),  # sandbox/csidrivers.py
         rt("storage.k8s.io", "v1", "csinodes", "CSINode", False, status=True),
         rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
         # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).

@@ -24,6 +24,8 @@ row has one cell per column definition. Columns and cell formats follow kube-api
     storageclasses  NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE
                     (a list marks the default class: `standard (default)`)
     csinodes        NAME DRIVERS AGE
+    csidrivers      NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS
+                    REQUIRESREPUBLISH MODES AGE
     priorityclasses NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY
 
 Kinds without a printer (DeviceTaintRules, CRDs) get the generic NAME / CREATED AT
@@ -400,10 +402,22 @@ def _storage_class(sc: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj
             since(meta.get("creationTimestamp"), now)], []
 
 
+def _csi_driver(driver: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
+    """printCSIDriver: the token requests' audiences (or <unset>), the lifecycle modes (or <none>)."""
+    spec, meta = driver.get("spec") or {}, driver.get("metadata") or {}
+    requests = spec.get("tokenRequests") or []
+    audiences = ",".join(str(r.get("audience", "")) for r in requests) if requests else "<unset>"
+    return [meta.get("name", ""), spec.get("attachRequired", True) is not False, bool(spec.get("podInfoOnMount")),
+            bool(spec.get("storageCapacity")), audiences, bool(spec.get("requiresRepublish")),
+            ",".join(spec.get("volumeLifecycleModes") or []) or "<none>",
+            since(meta.get("creationTimestamp"), now)], []
+
+
 _EV = f"{_CORE}.Event"
 _PVC = f"{_CORE}.PersistentVolumeClaim"
 _PV = f"{_CORE}.PersistentVolume"
 _SC = "io.k8s.api.storage.v1.StorageClass"
+_CSI = "io.k8s.api.storage.v1.CSIDriverSpec"
 _PC = "io.k8s.api.scheduling.v1.PriorityClass"
 PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "pods"): ([
@@ -492,6 +506,16 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
         ("AllowVolumeExpansion", "string", "", f"{_SC}.allowVolumeExpansion", 0),
         AGE,
     ], _storage_class),
+    ("storage.k8s.io", "csidrivers"): ([
+        NAME,
+        ("AttachRequired", "boolean", "", f"{_CSI}.attachRequired", 0),
+        ("PodInfoOnMount", "boolean", "", f"{_CSI}.podInfoOnMount", 0),
+        ("StorageCapacity", "boolean", "", f"{_CSI}.storageCapacity", 0),
+        ("TokenRequests", "string", "", f"{_CSI}.tokenRequests", 0),
+        ("RequiresRepublish", "boolean", "", f"{_CSI}.requiresRepublish", 0),
+        ("Modes", "string", "", f"{_CSI}.volumeLifecycleModes", 0),
+        AGE,
+    ], _csi_driver),
     ("storage.k8s.io", "csinodes"): (
         [NAME, ("Drivers", "integer", "", "Drivers indicates the number of CSI drivers registered on the node", 0),
          AGE],
