@@ -75,6 +75,18 @@ e2e: $(STAMP) e2e/bin/.built
 e2e-up: $(STAMP) e2e/bin/.built
 	$(BIN)/python e2e/controlplane.py up
 
+# dralloc against kube-scheduler itself (tests/differential/kube_scheduler.py): N random scenarios
+# (default 200; `make e2e` runs 16 in tests/handlers/test_kube_scheduler_differential.py), each on a
+# fresh control plane as twins side by side, one pending pod for kube-scheduler and one for dralloc;
+# prints "N scenarios, K verdict differences", saves each under out/kube-scheduler-differential/<seed>/.
+# SEED=S replays a run (default: a new seed, printed); ARGS="--only 3,17 --batch 10 -v" narrows it,
+# ARGS=--per-node also asks both schedulers about every node alone (about 3 times as long).
+.PHONY: e2e-differential
+E2E_DIFFERENTIAL_N = $(if $(filter command line environment,$(origin N)),$(N),200)
+e2e-differential: $(STAMP) e2e/bin/.built
+	$(BIN)/python e2e/controlplane.py run -- $(BIN)/python -m tests.differential.kube_scheduler \
+		-n $(E2E_DIFFERENTIAL_N) $(if $(SEED),--seed $(SEED)) $(ARGS)
+
 # The demo: sandbox cluster + operator + examples/demo, then where every pod went.
 # `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
 run: $(STAMP)

@@ -1,0 +1,104 @@
+"""The scenarios of the differential test against kube-scheduler, without a cluster: a pure function of
+the seed, objects the API server takes (the rules it would refuse them for), twins that share nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tests.differential import kube_scheduler
+from tests.differential import kube_scheduler_scenarios as gen
+
+from dralloc.model import conversion, pods
+from dralloc.scheduling import nodefit
+
+SEEDS = range(3)
+INDEXES = range(40)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _objects(scenario: dict[str, Any], twin: gen.Twin) -> list[dict[str, Any]]:
+    return [*gen.setup_objects(scenario, twin, "gpu"), gen.pending_pod(scenario, twin, scheduler=None),
+            gen.pending_pod(scenario, twin, scheduler=None, name=gen.PINNED, pin=scenario["nodes"][0]["name"])]
+
+
+def test_a_scenario_is_a_pure_function_of_seed_and_index() -> None:
+    assert gen.scenario(7, 3) == gen.scenario(7, 3)
+    assert json.dumps(gen.scenario(7, 3)) != json.dumps(gen.scenario(7, 4))
+    assert json.dumps(gen.scenario(7, 3)) != json.dumps(gen.scenario(8, 3))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_placeholder_is_left_and_twins_share_no_name(seed: int) -> None:
+    for index in INDEXES:
+        scenario = gen.scenario(seed, index)
+        seen: dict[str, set[str]] = {}
+        for side in kube_scheduler.SIDES:
+            twin = gen.Twin(side, "r", index)
+            objects = _objects(scenario, twin)
+            assert not [s for s in _strings(objects) if s.startswith("$")]
+            names = set()
+            for obj in objects:
+                meta = obj["metadata"]
+                names.add(meta.get("namespace") or meta["name"])
+                if obj["kind"] == "Node":
+                    names.add(meta["labels"][gen.HOSTNAME])
+                    names.add(meta["labels"].get(gen.ZONE, meta["name"]))
+                    assert meta["labels"][gen.TWIN_LABEL] == twin.key
+            seen[side] = names
+        assert not (seen["k"] & seen["d"]) and not (seen["k"] & seen["p"]) and not (seen["d"] & seen["p"])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pods_are_what_the_api_server_takes(seed: int) -> None:
+    """The rules the generator must keep: one value for a field selector's In/NotIn, spread constraints
+    unique by key and policy, a labelSelector beside matchLabelKeys and mismatchLabelKeys, pod-level requests at least
+    the containers' (upstream's PodRequests, which nodefit.pod_requests follows), and the pending pod on
+    its twin's nodes only."""
+    for index in INDEXES:
+        scenario = gen.scenario(seed, index)
+        twin = gen.Twin("d", "r", index)
+        for raw in (o for o in _objects(scenario, twin) if o["kind"] == "Pod"):
+            pod = conversion.parse_as(pods.Pod, raw)
+            spec = raw["spec"]
+            node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+            for term in (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+                    "nodeSelectorTerms", []):
+                assert all(len(f["values"]) == 1 for f in term.get("matchFields", []))
+            for group in ("podAffinity", "podAntiAffinity"):
+                for term in ((spec.get("affinity") or {}).get(group) or {}).get(
+                        "requiredDuringSchedulingIgnoredDuringExecution", []):
+                    assert "labelSelector" in term or not (term.get("matchLabelKeys") or term.get("mismatchLabelKeys"))
+            keys = [(c["topologyKey"], c["whenUnsatisfiable"]) for c in spec.get("topologySpreadConstraints", [])]
+            assert len(keys) == len(set(keys))
+            assert all("labelSelector" in c for c in spec.get("topologySpreadConstraints", []) if "matchLabelKeys" in c)
+            pod_level = (spec.get("resources") or {}).get("requests", {}).get("cpu")
+            if pod_level:
+                containers = conversion.parse_as(pods.Pod, {**raw, "spec": {k: v for k, v in spec.items()
+                                                                            if k != "resources"}})
+                assert nodefit.pod_requests(containers).get("cpu", 0) <= nodefit.pod_requests(pod)["cpu"]
+            if "nodeName" not in spec:
+                assert spec["nodeSelector"][gen.TWIN_LABEL] == twin.key
+
+
+def test_aggregate_cpu_is_upstreams_pod_requests() -> None:
+    workload = {"cpu": 500, "init": [{"cpu": 1000, "sidecar": True}, {"cpu": 2500}, {"cpu": 500, "sidecar": True}]}
+    # containers + sidecars 2000; the init container beside the first sidecar 3500
+    assert gen.aggregate_cpu(workload) == 3500
+
+
+def test_kube_schedulers_reasons_are_read_without_their_counts() -> None:
+    message = ("0/9 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match pod anti-affinity rules, "
+               "6 node(s) didn't match Pod's node affinity/selector. preemption: 0/9 nodes are available: ...")
+    assert kube_scheduler.reasons(message) == ["Insufficient cpu", "node(s) didn't match pod anti-affinity rules",
+                                               "node(s) didn't match Pod's node affinity/selector"]
