@@ -50,9 +50,9 @@ def scores_others(pod: pods.Pod) -> bool:
 
 
 def host_ports(pod: pods.Pod) -> list[tuple[str, str, int]]:
-    """(protocol, hostIP, hostPort) of every port the pod's containers ask of their node (regular
-    containers only, as kube-scheduler's NodePorts and NodeInfo count them); protocol TCP and
-    hostIP 0.0.0.0 when absent."""
+    """(protocol, hostIP, hostPort) of every port the pod's regular containers ask of their node;
+    protocol TCP and hostIP 0.0.0.0 when absent. What NodePorts counts adds the sidecars' ports
+    (restartable init containers): use `nodeports.host_ports`."""
     found = []
     for container in pod.spec.containers:
         for port in container.ports:
