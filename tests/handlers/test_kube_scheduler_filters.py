@@ -126,15 +126,13 @@ def test_a_claim_dralloc_allocated_can_be_shared_by_a_pod_kube_scheduler_places(
 
 
 def test_a_pinned_pod_kube_scheduler_keeps_refusing_gives_its_devices_back(
-        apiserver: Cluster, operator: OperatorThread, request: pytest.FixtureRequest) -> None:
-    """Gate mode's safety net: kube-scheduler refusing the pinned node (a plugin dralloc does not know, a race)
-    must not hold a GPU for a pod that can never run there. The refusal is written here as kube-scheduler
-    writes it (the sandbox has no kube-scheduler; on the real control plane it binds the pod at once)."""
-    if real_mode(request.config):
-        pytest.skip("kube-scheduler binds the pinned pod at once on the real control plane: the refusal is "
-                    "written by the test, which only the sandbox leaves alone")
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """Gate mode's safety net: the pod's scheduler refusing the pinned node (a plugin dralloc does not know, a
+    race) must not hold a GPU for a pod that can never run there. The pod names a scheduler that does not
+    run, so that nothing binds it on either cluster, and the test writes the refusal as kube-scheduler
+    writes it."""
     seed_two_nodes(apiserver)
-    apiserver.seed([replica("stuck", "stuck", gate=True)])
+    apiserver.seed([replica("stuck", "stuck", gate=True, schedulerName="example.com/not-running")])
     node = wait_for(lambda: pinned_node(apiserver, "stuck"), what="pinned and ungated")
     (claim,) = helpers.claims(apiserver)
     assert claim["status"]["allocation"]
