@@ -120,6 +120,19 @@ def placer_of(objects: Sequence[Mapping[str, Any]], policy: str, features: Featu
     return placement.Placer(node_list=node_list, snapshot=snapshot, features=features, policy=policy)
 
 
+def placed_nodes(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
+    """Each item placed in order and committed: its node (None: not placed)."""
+    where: list[str | None] = []
+    for it in items:
+        decision = p.place(it)
+        if isinstance(decision, placement.Placement):
+            p.commit(it, decision)
+            where.append(decision.node)
+        else:
+            where.append(None)
+    return where
+
+
 def place_all(p: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
     """Each item placed in order and committed: "node/device,device..." for each (None: not placed)."""
     where: list[str | None] = []

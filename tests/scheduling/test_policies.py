@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 from tests.builders import claim, class_, device, result, slice_, snapshot
-from tests.scheduling.objects import node_, pod_
+from tests.scheduling.objects import node_, placed_nodes, pod_
 
 from dralloc.allocation.features import Features
 from dralloc.scheduling import placement
@@ -38,16 +38,7 @@ def one_gpu(name: str, count: int = 1) -> placement.Item:
 
 
 def fill(placer: placement.Placer, names: Sequence[str], count: int = 1) -> list[str | None]:
-    where: list[str | None] = []
-    for name in names:
-        item = one_gpu(name, count)
-        decision = placer.place(item)
-        if isinstance(decision, placement.Placement):
-            placer.commit(item, decision)
-            where.append(decision.node)
-        else:
-            where.append(None)
-    return where
+    return placed_nodes(placer, [one_gpu(name, count) for name in names])
 
 
 class TestChoice:

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.builders import claim, class_, device, result, slice_, snapshot
 from tests.scheduling import workloads
+from tests.scheduling.objects import placed_nodes as place
 
 from dralloc import allocation
 from dralloc.allocation import outcomes
@@ -410,18 +411,6 @@ def cluster(used: Mapping[str, int], *, policy: str = "first-fit", per_node: int
 def gpu_pod(name: str, incoming: pods.Pod | None = None) -> placement.Item:
     return placement.Item(name, claims=(claim(name).request("r", "gpu").build(),),
                           pod=incoming if incoming is not None else pod(name))
-
-
-def place(placer: placement.Placer, items: Sequence[placement.Item]) -> list[str | None]:
-    where: list[str | None] = []
-    for item in items:
-        decision = placer.place(item)
-        if isinstance(decision, placement.Placement):
-            placer.commit(item, decision)
-            where.append(decision.node)
-        else:
-            where.append(None)
-    return where
 
 
 def preferring_zone(name: str, zone: str) -> placement.Item:
