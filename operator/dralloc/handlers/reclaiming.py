@@ -54,12 +54,14 @@ async def give_back_refused(rt: Runtime) -> int:
     for uid, memory in list(rt.pods.items()):
         node = memory.bound_to
         key = rt.cluster.pod_keys.get(uid) if node is not None else None
-        pod = rt.cluster.pods.get(*key) if key is not None else None
-        if pod is None or node is None or pod.spec.node_name or pod.spec.scheduling_gates:
+        if node is None or key is None:
+            continue
+        pod = rt.cluster.pods.get(*key)
+        if pod is None or pod.spec.node_name or pod.spec.scheduling_gates:
             continue
         if pod.spec.scheduler_name == settings.scheduler_name:
             continue  # ours to bind: a bind in flight, not a refusal
-        raw = rt.cluster.pods.raw(*key) or {}  # type: ignore[misc]
+        raw = rt.cluster.pods.raw(*key) or {}
         refused = refusal(raw)
         if refused is None or refused[1] < REFUSAL_PATIENCE:
             continue
