@@ -119,8 +119,8 @@ class TestExtendedResources:
                                           [pod("typo", limits={"nvidia.com/gpus": 1})])
         assert (code, lines) == (1, [])
         assert report["unplaced"] == [{"name": "typo", "reason": (
-            f"{GB200_NODE}: insufficient nvidia.com/gpus: the node does not advertise it in status.allocatable "
-            "and no DeviceClass names it in spec.extendedResourceName")}]
+            f"{GB200_NODE}: Insufficient nvidia.com/gpus (the node does not advertise it in status.allocatable "
+            "and no DeviceClass names it in spec.extendedResourceName)")}]
 
     def test_resource_the_node_advertises_is_checked_against_allocatable(self, dralloc: Invoke,
                                                                          tmp_path: pathlib.Path) -> None:
@@ -132,16 +132,16 @@ class TestExtendedResources:
                                           [pod("a", limits={"example.com/fpga": 1}),
                                            pod("b", limits={"example.com/fpga": 1})])
         assert (code, lines) == (1, ["a fpga-node"])
-        assert report["unplaced"][0]["reason"] == "fpga-node: insufficient example.com/fpga"
+        assert report["unplaced"][0]["reason"] == "fpga-node: Insufficient example.com/fpga"
 
     def test_the_operator_placer_refuses_the_same(self) -> None:
         """The refusal is the operator's: its Placer (shared with simulate) rejects the node alike."""
         node = conversion.parse({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
         placer = placement.Placer(node_list=[node], snapshot=build_snapshot(), features=Features())
         item = placement.Item(name="p", pod=conversion.parse(pod("p", requests={"nvidia.com/gpus": 1})))
-        assert placer.misfit(item, 0) == ("insufficient nvidia.com/gpus: the node does not advertise it in "
+        assert placer.misfit(item, 0) == ("Insufficient nvidia.com/gpus (the node does not advertise it in "
                                           "status.allocatable and no DeviceClass names it in "
-                                          "spec.extendedResourceName")
+                                          "spec.extendedResourceName)")
 
 
 class TestWorkloadControllers:

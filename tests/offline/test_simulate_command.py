@@ -83,8 +83,8 @@ class TestPods:
         report = dralloc("simulate", "-f", SNAPSHOT, "--workload", PODS, "-o", "json").json()
         assert (report["items"], report["placed"]) == (7, 5)
         assert report["unplaced"] == [
-            {"name": "p5", "reason": "3 nodes (node-a, node-b, node-c): insufficient cpu"},
-            {"name": "p6", "reason": "3 nodes (node-a, node-b, node-c): node does not match nodeSelector"},
+            {"name": "p5", "reason": "3 nodes (node-a, node-b, node-c): Insufficient cpu"},
+            {"name": "p6", "reason": "3 nodes (node-a, node-b, node-c): node(s) didn't match Pod's node affinity/selector"},
         ]
 
     def test_template_and_shared_claims(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
@@ -100,7 +100,7 @@ class TestPods:
         report = dralloc("simulate", "-f", SNAPSHOT, "--workload", CLAIMS, "-o", "json").json()
         assert (report["items"], report["placed"]) == (6, 4)
         assert report["unplaced"] == [
-            {"name": "s3", "reason": "2 nodes (node-b, node-c): node does not match nodeSelector; "
+            {"name": "s3", "reason": "2 nodes (node-b, node-c): node(s) didn't match Pod's node affinity/selector; "
                                      "node-a: a shared claim is allocated for other nodes"},
             {"name": "t3", "reason": "3 nodes (node-a, node-b, node-c): claim default/t3-gpu, request gpu: "
                                      "0 of 1 devices of class gpu usable, 1 needed (removed: 1 in use)"},
@@ -204,7 +204,7 @@ class TestReport:
         """The table starts with the placed count and lists unplaced items with reasons."""
         lines = dralloc("simulate", "-f", SNAPSHOT, "--workload", PODS).out.splitlines()
         assert lines[0].startswith("placed 5 of 7 items in ")
-        assert "  p5: 3 nodes (node-a, node-b, node-c): insufficient cpu" in lines
+        assert "  p5: 3 nodes (node-a, node-b, node-c): Insufficient cpu" in lines
 
 
 class TestExitCodes:

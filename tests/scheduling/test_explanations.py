@@ -56,15 +56,15 @@ class TestGrouping:
         decision = p.place(gpu_item(node_selector={"pool": "gpu"}))
         assert decision == placement.NoPlacement((
             (IN_USE, ("b", "c")),
-            ("node does not match nodeSelector", ("a", "e")),
-            ("untolerated taint dedicated=:NoSchedule", ("d",)),
+            ("node(s) didn't match Pod's node affinity/selector", ("a", "e")),
+            ("node(s) had untolerated taint(s)", ("d",)),
         ))
 
     def test_node_fit_reason_for_resources(self) -> None:
         """A node without enough cpu is reported with the node-fit reason, not an allocator one."""
         decision = placer({"a": {"cpu": "1"}}, gpus={"a": 1}).place(gpu_item(cpu="2"))
         assert isinstance(decision, placement.NoPlacement)
-        assert decision.reasons == (("insufficient cpu", ("a",)),)
+        assert decision.reasons == (("Insufficient cpu", ("a",)),)
 
     def test_allocator_reason_for_node_without_devices(self) -> None:
         """A node that passes node fit but has no devices gets the allocator's reason."""
@@ -84,8 +84,8 @@ class TestGrouping:
         item = placement.Item("p", pod=pod_("p", cpu="2"), allocated=(shared_claim("a"),))
         decision = p.place(item)
         assert decision == placement.NoPlacement((
+            ("Insufficient cpu", ("a",)),
             ("a shared claim is allocated for other nodes", ("b",)),
-            ("insufficient cpu", ("a",)),
         ))
 
     def test_place_returns_what_explain_says(self) -> None:
@@ -146,22 +146,22 @@ class TestBudget:
 class TestMessage:
     def test_one_node(self) -> None:
         """One node: 'NODE: reason'."""
-        assert placement.NoPlacement((("too many pods", ("a",)),)).message() == "a: too many pods"
+        assert placement.NoPlacement((("Too many pods", ("a",)),)).message() == "a: Too many pods"
 
     def test_two_or_three_nodes_listed(self) -> None:
         """Up to three nodes are listed after the count."""
-        decision = placement.NoPlacement((("insufficient cpu", ("a", "b", "c")),))
-        assert decision.message() == "3 nodes (a, b, c): insufficient cpu"
+        decision = placement.NoPlacement((("Insufficient cpu", ("a", "b", "c")),))
+        assert decision.message() == "3 nodes (a, b, c): Insufficient cpu"
 
     def test_more_than_three_nodes_elided(self) -> None:
         """Past three nodes, the list ends with '...'."""
-        decision = placement.NoPlacement((("insufficient cpu", ("a", "b", "c", "d")),))
-        assert decision.message() == "4 nodes (a, b, c, ...): insufficient cpu"
+        decision = placement.NoPlacement((("Insufficient cpu", ("a", "b", "c", "d")),))
+        assert decision.message() == "4 nodes (a, b, c, ...): Insufficient cpu"
 
     def test_reasons_joined_with_semicolons(self) -> None:
         """Reasons appear in order, separated by '; '."""
-        decision = placement.NoPlacement((("insufficient cpu", ("a", "b")), ("too many pods", ("c",))))
-        assert decision.message() == "2 nodes (a, b): insufficient cpu; c: too many pods"
+        decision = placement.NoPlacement((("Insufficient cpu", ("a", "b")), ("Too many pods", ("c",))))
+        assert decision.message() == "2 nodes (a, b): Insufficient cpu; c: Too many pods"
 
     def test_limit_counts_the_rest(self) -> None:
         """Reasons beyond the limit are counted, not listed."""

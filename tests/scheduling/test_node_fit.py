@@ -52,63 +52,63 @@ CASES: dict[str, Case] = {
     # ---- spec.nodeName
     "node-name-of-this-node-fits": Case(pod_(node_name="n1"), node_("n1"), None),
     "node-name-of-other-node-rejects": Case(
-        pod_(node_name="n2"), node_("n1"), "node name does not match spec.nodeName"),
+        pod_(node_name="n2"), node_("n1"), nodefit.REASON_NODE_NAME),
     # ---- spec.unschedulable
     "unschedulable-node-rejects-pod-without-toleration": Case(
-        pod_(), node_("n1", unschedulable=True), "node is unschedulable"),
+        pod_(), node_("n1", unschedulable=True), nodefit.REASON_UNSCHEDULABLE),
     "unschedulable-node-accepts-pod-tolerating-unschedulable-taint": Case(
         pod_(tolerations=[UNSCHEDULABLE_TOLERATION]), node_("n1", unschedulable=True), None),
     "unschedulable-node-accepts-pod-tolerating-everything": Case(
         pod_(tolerations=[{"operator": "Exists"}]), node_("n1", unschedulable=True), None),
     "unschedulable-node-rejects-toleration-of-other-effect": Case(
         pod_(tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"}]),
-        node_("n1", unschedulable=True), "node is unschedulable"),
+        node_("n1", unschedulable=True), nodefit.REASON_UNSCHEDULABLE),
     # ---- nodeSelector
     "node-selector-all-labels-match-fits": Case(pod_(node_selector={"zone": "a", "disk": "ssd"}), ZONE_A, None),
     "node-selector-wrong-value-rejects": Case(
-        pod_(node_selector={"zone": "b"}), ZONE_A, "node does not match nodeSelector"),
+        pod_(node_selector={"zone": "b"}), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     "node-selector-one-of-two-labels-missing-rejects": Case(
-        pod_(node_selector={"zone": "a", "gpu": "yes"}), ZONE_A, "node does not match nodeSelector"),
+        pod_(node_selector={"zone": "a", "gpu": "yes"}), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     "node-selector-empty-value-needs-the-label": Case(
-        pod_(node_selector={"gpu": ""}), ZONE_A, "node does not match nodeSelector"),
+        pod_(node_selector={"gpu": ""}), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     # ---- required node affinity
     "affinity-in-matches": Case(pod_(affinity=required(term(("zone", "In", ["a", "b"])))), ZONE_A, None),
     "affinity-in-other-values-rejects": Case(
-        pod_(affinity=required(term(("zone", "In", ["b"])))), ZONE_A, "node does not match required node affinity"),
+        pod_(affinity=required(term(("zone", "In", ["b"])))), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     "affinity-notin-rejects-listed-value": Case(
         pod_(affinity=required(term(("zone", "NotIn", ["a"])))), ZONE_A,
-        "node does not match required node affinity"),
+        nodefit.REASON_NODE_AFFINITY),
     "affinity-notin-matches-missing-label": Case(pod_(affinity=required(term(("gpu", "NotIn", ["x"])))), ZONE_A, None),
     "affinity-exists-matches-present-label": Case(pod_(affinity=required(term(("disk", "Exists", [])))), ZONE_A, None),
     "affinity-does-not-exist-rejects-present-label": Case(
         pod_(affinity=required(term(("disk", "DoesNotExist", [])))), ZONE_A,
-        "node does not match required node affinity"),
+        nodefit.REASON_NODE_AFFINITY),
     "affinity-gt-compares-as-integer": Case(pod_(affinity=required(term(("gen", "Gt", ["4"])))), ZONE_A, None),
     "affinity-lt-rejects-larger-label": Case(
-        pod_(affinity=required(term(("gen", "Lt", ["5"])))), ZONE_A, "node does not match required node affinity"),
+        pod_(affinity=required(term(("gen", "Lt", ["5"])))), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     "affinity-terms-are-ored": Case(
         pod_(affinity=required(term(("zone", "In", ["b"])), term(("disk", "In", ["ssd"])))), ZONE_A, None),
     "affinity-expressions-in-one-term-are-anded": Case(
         pod_(affinity=required(term(("zone", "In", ["a"]), ("disk", "In", ["hdd"])))), ZONE_A,
-        "node does not match required node affinity"),
+        nodefit.REASON_NODE_AFFINITY),
     "match-fields-metadata-name": Case(
         pod_(affinity=required(term(fields=[("metadata.name", "In", ["n1"])]))), ZONE_A, None),
     "match-fields-metadata-name-of-other-node-rejects": Case(
         pod_(affinity=required(term(fields=[("metadata.name", "In", ["n2"])]))), ZONE_A,
-        "node does not match required node affinity"),
+        nodefit.REASON_NODE_AFFINITY),
     "match-fields-and-expressions-both-must-hold": Case(
         pod_(affinity=required(term(("zone", "In", ["b"]), fields=[("metadata.name", "In", ["n1"])]))), ZONE_A,
-        "node does not match required node affinity"),
+        nodefit.REASON_NODE_AFFINITY),
     "affinity-empty-term-selects-nothing": Case(
-        pod_(affinity=required({})), ZONE_A, "node does not match required node affinity"),
+        pod_(affinity=required({})), ZONE_A, nodefit.REASON_NODE_AFFINITY),
     "affinity-unknown-operator-is-a-reason-not-a-crash": Case(
         pod_(affinity=required(term(("zone", "Near", ["a"])))), ZONE_A,
         "invalid node affinity: node selector requirement zone: unsupported operator 'Near'"),
     # ---- node taints vs tolerations
     "no-schedule-taint-rejects-pod-without-toleration": Case(
-        pod_(), node_("n1", taints=[node_taint("gpu", "true")]), "untolerated taint gpu=true:NoSchedule"),
+        pod_(), node_("n1", taints=[node_taint("gpu", "true")]), nodefit.REASON_TAINT),
     "no-execute-taint-rejects-pod-without-toleration": Case(
-        pod_(), node_("n1", taints=[node_taint("drain", effect="NoExecute")]), "untolerated taint drain=:NoExecute"),
+        pod_(), node_("n1", taints=[node_taint("drain", effect="NoExecute")]), nodefit.REASON_TAINT),
     "prefer-no-schedule-taint-ignored": Case(
         pod_(), node_("n1", taints=[node_taint("soft", effect="PreferNoSchedule")]), None),
     "toleration-equal-same-value-tolerates": Case(
@@ -116,43 +116,43 @@ CASES: dict[str, Case] = {
         node_("n1", taints=[node_taint("gpu", "true")]), None),
     "toleration-equal-other-value-rejects": Case(
         pod_(tolerations=[{"key": "gpu", "operator": "Equal", "value": "false"}]),
-        node_("n1", taints=[node_taint("gpu", "true")]), "untolerated taint gpu=true:NoSchedule"),
+        node_("n1", taints=[node_taint("gpu", "true")]), nodefit.REASON_TAINT),
     "toleration-default-operator-is-equal": Case(
         pod_(tolerations=[{"key": "gpu", "value": "true"}]), node_("n1", taints=[node_taint("gpu", "true")]), None),
     "toleration-exists-ignores-value": Case(
         pod_(tolerations=[{"key": "gpu", "operator": "Exists"}]), node_("n1", taints=[node_taint("gpu", "x")]), None),
     "toleration-of-other-key-rejects": Case(
         pod_(tolerations=[{"key": "fpga", "operator": "Exists"}]), node_("n1", taints=[node_taint("gpu")]),
-        "untolerated taint gpu=:NoSchedule"),
+        nodefit.REASON_TAINT),
     "toleration-empty-key-exists-tolerates-every-taint": Case(
         pod_(tolerations=[{"operator": "Exists"}]),
         node_("n1", taints=[node_taint("gpu"), node_taint("drain", effect="NoExecute")]), None),
     "toleration-of-other-effect-rejects": Case(
         pod_(tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]),
-        node_("n1", taints=[node_taint("gpu", effect="NoExecute")]), "untolerated taint gpu=:NoExecute"),
+        node_("n1", taints=[node_taint("gpu", effect="NoExecute")]), nodefit.REASON_TAINT),
     "toleration-without-effect-matches-every-effect": Case(
         pod_(tolerations=[{"key": "gpu", "operator": "Exists"}]),
         node_("n1", taints=[node_taint("gpu", effect="NoExecute")]), None),
     "every-taint-needs-a-toleration": Case(
         pod_(tolerations=[{"key": "gpu", "operator": "Exists"}]),
-        node_("n1", taints=[node_taint("gpu"), node_taint("ib", "yes")]), "untolerated taint ib=yes:NoSchedule"),
+        node_("n1", taints=[node_taint("gpu"), node_taint("ib", "yes")]), nodefit.REASON_TAINT),
     # ---- resource fit
     "cpu-request-equal-to-allocatable-fits": Case(pod_(cpu="4"), node_("n1", cpu="4"), None),
-    "cpu-request-over-allocatable-rejects": Case(pod_(cpu="4001m"), node_("n1", cpu="4"), "insufficient cpu"),
+    "cpu-request-over-allocatable-rejects": Case(pod_(cpu="4001m"), node_("n1", cpu="4"), "Insufficient cpu"),
     "memory-request-over-allocatable-rejects": Case(
-        pod_(memory="2Gi"), node_("n1", cpu="4", memory="1Gi"), "insufficient memory"),
+        pod_(memory="2Gi"), node_("n1", cpu="4", memory="1Gi"), "Insufficient memory"),
     "ephemeral-storage-request-over-allocatable-rejects": Case(
         pod_(containers=[container(ephemeral_storage="20Gi")]),
-        node_("n1", extra={"ephemeral-storage": "10Gi"}), "insufficient ephemeral-storage"),
+        node_("n1", extra={"ephemeral-storage": "10Gi"}), "Insufficient ephemeral-storage"),
     "bound-pods-requests-count-against-allocatable": Case(
-        pod_(cpu="2"), node_("n1", cpu="4"), "insufficient cpu", bound=(pod_("old", cpu="3"),)),
+        pod_(cpu="2"), node_("n1", cpu="4"), "Insufficient cpu", bound=(pod_("old", cpu="3"),)),
     "bound-pods-leave-room-fits": Case(pod_(cpu="1"), node_("n1", cpu="4"), None, bound=(pod_("old", cpu="3"),)),
     "containers-requests-add-up": Case(
         pod_(containers=[container("a", cpu="2"), container("b", cpu="3")]), node_("n1", cpu="4"),
-        "insufficient cpu"),
+        "Insufficient cpu"),
     "init-container-request-counts-as-max": Case(
         pod_(containers=[container(cpu="1")], init_containers=[container("init", cpu="5")]), node_("n1", cpu="4"),
-        "insufficient cpu"),
+        "Insufficient cpu"),
     "init-container-smaller-than-containers-sum-adds-nothing": Case(
         pod_(containers=[container("a", cpu="2"), container("b", cpu="2")], init_containers=[container("i", cpu="3")]),
         node_("n1", cpu="4"), None),
@@ -162,53 +162,57 @@ CASES: dict[str, Case] = {
     # sidecars (init containers with restartPolicy Always) run beside the containers: upstream's PodRequests
     "sidecar-request-adds-to-containers": Case(
         pod_(containers=[container(cpu="1")], init_containers=[sidecar("s", cpu="1500m")]), node_("n1", cpu="2"),
-        "insufficient cpu"),
+        "Insufficient cpu"),
     "init-container-runs-beside-the-sidecars-started-before-it": Case(
         pod_(containers=[container(cpu="500m")],
              init_containers=[sidecar("s", cpu="1"), container("i", cpu="1500m")]), node_("n1", cpu="2"),
-        "insufficient cpu"),
+        "Insufficient cpu"),
     "init-container-before-a-sidecar-runs-alone": Case(
         pod_(containers=[container(cpu="500m")],
              init_containers=[container("i", cpu="1500m"), sidecar("s", cpu="1")]), node_("n1", cpu="2"), None),
     "bound-pods-sidecars-count-against-allocatable": Case(
-        pod_(cpu="1"), node_("n1", cpu="2"), "insufficient cpu",
+        pod_(cpu="1"), node_("n1", cpu="2"), "Insufficient cpu",
         bound=(pod_("old", containers=[container(cpu="500m")], init_containers=[sidecar("s", cpu="1")]),)),
     # pod-level requests (spec.resources, PodLevelResources): they replace the containers' cpu and memory
     "pod-level-cpu-replaces-the-containers-sum": Case(
-        pod_(cpu="1", spec_extra={"resources": {"requests": {"cpu": "3"}}}), node_("n1", cpu="2"), "insufficient cpu"),
+        pod_(cpu="1", spec_extra={"resources": {"requests": {"cpu": "3"}}}), node_("n1", cpu="2"), "Insufficient cpu"),
     "pod-level-memory-leaves-cpu-to-the-containers": Case(
         pod_(cpu="1", spec_extra={"resources": {"requests": {"memory": "1Gi"}}}), node_("n1", cpu="2", memory="2Gi"),
         None),
     "bound-pods-pod-level-cpu-counts-against-allocatable": Case(
-        pod_(cpu="1"), node_("n1", cpu="2"), "insufficient cpu",
+        pod_(cpu="1"), node_("n1", cpu="2"), "Insufficient cpu",
         bound=(pod_("old", cpu="500m", spec_extra={"resources": {"requests": {"cpu": "1500m"}}}),)),
     "overhead-adds-to-requests": Case(
-        pod_(cpu="3", overhead={"cpu": "1500m"}), node_("n1", cpu="4"), "insufficient cpu"),
+        pod_(cpu="3", overhead={"cpu": "1500m"}), node_("n1", cpu="4"), "Insufficient cpu"),
     "overhead-within-allocatable-fits": Case(pod_(cpu="3", overhead={"cpu": "1"}), node_("n1", cpu="4"), None),
     "cpu-request-on-node-without-cpu-allocatable-rejects": Case(
-        pod_(cpu="100m"), node_("n1", memory="1Gi"), "insufficient cpu"),
+        pod_(cpu="100m"), node_("n1", memory="1Gi"), "Insufficient cpu"),
     "extended-resource-not-on-node-is-left-to-devices": Case(
         pod_(containers=[container(**{"example.com/gpu": "1"})]), node_("n1", cpu="4"), None),
     "extended-resource-on-node-is-checked": Case(
         pod_(containers=[container(**{"example.com/fpga": "2"})]), node_("n1", extra={"example.com/fpga": "1"}),
-        "insufficient example.com/fpga"),
+        "Insufficient example.com/fpga"),
     "pod-without-requests-fits-full-node": Case(
         pod_(), node_("n1", cpu="1"), None, bound=(pod_("old", cpu="1"),)),
     "pods-count-full-rejects": Case(
-        pod_(), node_("n1", pods="2"), "too many pods", bound=(pod_("a"), pod_("b"))),
+        pod_(), node_("n1", pods="2"), nodefit.REASON_TOO_MANY_PODS, bound=(pod_("a"), pod_("b"))),
     "pods-count-with-room-fits": Case(pod_(), node_("n1", pods="2"), None, bound=(pod_("a"),)),
-    # ---- order: the first failing rule is the reason
+    # ---- order: kube-scheduler's filter order; the first failing filter is the reason, and
+    # NodeResourcesFit lists every resource that is short
     "node-name-reported-before-unschedulable": Case(
-        pod_(node_name="n2"), node_("n1", unschedulable=True), "node name does not match spec.nodeName"),
+        pod_(node_name="n2"), node_("n1", unschedulable=True), nodefit.REASON_NODE_NAME),
     "unschedulable-reported-before-node-selector": Case(
-        pod_(node_selector={"zone": "b"}), node_("n1", unschedulable=True), "node is unschedulable"),
-    "node-selector-reported-before-taint": Case(
-        pod_(node_selector={"zone": "b"}), node_("n1", taints=[node_taint("gpu")]),
-        "node does not match nodeSelector"),
+        pod_(node_selector={"zone": "b"}), node_("n1", unschedulable=True), nodefit.REASON_UNSCHEDULABLE),
+    "taint-reported-before-node-selector": Case(
+        pod_(node_selector={"zone": "b"}), node_("n1", taints=[node_taint("gpu")]), nodefit.REASON_TAINT),
     "taint-reported-before-resources": Case(
-        pod_(cpu="8"), node_("n1", cpu="1", taints=[node_taint("gpu")]), "untolerated taint gpu=:NoSchedule"),
-    "pods-count-reported-before-cpu": Case(
-        pod_(cpu="8"), node_("n1", cpu="1", pods="1"), "too many pods", bound=(pod_("a"),)),
+        pod_(cpu="8"), node_("n1", cpu="1", taints=[node_taint("gpu")]), nodefit.REASON_TAINT),
+    "every-short-resource-is-listed-pods-first": Case(
+        pod_(cpu="8"), node_("n1", cpu="1", pods="1"), "Too many pods, Insufficient cpu", bound=(pod_("a"),)),
+    "cpu-memory-and-extended-short-are-listed-in-kube-scheduler-order": Case(
+        pod_(containers=[container(cpu="8", memory="2Gi", **{"example.com/fpga": "2"})]),
+        node_("n1", cpu="1", memory="1Gi", extra={"example.com/fpga": "1"}),
+        "Insufficient cpu, Insufficient memory, Insufficient example.com/fpga"),
 }
 
 

@@ -1,10 +1,14 @@
 """Does a node pass a pod's scheduling constraints (everything except devices)?
 
-The checks kube-scheduler's default filters make for a pod, in the order they
-are reported: `spec.nodeName`, `spec.unschedulable`, `nodeSelector`, required
-node affinity, node taints with effect NoSchedule/NoExecute against the pod's
-tolerations, and resource fit (cpu, memory, ephemeral-storage, pods) against
-allocatable minus what pods already on the node request.
+The checks kube-scheduler's default filters make for a pod on its own, in the
+order its default profile runs them, each reported in kube-scheduler's words:
+NodeName (`spec.nodeName`), NodeUnschedulable (`spec.unschedulable`),
+TaintToleration (NoSchedule/NoExecute taints against the pod's tolerations),
+NodeAffinity (`nodeSelector` and required node affinity), and NodeResourcesFit
+(pods, cpu, memory, ephemeral-storage and the rest against allocatable minus
+what pods already on the node request; every resource that is short is listed).
+The filters that look at other pods and volumes (NodePorts, the volume filters,
+PodTopologySpread, InterPodAffinity) are in their own modules and run after these.
 
 Other resources (extended resources such as `nvidia.com/gpu`, hugepages) are
 checked against allocatable when the node advertises them. When it does not,
@@ -29,6 +33,15 @@ FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # An unschedulable node behaves as if it had this taint (kube-scheduler's NodeUnschedulable).
 _UNSCHEDULABLE = nodes.Taint(key=UNSCHEDULABLE_TAINT, effect="NoSchedule")
+
+
+# kube-scheduler 1.37's reasons (its plugins' ErrReason strings), so a pod's condition reads the same
+# whichever scheduler wrote it.
+REASON_NODE_NAME = "node(s) didn't match the requested node name"  # NodeName
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"  # NodeUnschedulable
+REASON_TAINT = "node(s) had untolerated taint(s)"  # TaintToleration
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"  # NodeAffinity
+REASON_TOO_MANY_PODS = "Too many pods"  # NodeResourcesFit, beside "Insufficient <resource>"
 
 
 # The resources a pod-level request (spec.resources, PodLevelResources, beta and on by default since
@@ -162,42 +175,53 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
     name = node.metadata.name
     spec = pod.spec
     if spec.node_name and spec.node_name != name:
-        return "node name does not match spec.nodeName"
+        return REASON_NODE_NAME
     if not binding and node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
-        return "node is unschedulable"
+        return REASON_UNSCHEDULABLE
+    if untolerated_taint(node, spec.tolerations, effects=("NoExecute",) if binding else SCHEDULING_EFFECTS):
+        return REASON_TAINT
     labels = node.metadata.labels
     for key, value in spec.node_selector.items():
         if labels.get(key) != value:
-            return "node does not match nodeSelector"
+            return REASON_NODE_AFFINITY
     affinity = spec.affinity.node_affinity if spec.affinity else None
     required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
     if required is not None and required.node_selector_terms:
         try:
             if not nodeaffinity.selector_matches(required, name, labels):
-                return "node does not match required node affinity"
+                return REASON_NODE_AFFINITY
         except ValueError as exc:
             return f"invalid node affinity: {exc}"
-    taint = untolerated_taint(node, spec.tolerations, effects=("NoExecute",) if binding else SCHEDULING_EFFECTS)
-    if taint is not None:
-        return f"untolerated taint {taint.key}={taint.value or ''}:{taint.effect}"
-    used = usage or NodeUsage()
+    reasons = insufficient(node, usage or NodeUsage(), requests, dra_backed=dra_backed, allocatable=allocatable)
+    return ", ".join(reasons) if reasons else None
+
+
+def insufficient(node: nodes.Node, used: NodeUsage, requests: Mapping[str, int], *,
+                 dra_backed: Collection[str] | None = None, allocatable: Allocatable | None = None) -> list[str]:
+    """Every resource the node lacks for the pod, as kube-scheduler's NodeResourcesFit lists them:
+    "Too many pods", then cpu, memory, ephemeral-storage, then the others (by name here; Go's map
+    order there). A resource the node does not advertise is insufficient unless DRA serves it (see
+    `misfit`); the reason then says why."""
+    reasons = []
     allocatable_pods, amounts = allocatable if allocatable is not None else allocatable_amounts(node)
     if allocatable_pods is not None and used.pods + 1 > allocatable_pods:
-        return "too many pods"
-    for resource, wanted in requests.items():
+        reasons.append(REASON_TOO_MANY_PODS)
+    others = sorted(r for r in requests if r not in FIT_RESOURCES)
+    for resource in (*(r for r in FIT_RESOURCES if r in requests), *others):
+        wanted = requests[resource]
         if wanted <= 0:
             continue
         available = amounts.get(resource)
         if available is None:
             if resource in FIT_RESOURCES:
-                return f"insufficient {resource}"
-            if dra_backed is None or resource in dra_backed:
-                continue  # served by DRA: the pod's extended-resource claim is allocated with its others
-            return (f"insufficient {resource}: the node does not advertise it in status.allocatable and no "
-                    f"DeviceClass names it in spec.extendedResourceName")
-        if used.requests.get(resource, 0) + wanted > available:
-            return f"insufficient {resource}"
-    return None
+                reasons.append(f"Insufficient {resource}")
+            elif dra_backed is not None and resource not in dra_backed:
+                reasons.append(f"Insufficient {resource} (the node does not advertise it in status.allocatable and "
+                               f"no DeviceClass names it in spec.extendedResourceName)")
+            # else: served by DRA: the pod's extended-resource claim is allocated with its others
+        elif used.requests.get(resource, 0) + wanted > available:
+            reasons.append(f"Insufficient {resource}")
+    return reasons
 
 
 NO_NEED = -(2**63)  # a resource the pod does not ask for: any node has enough
