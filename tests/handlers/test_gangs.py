@@ -619,3 +619,87 @@ def test_a_gang_with_anti_affinity_between_its_members_spreads_over_nodes(apiser
     apiserver.seed(members)
     wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
     assert sorted(_nodes(apiserver, pods).values()) == sorted(names.values())  # type: ignore[type-var]
+
+
+def _related_members(group: str, count: int, rule: Obj) -> tuple[list[str], list[Obj]]:
+    """`count` members of `group`, labelled gang=<group>, each with the affinity or spread fields `rule`."""
+    pods = [f"{group}-{i}" for i in range(count)]
+    members = []
+    for p in pods:
+        obj = member(p, "gpus-1", group)
+        obj["metadata"]["labels"] = {"gang": group}
+        obj["spec"].update(json.loads(json.dumps(rule)))
+        members.append(obj)
+    return pods, members
+
+
+def _zones_of(server: Cluster, pods: list[str], zone_of: dict[str, str]) -> list[str]:
+    return sorted(zone_of[node] for node in _nodes(server, pods).values() if node is not None)
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def test_a_gang_with_zone_anti_affinity_puts_each_member_in_its_own_zone(apiserver: Cluster,
+                                                                         operator: OperatorThread) -> None:
+    """Anti-affinity over a zone relates members on different nodes: two members that keep apart by zone
+    take one node in each zone, though one zone has room for both on two nodes."""
+    labels = {"a1": {ZONE: "a"}, "a2": {ZONE: "a"}, "b1": {ZONE: "b"}}
+    names = _setup(apiserver, {"a1": 1, "a2": 1, "b1": 4}, labels=labels)
+    zone_of = {names[k]: v[ZONE] for k, v in labels.items()}
+    apiserver.seed([pod_group("apart", 2)])
+    pods, members = _related_members("apart", 2, {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"gang": "apart"}}, "topologyKey": ZONE}]}}})
+    apiserver.seed(members)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert _zones_of(apiserver, pods, zone_of) == ["a", "b"]
+
+
+def test_a_gang_with_zone_affinity_between_its_members_lands_in_one_zone(apiserver: Cluster,
+                                                                         operator: OperatorThread) -> None:
+    """Required pod affinity over a zone among members (no other pod matches): the first member placed goes
+    anywhere, as kube-scheduler's first pod of a series, and the others must join its zone; the search
+    moves the first member when its zone cannot hold them all."""
+    labels = {"a1": {ZONE: "a"}, "b1": {ZONE: "b"}, "b2": {ZONE: "b"}}
+    names = _setup(apiserver, {"a1": 1, "b1": 2, "b2": 1}, labels=labels)
+    zone_of = {names[k]: v[ZONE] for k, v in labels.items()}
+    apiserver.seed([pod_group("together", 3)])
+    pods, members = _related_members("together", 3, {"affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"gang": "together"}}, "topologyKey": ZONE}]}}})
+    apiserver.seed(members)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert _zones_of(apiserver, pods, zone_of) == ["b", "b", "b"]
+
+
+def test_a_gang_with_a_spread_constraint_counts_the_members_placed_before(apiserver: Cluster,
+                                                                          operator: OperatorThread) -> None:
+    """A DoNotSchedule spread over zones (maxSkew 1) between members: a gang of 4 that would fit on one node
+    takes two in each zone, as kube-scheduler placing them one by one would count the earlier ones."""
+    labels = {"a1": {ZONE: "a"}, "b1": {ZONE: "b"}}
+    names = _setup(apiserver, {"a1": 4, "b1": 4}, labels=labels)
+    zone_of = {names[k]: v[ZONE] for k, v in labels.items()}
+    apiserver.seed([pod_group("even", 4)])
+    pods, members = _related_members("even", 4, {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"gang": "even"}}}]})
+    apiserver.seed(members)
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")
+    assert _zones_of(apiserver, pods, zone_of) == ["a", "a", "b", "b"]
+
+
+def test_a_gang_whose_members_cannot_keep_apart_is_not_placed_and_says_so(apiserver: Cluster,
+                                                                          operator: OperatorThread) -> None:
+    """Three members that keep apart by zone, two zones: no placement holds, nothing is bound or reserved, and
+    every member's condition says the gang does not fit."""
+    labels = {"a1": {ZONE: "a"}, "b1": {ZONE: "b"}}
+    _setup(apiserver, {"a1": 4, "b1": 4}, labels=labels)
+    apiserver.seed([pod_group("crowd", 3)])
+    pods, members = _related_members("crowd", 3, {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"gang": "crowd"}}, "topologyKey": ZONE}]}}})
+    apiserver.seed(members)
+    wait_for(lambda: all(_says(apiserver, p, "does not fit") for p in pods), what="every member says why")
+    assert not any(_nodes(apiserver, pods).values())
+    assert not _allocated(apiserver)

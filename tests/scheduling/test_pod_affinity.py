@@ -502,3 +502,21 @@ def test_property_node_without_an_affinity_key_is_refused(cluster: tuple[pods.Po
     for n in node_list:
         if keys - n.metadata.labels.keys():
             assert got[n.metadata.name] == AFFINITY
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_property_with_pods_equals_a_check_over_the_cluster_with_them(
+        cluster: tuple[pods.Pod, list[pods.Pod], list[nodes.Node]], data: st.DataObject) -> None:
+    """A gang member's check grown by the members placed before it (`with_pods`) says what a check prepared
+    over the cluster holding them says, on every node: the gang search may count members incrementally."""
+    incoming, bound, node_list = cluster
+    split = data.draw(st.integers(0, len(bound)))
+    before, members = bound[:split], bound[split:]
+    placed = placedpods.PlacedPods(node_list, before, NAMESPACES)
+    check = podaffinity.prepare(incoming, placed, always=True)
+    assert check is not None
+    by_name = {n.metadata.name: n for n in node_list}
+    grown = check.with_pods([(p, by_name[p.spec.node_name or ""]) for p in members])
+    want = verdicts(incoming, bound, node_list)
+    assert {n.metadata.name: grown.reject(n) for n in node_list} == want

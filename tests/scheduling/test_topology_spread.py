@@ -420,3 +420,23 @@ def test_placing_where_allowed_keeps_domains_within_max_skew(
         assert max(counts.values()) - min(counts.values()) <= max_skew, counts
         if min_domains is not None and len(domains) < min_domains:
             assert max(counts.values()) <= max_skew, counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.data())
+def test_with_pods_equals_a_check_over_the_cluster_with_them(
+        cluster: tuple[list[nodes.Node], list[pods.Pod], pods.Pod], data: st.DataObject) -> None:
+    """A gang member's check grown by the members placed before it (`with_pods`) says what a check prepared
+    over the cluster holding them says, on every node: the gang search may count members incrementally."""
+    node_list, bound, incoming = cluster
+    check = topologyspread.prepare(incoming, placedpods.PlacedPods(node_list, bound))
+    if check is None:
+        return
+    split = data.draw(st.integers(0, len(bound)))
+    before, members = bound[:split], bound[split:]
+    by_name = {n.metadata.name: n for n in node_list}
+    partial = topologyspread.prepare(incoming, placedpods.PlacedPods(node_list, before))
+    assert partial is not None
+    grown = partial.with_pods([(p, by_name[p.spec.node_name or ""]) for p in members if p.spec.node_name in by_name])
+    for target in node_list:
+        assert grown.reject(target) == check.reject(target), target.metadata.name

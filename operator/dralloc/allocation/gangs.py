@@ -14,13 +14,18 @@ module decides the whole gang against one snapshot instead:
   device choices on a node are searched jointly), against the snapshot holding the other
   nodes' members. When a member fits nowhere, the search goes back and moves an earlier
   member. Nodes are tried with the fewest free devices first, then by name.
+- *Members apart*: what relates members on different nodes (required pod affinity and
+  anti-affinity over a zone, topology spread between members) is asked of `members_allow`
+  with the members placed so far, before a member is tried on a node, as kube-scheduler
+  placing them one after another would count the earlier ones.
 - *Node resources*: members sharing a node must also fit what the node holds besides devices
   (its cpu, memory, pods), together: `node_holds` says so for a group of members, checked
   before the allocator call that would put one more member there, so a gang is never placed
   onto a node that cannot run all the members given to it.
 - *Symmetry*: members with the same shape (the same claims, up to names) are
   interchangeable, so the k-th of them never goes to a node before the (k-1)-th's: the
-  search does not revisit the same placement in another member order.
+  search does not revisit the same placement in another member order (unless `members_allow`
+  relates them: then the order matters).
 - *Failures remembered*: that a shape does not fit on a node, given the shapes already
   placed on that node, holds whatever the other nodes hold, as long as the members' devices
   come from that node's own slices; such failures are not tried again.
@@ -61,6 +66,10 @@ NodeAllows = Callable[[int, NodeView], bool]  # (member index, node): may the me
 # The caller's node fit, as node_allows is for one member; it must depend only on the members' shapes
 # and the node, so alike members stay interchangeable.
 NodeHolds = Callable[[Sequence[int], NodeView], bool]
+# (member index, node, the members placed so far with their nodes): may the member go to that node given
+# where the others went (what relates pods on different nodes: pod (anti-)affinity over a zone, topology
+# spread). Like NodeHolds, it must treat members of one shape alike.
+MembersAllow = Callable[[int, NodeView, Sequence[tuple[int, NodeView]]], bool]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,13 +167,14 @@ def place_gang(
     budget: int = DEFAULT_GANG_BUDGET,
     node_allows: NodeAllows | None = None,
     node_holds: NodeHolds | None = None,
+    members_allow: MembersAllow | None = None,
     greedy: bool = False,
     allocate_budget: int | None = allocation.DEFAULT_BUDGET,
 ) -> GangOutcome:
     """Place every member or none. `greedy` is kube-scheduler's member-by-member way (no going
     back), for comparison: it may miss gangs that fit."""
     search = _Search(snapshot, list(members), features=features, budget=budget, node_allows=node_allows,
-                     node_holds=node_holds, allocate_budget=allocate_budget)
+                     node_holds=node_holds, members_allow=members_allow, allocate_budget=allocate_budget)
     free_of: dict[str, int] = {}
     search.free_of = free_of
     groups = domains_of(nodes, topology_key)
@@ -256,13 +266,15 @@ def _demand(members: Sequence[Member], snapshot: Snapshot, features: Features) -
 
 class _Search:
     def __init__(self, snapshot: Snapshot, members: list[Member], *, features: Features, budget: int,
-                 node_allows: NodeAllows | None, node_holds: NodeHolds | None, allocate_budget: int | None) -> None:
+                 node_allows: NodeAllows | None, node_holds: NodeHolds | None, allocate_budget: int | None,
+                 members_allow: MembersAllow | None = None) -> None:
         self.base = snapshot
         self.members = members
         self.features = features
         self.budget = budget
         self.node_allows = node_allows
         self.node_holds = node_holds
+        self.members_allow = members_allow
         self.allocate_budget = allocate_budget
         self.free_of: dict[str, int] = {}  # free devices per node name (place_gang fills it)
         self._shape_demand: dict[Hashable, int | None] = {}
@@ -424,6 +436,8 @@ class _Search:
         own = [self._own(node) for node in nodes]
         known_failures: set[tuple[int, tuple[str, ...]]] = set()
         deepest: list[int] = [0]
+        placed: list[tuple[int, NodeView]] = []  # (member, node) so far, in placement order
+        members_allow = self.members_allow
 
         def try_on(index: int, j: int) -> tuple[model_claims.AllocationResult, ...] | None:
             group = [*on_node[j], index]
@@ -460,9 +474,15 @@ class _Search:
             if index == len(members):
                 return True
             member = members[index]
-            first = start if index > 0 and members[index - 1].shape == member.shape else 0
+            # Alike members are interchangeable: only one order of them is tried. Not when members_allow
+            # relates them: which one comes first then decides what the next may do (a spread counts the
+            # earlier ones), and a placement may be reachable in one order only.
+            alike = members_allow is None and index > 0 and members[index - 1].shape == member.shape
+            first = start if alike else 0
             for j in alone[index]:
                 if j < first:
+                    continue
+                if members_allow is not None and placed and not members_allow(index, nodes[j], placed):
                     continue
                 found = try_on(index, j)
                 if found is None:
@@ -470,9 +490,11 @@ class _Search:
                 before = results[j]
                 on_node[j].append(index)
                 results[j] = found
+                placed.append((index, nodes[j]))
                 deepest[0] = max(deepest[0], index + 1)
                 if place(index + 1, j):
                     return True
+                placed.pop()
                 on_node[j].pop()
                 results[j] = before
                 if greedy:

@@ -365,10 +365,16 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
                     return False
         return True
 
+    apart = placer.members_apart(member_items)
+    members_allow = None
+    if apart is not None:
+        def members_allow(index: int, view: NodeView, before: Sequence[tuple[int, NodeView]]) -> bool:
+            return apart(index, view.name, [(i, v.name) for i, v in before])
+
     gang = [gangs.Member(_ref(pod), item.claims, placer.shape(item)) for pod, item in zip(pending, member_items, strict=True)]
     outcome = gangs.place_gang(placer.snapshot, gang, placer.views, features=placer.features, topology_key=topology,
-                               node_allows=allows, node_holds=holds, allocate_budget=placer.budget,
-                               budget=prepared.gang_budget)
+                               node_allows=allows, node_holds=holds, members_allow=members_allow,
+                               allocate_budget=placer.budget, budget=prepared.gang_budget)
     if isinstance(outcome, gangs.GangBudgetExhausted):
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: the search gave up after "
                                        f"{outcome.steps} allocator calls", "budget-exhausted", outcome.steps,

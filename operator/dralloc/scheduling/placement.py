@@ -106,6 +106,11 @@ NEIGHBOUR_FILTERS_AFTER_VOLUMES: tuple[Callable[[pods.Pod, placedpods.PlacedPods
 )
 
 
+# A gang's members on different nodes (`Placer.members_apart`): (member index, node name, the members placed
+# before it with their node names) -> may it go there.
+MembersApart = Callable[[int, str, Sequence[tuple[int, str]]], bool]
+
+
 @dataclasses.dataclass(frozen=True)
 class Everywhere:
     """A reason that keeps the pod off every node until the cluster changes (a PreFilter's verdict)."""
@@ -857,6 +862,45 @@ class Placer:
                 self._free.update(index, self._allocatable_of(index), self.usage[index])
             self.placed.add(item.pod, placement.node)
         self._refresh_use(placement.results, extra_node=index)
+
+    def members_apart(self, members: Sequence[Item]) -> MembersApart | None:
+        """For a gang: whether member i may go to a node given the members placed before it, by what relates
+        pods on different nodes (required pod affinity and anti-affinity, including between members, and
+        the member's DoNotSchedule topology spread counting the members already placed), as kube-scheduler
+        would see it placing them one after another. None when no member has such a rule (nothing to ask).
+        Raises InvalidPodSpec."""
+        pods_ = [m.pod for m in members]
+        if any(p is None for p in pods_):
+            return None
+        related = any(placedpods.has_required_affinity(p) or placedpods.has_required_anti_affinity(p)
+                      for p in pods_ if p is not None)
+        checks: list[list[topologyspread.Check | podaffinity.Check]] = []
+        for member in members:
+            pod = member.pod
+            assert pod is not None
+            mine: list[topologyspread.Check | podaffinity.Check] = [
+                c for c in self.neighbour_checks(member) if isinstance(c, topologyspread.Check)]
+            if related:
+                try:
+                    affinity = podaffinity.prepare(pod, self.placed, always=True)
+                except ValueError as exc:
+                    raise InvalidPodSpec(str(exc)) from exc
+                if affinity is not None:
+                    mine.append(affinity)
+            checks.append(mine)
+        if not any(checks):
+            return None
+        nodes_by_name = self.placed.nodes
+
+        def allow(index: int, node_name: str, before: Sequence[tuple[int, str]]) -> bool:
+            node = nodes_by_name.get(node_name)
+            if node is None or not checks[index]:
+                return node is not None
+            extra = [(p, nodes_by_name[name]) for i, name in before
+                     if (p := pods_[i]) is not None and name in nodes_by_name]
+            return all(check.with_pods(extra).reject(node) is None for check in checks[index])
+
+        return allow
 
     def assume(self, pod: pods.Pod, node_name: str) -> None:
         """A pod placed on the node whose binding the view does not show yet (kube-scheduler's assumed

@@ -50,6 +50,7 @@ Pure: imports only the model and the scheduling modules `labels` and `placedpods
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -190,58 +191,80 @@ class Check:
 
     def __init__(self, pod: pods.Pod, affinity: Sequence[Term], anti: Sequence[Term],
                  placed: placedpods.PlacedPods) -> None:
+        self.pod = pod
+        self.affinity = tuple(affinity)
+        self.anti = tuple(anti)
         self.affinity_keys = tuple(dict.fromkeys(t.topology_key for t in affinity))
         self.anti_keys = tuple(dict.fromkeys(t.topology_key for t in anti))
         self.affinity_domains: set[Domain] = set()
         self.anti_domains: set[Domain] = set()
         self.existing_domains: set[Domain] = set()
         self._is_self = SamePod(pod.metadata.uid, pod.namespace, pod.metadata.name)
-        if affinity or anti:
-            self._gather_incoming(affinity, anti, placed)
-        self._gather_existing(pod, placed)
-        # Upstream's "first pod in a series that have affinity to themselves" rule.
-        self.first_of_series = not self.affinity_domains and _matches_all(affinity, pod)
-        self.existing_keys = frozenset(key for key, _ in self.existing_domains)
-
-    def _gather_incoming(self, affinity: Sequence[Term], anti: Sequence[Term], placed: placedpods.PlacedPods) -> None:
-        # by_node rather than all(): the order does not matter here and all() sorts every call.
-        for node_name, on_node in placed.by_node.items():
-            node = placed.nodes.get(node_name)
-            if node is None or not on_node:
-                continue
-            node_labels = node.metadata.labels
-            for other in on_node:
-                if self._is_self(other):
-                    continue
-                if affinity and _matches_all(affinity, other):
-                    self.affinity_domains.update((t.topology_key, node_labels[t.topology_key])
-                                                 for t in affinity if t.topology_key in node_labels)
-                for term in anti:
-                    key = term.topology_key
-                    if key in node_labels and term.matches(other, _NO_LABELS):
-                        self.anti_domains.add((key, node_labels[key]))
-
-    def _gather_existing(self, pod: pods.Pod, placed: placedpods.PlacedPods) -> None:
         # Upstream reads the incoming pod's namespace labels once; an unknown namespace has none.
-        namespace_labels = placed.namespace_labels.get(pod.namespace, _NO_LABELS)
-        pod_labels = pod.metadata.labels
+        self._namespace_labels = placed.namespace_labels.get(pod.namespace, _NO_LABELS)
+        if affinity or anti:
+            # by_node rather than all(): the order does not matter here and all() sorts every call.
+            for node_name, on_node in placed.by_node.items():
+                node = placed.nodes.get(node_name)
+                if node is None or not on_node:
+                    continue
+                for other in on_node:
+                    self._add_incoming(other, node.metadata.labels)
         for other, node_name in placed.anti_affinity:
             node = placed.nodes.get(node_name)
-            if node is None or self._is_self(other):
-                continue
-            node_labels = node.metadata.labels
-            anti = other.spec.affinity.pod_anti_affinity if other.spec.affinity is not None else None
-            raw = _required(anti)
-            # Every pod placed reads every existing pod's terms: cheap necessary conditions first,
-            # the whole term (namespaces, label keys merged) only for the few that pass them.
-            candidates = [t for t in raw if t.topology_key in node_labels and may_match(t.label_selector, pod_labels)]
-            # Upstream's node cache ignores a parse error and keeps none of the pod's terms.
-            if not candidates or not parses(raw):
-                continue
-            for term in candidates:
-                if resolve(other, term).matches(pod, namespace_labels):
-                    key = term.topology_key
-                    self.existing_domains.add((key, node_labels[key]))
+            if node is not None:
+                self._add_existing(other, node.metadata.labels)
+        self._settle()
+
+    def _settle(self) -> None:
+        # Upstream's "first pod in a series that have affinity to themselves" rule.
+        self.first_of_series = not self.affinity_domains and _matches_all(self.affinity, self.pod)
+        self.existing_keys = frozenset(key for key, _ in self.existing_domains)
+
+    def _add_incoming(self, other: pods.Pod, node_labels: Mapping[str, str]) -> None:
+        """The domains `other`, on a node with these labels, adds for the incoming pod's own terms."""
+        if self._is_self(other):
+            return
+        affinity = self.affinity
+        if affinity and _matches_all(affinity, other):
+            self.affinity_domains.update((t.topology_key, node_labels[t.topology_key])
+                                         for t in affinity if t.topology_key in node_labels)
+        for term in self.anti:
+            key = term.topology_key
+            if key in node_labels and term.matches(other, _NO_LABELS):
+                self.anti_domains.add((key, node_labels[key]))
+
+    def _add_existing(self, other: pods.Pod, node_labels: Mapping[str, str]) -> None:
+        """The domains `other`'s required anti-affinity terms, on a node with these labels, refuse."""
+        if self._is_self(other):
+            return
+        pod_labels = self.pod.metadata.labels
+        anti = other.spec.affinity.pod_anti_affinity if other.spec.affinity is not None else None
+        raw = _required(anti)
+        # Every pod placed reads every existing pod's terms: cheap necessary conditions first,
+        # the whole term (namespaces, label keys merged) only for the few that pass them.
+        candidates = [t for t in raw if t.topology_key in node_labels and may_match(t.label_selector, pod_labels)]
+        # Upstream's node cache ignores a parse error and keeps none of the pod's terms.
+        if not candidates or not parses(raw):
+            return
+        for term in candidates:
+            if resolve(other, term).matches(self.pod, self._namespace_labels):
+                key = term.topology_key
+                self.existing_domains.add((key, node_labels[key]))
+
+    def with_pods(self, extra: Sequence[tuple[pods.Pod, nodes.Node]]) -> Check:
+        """The check as if `extra` (pod, node) were placed too: a gang's members decided before this one,
+        which kube-scheduler, placing them one after another, would count. A few lookups per pod."""
+        grown = copy.copy(self)
+        grown.affinity_domains = set(self.affinity_domains)
+        grown.anti_domains = set(self.anti_domains)
+        grown.existing_domains = set(self.existing_domains)
+        for other, node in extra:
+            grown._add_incoming(other, node.metadata.labels)
+            if placedpods.has_required_anti_affinity(other):
+                grown._add_existing(other, node.metadata.labels)
+        grown._settle()
+        return grown
 
     @property
     def can_reject(self) -> bool:
@@ -272,19 +295,21 @@ class Check:
         return None
 
 
-def prepare(pod: pods.Pod, placed: placedpods.PlacedPods) -> Check | None:
+def prepare(pod: pods.Pod, placed: placedpods.PlacedPods, *, always: bool = False) -> Check | None:
     """None when neither the pod's own required terms nor any existing pod's anti-affinity can
-    refuse a node (the fast path). Raises ValueError on a selector that cannot be parsed."""
+    refuse a node (the fast path; `always`: the check even then, for a gang's member that pods placed
+    with it may yet refuse, see `Check.with_pods`). Raises ValueError on a selector that cannot be
+    parsed."""
     validate(pod)
     affinity = pod.spec.affinity
     own = [unrolled(resolve(pod, t), placed.namespace_labels)
            for t in _required(affinity.pod_affinity if affinity is not None else None)]
     own_anti = [unrolled(resolve(pod, t), placed.namespace_labels)
                 for t in _required(affinity.pod_anti_affinity if affinity is not None else None)]
-    if not own and not own_anti and not placed.anti_affinity:
+    if not own and not own_anti and not placed.anti_affinity and not always:
         return None
     check = Check(pod, own, own_anti, placed)
-    return check if check.can_reject else None
+    return check if check.can_reject or always else None
 
 
 def repel(one: pods.Pod, other: pods.Pod, node_labels: Mapping[str, str],

@@ -44,6 +44,7 @@ Pure: imports the model, `dralloc.allocation.nodeaffinity`, and the scheduling m
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 
@@ -147,45 +148,73 @@ class Check:
     asked per node (Filter): a few dict lookups."""
 
     def __init__(self, pod: pods.Pod, constraints: Sequence[Constraint], placed: placedpods.PlacedPods) -> None:
+        self.pod = pod
         self.constraints = tuple(constraints)
         # counts[i]: topology value -> matching pods, over constraint i's eligible domains.
         self.counts: list[dict[str, int]] = [{} for _ in self.constraints]
-        self._count(pod, placed)
+        self._count(placed)
+        self.limits: list[int | None] = self._limits()
+
+    def _limits(self) -> list[int | None]:
         # A node passes constraint i while its domain's count is at most limits[i]
         # (maxSkew + minMatchNum - selfMatch); None: no eligible domain and minDomains < 1, where
         # upstream's minimum stays at MaxInt32 and no node fails the skew.
-        self.limits: list[int | None] = []
-        pod_labels = pod.metadata.labels
+        limits: list[int | None] = []
+        pod_labels = self.pod.metadata.labels
         for constraint, counts in zip(self.constraints, self.counts, strict=True):
             if len(counts) < constraint.min_domains:
                 minimum: int | None = 0
             else:
                 minimum = min(counts.values()) if counts else None
             self_match = 1 if labels.matches(constraint.selector, pod_labels) else 0
-            self.limits.append(None if minimum is None else constraint.max_skew + minimum - self_match)
+            limits.append(None if minimum is None else constraint.max_skew + minimum - self_match)
+        return limits
 
-    def _count(self, pod: pods.Pod, placed: placedpods.PlacedPods) -> None:
-        keys = [c.topology_key for c in self.constraints]
-        namespace, uid, name = pod.namespace, pod.metadata.uid, pod.metadata.name
-        any_affinity = any(c.honor_affinity for c in self.constraints)
-        any_taints = any(c.honor_taints for c in self.constraints)
+    def _eligible(self, node: nodes.Node) -> list[bool] | None:
+        """Per constraint, whether the node's domain counts for it (None: the node lacks a topology key of
+        some constraint, and counts for none: upstream's PreFilter skips it)."""
+        node_labels = node.metadata.labels
+        if not all(c.topology_key in node_labels for c in self.constraints):
+            return None
+        pod = self.pod
+        affinity_ok = matches_node_affinity(pod, node) if any(c.honor_affinity for c in self.constraints) else True
+        taints_ok = ((nodefit.untolerated_taint(node, pod.spec.tolerations) is None)
+                     if any(c.honor_taints for c in self.constraints) else True)
+        return [not ((c.honor_affinity and not affinity_ok) or (c.honor_taints and not taints_ok))
+                for c in self.constraints]
+
+    def _counts(self, other: pods.Pod) -> bool:
+        """Whether `other` may count: same namespace, not terminating, not the incoming pod."""
+        pod = self.pod
+        if other.namespace != pod.namespace or other.metadata.deletion_timestamp is not None:
+            return False
+        uid = pod.metadata.uid
+        return not (other.metadata.uid == uid if uid is not None else other.metadata.name == pod.metadata.name)
+
+    def _count(self, placed: placedpods.PlacedPods) -> None:
         for node_name, node in placed.nodes.items():
-            node_labels = node.metadata.labels
-            if not all(key in node_labels for key in keys):
+            eligible = self._eligible(node)
+            if eligible is None:
                 continue
-            affinity_ok = matches_node_affinity(pod, node) if any_affinity else True
-            taints_ok = (nodefit.untolerated_taint(node, pod.spec.tolerations) is None) if any_taints else True
-            # The pods that may count: same namespace, not terminating, not the incoming pod.
-            candidates = [
-                other.metadata.labels for other in placed.on(node_name)
-                if other.namespace == namespace and other.metadata.deletion_timestamp is None
-                and not (other.metadata.uid == uid if uid is not None else other.metadata.name == name)
-            ]
-            for constraint, counts in zip(self.constraints, self.counts, strict=True):
-                if (constraint.honor_affinity and not affinity_ok) or (constraint.honor_taints and not taints_ok):
-                    continue
-                value = node_labels[constraint.topology_key]
-                counts[value] = counts.get(value, 0) + count_matching(constraint.selector, candidates)
+            candidates = [other.metadata.labels for other in placed.on(node_name) if self._counts(other)]
+            for constraint, counts, ok in zip(self.constraints, self.counts, eligible, strict=True):
+                if ok:
+                    value = node.metadata.labels[constraint.topology_key]
+                    counts[value] = counts.get(value, 0) + count_matching(constraint.selector, candidates)
+
+    def with_pods(self, extra: Sequence[tuple[pods.Pod, nodes.Node]]) -> Check:
+        """The check as if `extra` (pod, node) were placed too: a gang's members decided before this one,
+        which kube-scheduler, placing them one after another, would count. A few lookups per pod."""
+        grown = copy.copy(self)
+        grown.counts = [dict(counts) for counts in self.counts]
+        for other, node in extra:
+            eligible = self._eligible(node) if self._counts(other) else None
+            for constraint, counts, ok in zip(self.constraints, grown.counts, eligible or (), strict=False):
+                if ok and count_matching(constraint.selector, (other.metadata.labels,)):
+                    value = node.metadata.labels[constraint.topology_key]
+                    counts[value] = counts.get(value, 0) + 1
+        grown.limits = grown._limits()
+        return grown
 
     def reject(self, node: nodes.Node) -> str | None:
         """Upstream's reason when the node breaks a constraint, or None when the node passes."""
