@@ -97,6 +97,9 @@ class Outcome:
     dralloc_pod: Obj | None = None
     # --per-node: node name -> (kube-scheduler's, dralloc's) verdict on the pod pinned to that node
     per_node: dict[str, tuple[Verdict, Verdict]] = dataclasses.field(default_factory=dict)
+    # Where both refused: a reason in kube-scheduler's words dralloc gave for one of its nodes that
+    # kube-scheduler's message does not have ("n1: Insufficient cpu"); see `reason_differences`.
+    reasons: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def difference(self) -> str | None:
@@ -130,6 +133,8 @@ class Outcome:
             found[f"pinned to {node}"] = {"kube-scheduler": k.summary(), "dralloc": d.summary()}
         if self.per_node:
             found["pinned, agreed"] = {n: k.kind for n, (k, d) in sorted(self.per_node.items()) if k.kind == d.kind}
+        if self.reasons:
+            found["reasons kube-scheduler did not give"] = list(self.reasons)
         found["scenario"] = self.scenario
         if self.dralloc_pod is not None:
             found["dralloc's pending pod"] = self.dralloc_pod
@@ -148,6 +153,44 @@ def reasons(message: str) -> list[str]:
     (the preemption part left out)."""
     head = message.split(" preemption:")[0].partition("available: ")[2].rstrip(".")
     return [_COUNTED.sub("", part.strip()) for part in head.split(", ") if part.strip()]
+
+
+# The reasons dralloc words as kube-scheduler does (nodefit, nodeports, the volume and inter-pod filters);
+# its device explanations are its own (kube-scheduler's DynamicResources says "cannot allocate all claims").
+KUBE_WORDED = ("node(s) ", "Insufficient ", "Too many pods", "pvc(s) ")
+
+
+def dralloc_node_reasons(message: str) -> dict[str, list[str]]:
+    """The reasons dralloc's "0/N nodes are available: n1: A; 2 nodes (n2, n3): B" message gives for each
+    node it names (a group of more than three is named in part), NodeResourcesFit's list split up."""
+    found: dict[str, list[str]] = {}
+    for part in message.partition("available: ")[2].split("; "):
+        where, _, reason = part.partition(": ")
+        if where.endswith(")") and " nodes (" in where:
+            names = [n.strip() for n in where.split(" nodes (", 1)[1].rstrip(")").split(", ") if n.strip() != "..."]
+        else:
+            names = [where.strip()]
+        pieces = reason.split(", ")
+        listed = pieces if all(p.startswith(("Insufficient ", "Too many pods")) for p in pieces) else [reason]
+        for name in names:
+            found.setdefault(name, []).extend(listed)
+    return found
+
+
+def reason_differences(kube_scheduler: Verdict, dralloc: Verdict, position: Callable[[str], str | None],
+                       only: str | None = None) -> list[str]:
+    """Where both refused the pod: each reason in kube-scheduler's words that dralloc gave for a node of its
+    twin (`position` names it in the scenario; `only`: that node alone) and kube-scheduler's message lacks."""
+    if kube_scheduler.kind != "unschedulable" or dralloc.kind != "unschedulable":
+        return []
+    theirs = set(reasons(kube_scheduler.message))
+    missing = []
+    for name, given in sorted(dralloc_node_reasons(dralloc.message).items()):
+        node = position(name)
+        if node is None or (only is not None and node != only):
+            continue
+        missing += [f"{node}: {r}" for r in given if r.startswith(KUBE_WORDED) and r not in theirs]
+    return missing
 
 
 def coverage(outcomes: Sequence[Outcome]) -> dict[str, int]:
@@ -331,10 +374,14 @@ class Batch:
             index = s["index"]
             outcome = Outcome(s, verdicts.get(("k", index), Verdict()), verdicts.get(("d", index), Verdict()),
                               verdicts.get(("p", index), Verdict()) if index in pinned else None)
+            outcome.reasons += reason_differences(outcome.kube_scheduler, outcome.dralloc,
+                                                  self.twins[("d", index)].position)
             for (side, at), (scheduler, pin) in self.pods.items():
                 if at == index and pin is not None and scheduler is None:
-                    outcome.per_node[pin] = (verdicts.get((side, index), Verdict()),
-                                             verdicts.get(("d" + side[1:], index), Verdict()))
+                    pair = (verdicts.get((side, index), Verdict()), verdicts.get(("d" + side[1:], index), Verdict()))
+                    outcome.per_node[pin] = pair
+                    outcome.reasons += [f"alone: {r}" for r in reason_differences(
+                        *pair, self.twins[("d" + side[1:], index)].position, only=pin)]
             if outcome.difference:
                 outcome.dralloc_pod = scenarios.pending_pod(s, self.twins[("d", index)], scheduler="dralloc")
             outcomes.append(outcome)
@@ -475,6 +522,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"kube-scheduler bound {bound} of {len(outcomes)}; checked dralloc's node {len(pins)} times, "
           f"accepted {sum(1 for o in pins if o.pinned and o.pinned.kind == 'bound')}; "
           f"{time.monotonic() - started:.0f} s; {datetime.datetime.now():%H:%M:%S}")
+    worded = [o for o in outcomes if o.reasons]
+    print(f"reasons: {sum(len(o.reasons) for o in worded)} node reasons in kube-scheduler's words that "
+          f"kube-scheduler did not give, in {len(worded)} scenarios")
+    for outcome in worded:
+        print(f"  s{outcome.scenario['index']}: {'; '.join(outcome.reasons)}")
     nodes = [pair for o in outcomes for pair in o.per_node.values()]
     if nodes:
         print(f"per node: {len(nodes)} nodes asked alone, kube-scheduler accepted {sum(1 for k, _ in nodes if k.kind == 'bound')},"

@@ -102,3 +102,27 @@ def test_kube_schedulers_reasons_are_read_without_their_counts() -> None:
                "6 node(s) didn't match Pod's node affinity/selector. preemption: 0/9 nodes are available: ...")
     assert kube_scheduler.reasons(message) == ["Insufficient cpu", "node(s) didn't match pod anti-affinity rules",
                                                "node(s) didn't match Pod's node affinity/selector"]
+
+
+def test_dralloc_reasons_are_read_per_named_node() -> None:
+    message = ("0/9 nodes are available: d-r-s1-n0: Insufficient cpu, Insufficient memory; 2 nodes (d-r-s1-n1, "
+               "d-r-s1-n2): node(s) didn't match pod anti-affinity rules; 4 nodes (a, b, c, ...): claim ns/c, "
+               "request r: 0 of 1 devices of class gpu usable, 1 needed")
+    assert kube_scheduler.dralloc_node_reasons(message) == {
+        "d-r-s1-n0": ["Insufficient cpu", "Insufficient memory"],
+        "d-r-s1-n1": ["node(s) didn't match pod anti-affinity rules"],
+        "d-r-s1-n2": ["node(s) didn't match pod anti-affinity rules"],
+        **{n: ["claim ns/c, request r: 0 of 1 devices of class gpu usable, 1 needed"] for n in "abc"}}
+
+
+def test_a_reason_kube_scheduler_did_not_give_is_a_reason_difference() -> None:
+    """Only reasons in kube-scheduler's words, for the twin's own nodes, count."""
+    twin = gen.Twin("d", "r", 1)
+    kube = kube_scheduler.Verdict("unschedulable", message=(
+        "0/9 nodes are available: 1 Insufficient cpu, 8 node(s) had untolerated taint(s). preemption: ..."))
+    dralloc = kube_scheduler.Verdict("unschedulable", message=(
+        "0/9 nodes are available: d-r-s1-n0: Insufficient cpu, Insufficient memory; d-r-s1-n1: claim ns/c, "
+        "request r: no device; other-n0: node(s) didn't match Pod's node affinity/selector"))
+    assert kube_scheduler.reason_differences(kube, dralloc, twin.position) == ["n0: Insufficient memory"]
+    assert kube_scheduler.reason_differences(kube, dralloc, twin.position, only="n1") == []
+    assert kube_scheduler.reason_differences(kube_scheduler.Verdict("bound", "n0"), dralloc, twin.position) == []

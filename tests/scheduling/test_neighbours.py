@@ -136,6 +136,25 @@ def test_a_replica_that_fits_nowhere_is_told_about_the_ports_on_each_node() -> N
     assert decision.reasons == ((REASON, ("n1", "n2")),)
 
 
+def test_a_node_short_of_both_a_port_and_cpu_says_ports_as_kube_scheduler_does() -> None:
+    """kube-scheduler runs NodePorts before NodeResourcesFit: the first filter a node fails is its reason."""
+    snapshot = Snapshot.build(device_classes=[], resource_slices=[], features=FEATURES)
+    holder = pods_with_cpu(port_pod("holder", host(8080), node="n1"), "1")
+    placer = placement.Placer(node_list=[node_("n1", cpu="1")], snapshot=snapshot, features=FEATURES,
+                              bound_pods=[holder])
+    web = _item(pods_with_cpu(port_pod("web", host(8080)), "1"))
+    assert placer.misfit(web, 0) == REASON
+    alone = _item(pods_with_cpu(port_pod("web"), "1"))
+    assert placer.misfit(alone, 0) == "Insufficient cpu"
+
+
+def pods_with_cpu(pod: pods.Pod, cpu: str) -> pods.Pod:
+    raw = pod.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": cpu}
+    parsed: pods.Pod = conversion.parse_as(pods.Pod, raw)
+    return parsed
+
+
 def test_a_pod_the_watch_has_not_shown_bound_yet_counts_where_it_was_assumed() -> None:
     placer = _placer("n1", "n2")
     placer.assume(port_pod("web-0", host(8080)), "n1")

@@ -196,6 +196,11 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
     return ", ".join(reasons) if reasons else None
 
 
+def is_resources_reason(reason: str) -> bool:
+    """Whether a `misfit` reason is NodeResourcesFit's (the node is short of something)."""
+    return reason.startswith(("Insufficient ", REASON_TOO_MANY_PODS))
+
+
 def insufficient(node: nodes.Node, used: NodeUsage, requests: Mapping[str, int], *,
                  dra_backed: Collection[str] | None = None, allocatable: Allocatable | None = None) -> list[str]:
     """Every resource the node lacks for the pod, as kube-scheduler's NodeResourcesFit lists them:

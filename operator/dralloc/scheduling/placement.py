@@ -581,8 +581,15 @@ class Placer:
         `nodefit.misfit` (completing a bind decided earlier: the pods around the node are not asked
         again, as kube-scheduler's binding cycle does not filter again)."""
         reason = self._own_misfit(item, index, requests, binding=binding)
-        if reason is None and not binding:
-            reason = self.neighbour_misfit(item, index)
+        if binding:
+            return reason
+        if reason is None:
+            return self.neighbour_misfit(item, index)
+        if nodefit.is_resources_reason(reason):
+            # kube-scheduler's NodePorts runs before NodeResourcesFit: a node short of both says ports.
+            for check in self.neighbour_checks(item):
+                if isinstance(check, nodeports.Check):
+                    return check.reject(self.nodes[index]) or reason
         return reason
 
     def neighbour_checks(self, item: Item) -> tuple[NeighbourCheck, ...]:
