@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from tests.handlers import helpers
-from tests.handlers.conftest import Cluster, OperatorThread, real_mode, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, real_mode, wait_for
 
 from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 GATE = "dralloc.io/allocate"
 HOSTNAME = "kubernetes.io/hostname"
@@ -146,6 +147,49 @@ def test_a_pinned_pod_kube_scheduler_keeps_refusing_gives_its_devices_back(
     (event,) = wait_for(lambda: helpers.events(apiserver, "GateRefused"), what="the GateRefused Event")
     assert f"kube-scheduler refuses node {node}" in event["note"]
     assert "delete the pod so its controller recreates it" in event["note"]
+
+
+def test_a_pod_pinned_before_a_restart_is_still_given_back_when_refused(apiserver: Cluster) -> None:
+    """The pin is written on the pod (dralloc.io/pinned-node): a dralloc process that starts after the pin
+    (a restart, a new leader) adopts the pinned pod, and gives its devices back when its scheduler refuses
+    it, as the process that pinned it would have."""
+    apiserver.seed(crds())
+    seed_two_nodes(apiserver)
+    first = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        apiserver.seed([replica("stuck", "stuck", gate=True, schedulerName="example.com/not-running")])
+        node = wait_for(lambda: pinned_node(apiserver, "stuck"), what="pinned and ungated")
+    finally:
+        first.stop()
+    assert helpers.pod(apiserver, "stuck")["metadata"]["annotations"]["dralloc.io/pinned-node"] == node
+    (claim,) = helpers.claims(apiserver)
+    helpers.patch_pod_status(apiserver, "stuck", {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "lastTransitionTime": "2026-01-01T00:00:00Z", "message": "0/2 nodes are available: 2 Insufficient cpu."}]})
+    second = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        name = claim["metadata"]["name"]
+        wait_for(lambda: not (helpers.claim(apiserver, name).get("status") or {}).get("allocation"),
+                 what="the claim given back by the new process")
+        (event,) = wait_for(lambda: helpers.events(apiserver, "GateRefused"), what="the GateRefused Event")
+        assert f"kube-scheduler refuses node {node}" in event["note"]
+    finally:
+        second.stop()
+
+
+def test_a_tenants_own_pinned_node_annotation_adopts_nothing(apiserver: Cluster, operator: OperatorThread) -> None:
+    """The annotation alone does nothing: an ungated pod of another scheduler, with no claim allocated for it,
+    is not counted on the node it names (a replica that keeps apart from it still goes there)."""
+    first, _ = seed_two_nodes(apiserver)
+    forged = replica("forged", "web", schedulerName="example.com/not-running", nodeSelector={
+        "kubernetes.io/hostname": first}, affinity=apart("web"))
+    forged["metadata"]["annotations"] = {"dralloc.io/pinned-node": first}
+    forged["spec"].pop("resourceClaims", None)
+    for container in forged["spec"]["containers"]:
+        container.pop("resources", None)
+    apiserver.seed([forged])
+    apiserver.seed([replica("web-0", "web", nodeSelector={"kubernetes.io/hostname": first}, affinity=apart("web"))])
+    assert wait_for(lambda: helpers.node_of(apiserver, "web-0"), what="web-0 bound") == first
 
 
 def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver: Cluster,

@@ -62,6 +62,9 @@ Raw = dict[str, Any]
 RESENDS = 3  # how often a write with an unknown outcome is sent again after a read showed it did not apply
 RESOLVE_EVERY = 2.0  # seconds between read-backs of a claim whose write outcome is still unknown
 FENCE_ANNOTATION = "dralloc.io/fenced-write"
+# Gate mode: the node dralloc pinned a pod to, written with the pin, so that a later process (after a
+# restart or a leader change) still knows which ungated pods it pinned (handlers/reclaiming.py).
+PINNED_ANNOTATION = "dralloc.io/pinned-node"
 
 
 class Refused(Exception):
@@ -331,7 +334,8 @@ def _ungated_on(raw: Raw | None, uid: str, gate: str, hostname: str) -> bool:
 
 
 async def pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
-    """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch)."""
+    """Gate mode: pin the node through the pod's nodeSelector, then drop our gate (one JSON patch, which
+    also records the node in PINNED_ANNOTATION)."""
     namespace, name, uid = pod.metadata.namespace or "", pod.metadata.name, pod.metadata.uid or ""
     gate = rt.settings.scheduling.gate
     node = rt.cluster.nodes.get("", node_name)
@@ -348,6 +352,10 @@ async def pin_and_ungate(rt: Runtime, pod: pods.Pod, node_name: str) -> None:
                         "value": hostname})
         else:
             ops.append({"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": hostname}})
+        if (raw.get("metadata") or {}).get("annotations"):
+            ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(PINNED_ANNOTATION)}", "value": node_name})
+        else:
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {PINNED_ANNOTATION: node_name}})
         gates = [g.get("name") for g in spec.get("schedulingGates") or []]
         if gate not in gates:
             raise Refused(f"pod {namespace}/{name}: our scheduling gate is gone")

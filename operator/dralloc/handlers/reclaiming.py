@@ -16,8 +16,12 @@ must be recreated (deleting it lets its controller do that; dralloc places the n
 pod is no longer counted on that node (`Runtime.placer`). Counted in
 `dralloc_gate_refusals_total`.
 
-Pods pinned by an earlier process are not looked at (what was pinned is this process's
-memory); neither are pods of dralloc's own schedulerName, which dralloc binds itself.
+The pin is also written on the pod (`committing.PINNED_ANNOTATION`), so a pod pinned by an earlier
+process (before a restart or a leader change) is adopted (`adopt_pins`): still unbound and ungated,
+its nodeSelector holding that node's hostname, and a claim of it allocated and reserved for it,
+it counts on that node and is watched for kube-scheduler's refusal as if pinned here. The claim
+test keeps a tenant's own annotation from doing anything on its own: only a scheduler writes a
+claim's status. Pods of dralloc's own schedulerName are not looked at: dralloc binds them itself.
 
 A decision-pass helper: calls the runtime, `committing` and `clock`; handlers/scheduling.py
 runs it at the start of every pass.
@@ -47,8 +51,47 @@ def refusal(raw: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
+def record_pin(rt: Runtime, raw: dict[str, Any]) -> None:
+    """Called for each pod the watch shows: one with dralloc's pinned-node annotation and no node yet is
+    for `adopt_pins` to look at."""
+    meta = raw.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(committing.PINNED_ANNOTATION) and not (raw.get("spec") or {}).get("nodeName"):
+        rt.pin_records.add(str(meta.get("uid") or ""))
+
+
+def adopt_pins(rt: Runtime) -> int:
+    """Remember the pods pinned by an earlier process as pinned (see the module's docstring); how many."""
+    adopted = 0
+    scheduler_name = rt.settings.scheduling.scheduler_name
+    while rt.pin_records:
+        uid = rt.pin_records.pop()
+        key = rt.cluster.pod_keys.get(uid)
+        pod = rt.cluster.pods.get(*key) if key is not None else None
+        known = rt.pods.get(uid)
+        if (pod is None or pod.spec.node_name or pod.spec.scheduling_gates or pod.metadata.deletion_timestamp
+                or pod.spec.scheduler_name == scheduler_name or (known is not None and known.bound_to is not None)):
+            continue
+        node_name = pod.metadata.annotations.get(committing.PINNED_ANNOTATION) or ""
+        node = rt.cluster.nodes.get("", node_name)
+        hostname = (node.metadata.labels.get("kubernetes.io/hostname") if node else None) or node_name
+        if pod.spec.node_selector.get("kubernetes.io/hostname") != hostname:
+            continue
+        namespace = pod.metadata.namespace or ""
+        for claim_key in rt.cluster.claims_naming(namespace, uid):
+            claim = rt.cluster.claims.get(*claim_key)
+            if (claim is not None and claim.status.allocation is not None
+                    and any(r.uid == uid for r in claim.status.reserved_for)):
+                rt.memory(uid).bound_to = node_name
+                adopted += 1
+                logger.info("pod=%s/%s: pinned to node %s by an earlier dralloc process; watched as pinned here",
+                            namespace, pod.metadata.name, node_name)
+                break
+    return adopted
+
+
 async def give_back_refused(rt: Runtime) -> int:
     """Give back the devices of every pinned pod kube-scheduler keeps refusing; how many pods."""
+    adopt_pins(rt)
     settings = rt.settings.scheduling
     released = 0
     for uid, memory in list(rt.pods.items()):

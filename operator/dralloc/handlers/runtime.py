@@ -75,6 +75,9 @@ class Runtime:
         self.unknown_checked: dict[str, float] = {}  # claim uid -> when its unknown write was last read back
         self.lifecycle_failures = Failures()  # pods and claims whose lifecycle failed: backed off
         self.pods: dict[str, PodMemory] = {}  # by pod uid
+        # Pods the watch showed with dralloc's pinned-node annotation, unbound: pinned by this or an earlier
+        # process, for handlers/reclaiming.py to adopt (by pod uid).
+        self.pin_records: set[str] = set()
         scheduling = settings.scheduling
         # The pending pods we own, as kube-scheduler queues them (active, backoff, unschedulable).
         self.queue = queueing.PodQueue(initial_backoff=scheduling.backoff_initial,

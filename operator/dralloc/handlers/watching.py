@@ -33,6 +33,7 @@ from typing import Any
 
 import kopf
 
+from dralloc.handlers import reclaiming
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -78,6 +79,7 @@ def feed(rt: Runtime, kind: str, event_type: str | None, raw: dict[str, Any]) ->
     key = (meta.get("namespace") or "", meta.get("name") or "")
     if kind == "Pod":
         rt.dirty_pods.add(key)
+        reclaiming.record_pin(rt, raw)
         rt.lifecycle_wakeup.set()
     elif kind == "ResourceClaim":
         rt.dirty_claims.add(key)
@@ -211,6 +213,8 @@ async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:
     rt.cluster.replace_all(kind, items)
     if kind == "Pod":
         rt.dirty_pods.update(rt.cluster.pods.entries)
+        for item in items:
+            reclaiming.record_pin(rt, item)
     elif kind == "ResourceClaim":
         rt.dirty_claims.update(rt.cluster.claims.entries)
     rt.wake()
