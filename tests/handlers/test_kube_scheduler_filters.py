@@ -29,6 +29,13 @@ def replica(name: str, app: str, *, gate: bool = False, **spec: Any) -> dict[str
     return pod
 
 
+def without_devices(pod: dict[str, Any]) -> None:
+    """Drop the pod's claim (and its containers' use of it)."""
+    pod["spec"].pop("resourceClaims", None)
+    for container in pod["spec"]["containers"]:
+        container.pop("resources", None)
+
+
 def apart(app: str) -> dict[str, Any]:
     """Required anti-affinity: no two pods of `app` on one node."""
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -184,9 +191,7 @@ def test_a_tenants_own_pinned_node_annotation_adopts_nothing(apiserver: Cluster,
     forged = replica("forged", "web", schedulerName="example.com/not-running", nodeSelector={
         "kubernetes.io/hostname": first}, affinity=apart("web"))
     forged["metadata"]["annotations"] = {"dralloc.io/pinned-node": first}
-    forged["spec"].pop("resourceClaims", None)
-    for container in forged["spec"]["containers"]:
-        container.pop("resources", None)
+    without_devices(forged)
     apiserver.seed([forged])
     apiserver.seed([replica("web-0", "web", nodeSelector={"kubernetes.io/hostname": first}, affinity=apart("web"))])
     assert wait_for(lambda: helpers.node_of(apiserver, "web-0"), what="web-0 bound") == first
@@ -221,3 +226,121 @@ def test_scheduler_mode_binds_a_waiting_volume_as_kube_scheduler_does(apiserver:
     ref = wait_for(claim_ref, what="the volume given the claim")
     assert (ref["namespace"], ref["name"]) == (apiserver.namespace, "data")
     assert wait_for(lambda: helpers.node_of(apiserver, "db"), what="the pod bound") == node_b
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def seed_two_zones(apiserver: Cluster) -> tuple[str, str]:
+    """Two nodes with 4 GPUs each, in zones z1 and z2 (their names, the zone of each: its suffix)."""
+    node_a, node_b, gpu = apiserver.name("node-a"), apiserver.name("node-b"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node_a, labels={ZONE: apiserver.name("z1")}),
+                    cluster.node(node_b, labels={ZONE: apiserver.name("z2")}),
+                    cluster.gpu_slice(node_a, 4), cluster.gpu_slice(node_b, 4), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu)])
+    return node_a, node_b
+
+
+def test_replicas_spread_over_zones_as_their_constraint_asks(apiserver: Cluster, operator: OperatorThread) -> None:
+    """PodTopologySpread, DoNotSchedule over zones with maxSkew 1: two replicas that would fit on one node
+    (and would, under bin packing) take one zone each."""
+    node_a, node_b = seed_two_zones(apiserver)
+    spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    for i in range(2):
+        apiserver.seed([replica(f"web-{i}", "web", topologySpreadConstraints=spread)])
+        wait_for(lambda i=i: helpers.node_of(apiserver, f"web-{i}"), what=f"web-{i} bound")
+    assert {helpers.node_of(apiserver, f"web-{i}") for i in range(2)} == {node_a, node_b}
+
+
+def test_a_pod_goes_next_to_the_pod_its_required_affinity_names(apiserver: Cluster,
+                                                                  operator: OperatorThread) -> None:
+    """InterPodAffinity, required: with no pod to be near, the pod waits with kube-scheduler's reason; once
+    one runs on node-b, the pod goes there, though node-a comes first by name."""
+    _, node_b = seed_two_nodes(apiserver)
+    near = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME}]}}
+    apiserver.seed([replica("web", "web", affinity=near)])
+    message = wait_for(lambda: unschedulable_message(apiserver, "web"), what="web told why it waits")
+    assert "node(s) didn't match pod affinity rules" in message
+    cache = replica("cache", "cache", nodeSelector={HOSTNAME: node_b})
+    without_devices(cache)  # so that node-b holds no more devices than node-a: bin packing cannot tell them apart
+    apiserver.seed([cache])
+    wait_for(lambda: helpers.node_of(apiserver, "cache"), what="cache bound")
+    assert wait_for(lambda: helpers.node_of(apiserver, "web"), what="web bound") == node_b
+
+
+def _volume(name: str, claim: tuple[str, str], *, storage_class: str, modes: list[str],
+            node: str | None = None, csi_driver: str | None = None) -> dict[str, Any]:
+    """A pre-bound PersistentVolume: on `node` (a local volume), or a CSI volume of `csi_driver`."""
+    spec: dict[str, Any] = {"capacity": {"storage": "1Gi"}, "accessModes": modes, "storageClassName": storage_class,
+                            "claimRef": {"namespace": claim[0], "name": claim[1]}}
+    if csi_driver is not None:
+        spec["csi"] = {"driver": csi_driver, "volumeHandle": name}
+    else:
+        spec["local"] = {"path": "/mnt/disk"}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}]}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def _claim(name: str, volume: str, *, storage_class: str, modes: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"accessModes": modes, "storageClassName": storage_class, "volumeName": volume,
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def _uses(claim: str) -> dict[str, Any]:
+    return {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}
+
+
+def _claim_bound(apiserver: Cluster, name: str) -> bool:
+    found = apiserver.get("v1", "PersistentVolumeClaim", name, namespace=apiserver.namespace) or {}
+    return (found.get("status") or {}).get("phase") == "Bound"
+
+
+def test_a_pod_goes_where_its_bound_volume_lives(apiserver: Cluster, operator: OperatorThread) -> None:
+    """VolumeBinding on a bound claim: the PV's node affinity names node-b, so the pod runs there."""
+    _, node_b = seed_two_nodes(apiserver)
+    volume, storage_class = apiserver.name("disk-b"), apiserver.name("manual")
+    apiserver.seed([_volume(volume, (apiserver.namespace, "data"), storage_class=storage_class,
+                            modes=["ReadWriteOnce"], node=node_b),
+                    _claim("data", volume, storage_class=storage_class, modes=["ReadWriteOnce"])])
+    wait_for(lambda: _claim_bound(apiserver, "data"), what="the claim bound to its volume")
+    apiserver.seed([replica("db", "db", **_uses("data"))])
+    assert wait_for(lambda: helpers.node_of(apiserver, "db"), what="db bound") == node_b
+
+
+def test_a_read_write_once_pod_claim_admits_one_pod(apiserver: Cluster, operator: OperatorThread) -> None:
+    """VolumeRestrictions: a second pod using a ReadWriteOncePod claim in use waits, with kube-scheduler's
+    reason, and no device is allocated for it."""
+    node_a, _ = seed_two_nodes(apiserver)
+    volume, storage_class = apiserver.name("solo"), apiserver.name("manual")
+    apiserver.seed([_volume(volume, (apiserver.namespace, "solo"), storage_class=storage_class,
+                            modes=["ReadWriteOncePod"], node=node_a),
+                    _claim("solo", volume, storage_class=storage_class, modes=["ReadWriteOncePod"])])
+    wait_for(lambda: _claim_bound(apiserver, "solo"), what="the claim bound to its volume")
+    apiserver.seed([replica("first", "db", **_uses("solo"))])
+    assert wait_for(lambda: helpers.node_of(apiserver, "first"), what="the first pod bound") == node_a
+    apiserver.seed([replica("second", "db", **_uses("solo"))])
+    message = wait_for(lambda: unschedulable_message(apiserver, "second"), what="the second told why")
+    assert "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode" in message
+    assert len([c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]) == 1
+
+
+def test_a_node_at_its_csi_volume_limit_takes_no_more_volumes(apiserver: Cluster, operator: OperatorThread) -> None:
+    """NodeVolumeLimits: node-a's CSINode allows no volume of the driver, so the pod with one goes to node-b,
+    though node-a comes first by name."""
+    node_a, node_b = seed_two_nodes(apiserver)
+    driver, volume, storage_class = "csi.example.com", apiserver.name("vol"), apiserver.name("csi")
+    apiserver.seed([
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node_a},
+         "spec": {"drivers": [{"name": driver, "nodeID": node_a, "allocatable": {"count": 0}}]}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node_b},
+         "spec": {"drivers": [{"name": driver, "nodeID": node_b, "allocatable": {"count": 4}}]}},
+        _volume(volume, (apiserver.namespace, "data"), storage_class=storage_class, modes=["ReadWriteOnce"],
+                csi_driver=driver),
+        _claim("data", volume, storage_class=storage_class, modes=["ReadWriteOnce"])])
+    wait_for(lambda: _claim_bound(apiserver, "data"), what="the claim bound to its volume")
+    apiserver.seed([replica("db", "db", **_uses("data"))])
+    assert wait_for(lambda: helpers.node_of(apiserver, "db"), what="db bound") == node_b
