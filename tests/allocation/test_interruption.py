@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from tests import builders as b
 
@@ -9,9 +11,9 @@ from dralloc import allocation
 from dralloc.allocation import interruption
 from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
-from dralloc.model import claims
+from dralloc.model import claims, pods
 from dralloc.model import nodes as model_nodes
-from dralloc.scheduling import placement
+from dralloc.scheduling import placedpods, placement, podaffinity, preferences, topologyspread
 
 
 def costly(alternatives: int, requests: int = 5) -> tuple[Snapshot, claims.ResourceClaim]:
@@ -73,3 +75,43 @@ def test_a_placer_stops_between_nodes_and_stays_usable() -> None:
     fresh = placement.Placer(node_list=[node], snapshot=snapshot, features=Features())
     assert placer.place(placement.Item("light", claims=(light,))) == fresh.place(placement.Item("light",
                                                                                                 claims=(light,)))
+
+
+def _crowded(node_count: int) -> placedpods.PlacedPods:
+    """Nodes in two zones with one pod of app=web each."""
+    node_list = [model_nodes.Node.model_validate({"metadata": {"name": f"n{i}", "labels": {
+        "kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": "ab"[i % 2]}}}) for i in range(node_count)]
+    bound = [pods.Pod.model_validate({"metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}",
+                                                   "labels": {"app": "web"}},
+                                      "spec": {"nodeName": f"n{i}", "containers": [{"name": "c"}]}})
+             for i in range(node_count)]
+    return placedpods.PlacedPods(node_list, bound)
+
+
+def _incoming(**spec: object) -> pods.Pod:
+    return pods.Pod.model_validate({"metadata": {"name": "in", "namespace": "default", "labels": {"app": "web"}},
+                                    "spec": {"containers": [{"name": "c"}], **spec}})
+
+
+WEB = {"matchLabels": {"app": "web"}}
+
+
+@pytest.mark.parametrize("prepare, incoming", [
+    (podaffinity.prepare, _incoming(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": WEB, "topologyKey": "topology.kubernetes.io/zone"}]}})),
+    (topologyspread.prepare, _incoming(topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": WEB}])),
+    (lambda pod, placed: preferences.evaluate(pod, placed, list(placed.nodes.values())), _incoming(topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": WEB}])),
+], ids=["inter-pod-affinity", "topology-spread", "preferences"])
+def test_a_scan_over_every_placed_pod_stops_when_the_check_says_so(prepare: Any, incoming: pods.Pod) -> None:
+    """A pod's filters gather every placed pod of the cluster before the first node is tried: in a large
+    cluster that scan alone may outlast the decision's budget, so it consults the check too."""
+    placed = _crowded(4 * interruption.ITEMS_BETWEEN_CHECKS)
+    check = Counting(stop_at=2)
+    with interruption.interrupt_when(check), pytest.raises(interruption.Interrupted):
+        prepare(incoming, placed)
+    assert check.calls == 2
+    assert prepare(incoming, placed) is not None  # without a check, the same scan answers

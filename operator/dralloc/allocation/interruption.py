@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 Check = Callable[[], bool]
+T = TypeVar("T")
 
 _CHECK: contextvars.ContextVar[Check | None] = contextvars.ContextVar("dralloc_interrupt_check", default=None)
 
@@ -54,3 +56,20 @@ def checkpoint() -> None:
     check = _CHECK.get()
     if check is not None and check():
         raise Interrupted
+
+
+# Items of a long scan (the nodes of a cluster, their pods) between two consultations of the check.
+ITEMS_BETWEEN_CHECKS = 256
+
+
+def every(items: Iterable[T], between: int = ITEMS_BETWEEN_CHECKS) -> Iterator[T]:
+    """`items`, consulting the check in force every `between` of them: for a scan over the whole cluster
+    (a pod's inter-pod affinity or spread gathers every placed pod) that must stop with the decision."""
+    check = _CHECK.get()
+    if check is None:
+        yield from items
+        return
+    for index, item in enumerate(items):
+        if index % between == 0 and check():
+            raise Interrupted
+        yield item

@@ -45,7 +45,8 @@ input error (ValueError), preferred terms included: upstream's PreFilter fails o
 the pod it cannot parse. An existing pod with such a required anti-affinity term counts none of
 its terms, as upstream's node cache drops them.
 
-Pure: imports only the model and the scheduling modules `labels` and `placedpods`.
+Pure: imports the model, the scheduling modules `labels` and `placedpods`, and
+`dralloc.allocation.interruption` (the scan over every placed pod stops with the decision).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ import copy
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
+from dralloc.allocation import interruption
 from dralloc.model import nodes, pods
 from dralloc.scheduling import labels, placedpods
 
@@ -204,7 +206,7 @@ class Check:
         self._namespace_labels = placed.namespace_labels.get(pod.namespace, _NO_LABELS)
         if affinity or anti:
             # by_node rather than all(): the order does not matter here and all() sorts every call.
-            for node_name, on_node in placed.by_node.items():
+            for node_name, on_node in interruption.every(placed.by_node.items()):
                 node = placed.nodes.get(node_name)
                 if node is None or not on_node:
                     continue

@@ -56,7 +56,8 @@ selector the API server would refuse (an unknown operator in a preferred node af
 preferred pod affinity term or a ScheduleAnyway constraint) is an input error (ValueError), as
 upstream's PreScore fails on it.
 
-Pure: imports the model, `dralloc.allocation.nodeaffinity`, and the scheduling modules `nodefit`
+Pure: imports the model, `dralloc.allocation.nodeaffinity` and `interruption` (the scans over every
+placed pod stop with the decision), and the scheduling modules `nodefit`
 (tolerations), `placedpods`, `podaffinity` and `topologyspread` (their term resolution).
 """
 
@@ -66,7 +67,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from dralloc.allocation import nodeaffinity
+from dralloc.allocation import interruption, nodeaffinity
 from dralloc.model import nodes, pods
 from dralloc.scheduling import nodefit, placedpods, podaffinity, topologyspread
 
@@ -246,7 +247,7 @@ def topology_spread(pod: pods.Pod, placed: placedpods.PlacedPods, node_set: Node
     any_affinity = any(c.honor_affinity for c in soft)
     any_taints = any(c.honor_taints for c in soft)
     # The matching pods per domain, over every node of the cluster with all the keys (PreScore).
-    for node_name, node in placed.nodes.items():
+    for node_name, node in interruption.every(placed.nodes.items()):
         node_labels = node.metadata.labels
         if not all(key in node_labels for key in keys):
             continue
@@ -347,7 +348,7 @@ def inter_pod_affinity(pod: pods.Pod, placed: placedpods.PlacedPods, node_set: N
     if own:
         # Every pod counts for the incoming pod's terms; those with terms of their own also score.
         scoring = {id(other) for other, _ in placed.preferring}
-        for node_name, on_node in placed.by_node.items():
+        for node_name, on_node in interruption.every(placed.by_node.items()):
             node = placed.nodes.get(node_name)
             if node is None or not node.metadata.labels or not on_node:
                 continue

@@ -38,8 +38,9 @@ The node policies read only `spec.taints` (a cordoned node's unschedulable taint
 once the node lifecycle controller has added it). Pods are `PlacedPods`'s: bound, or placed by
 the current pass.
 
-Pure: imports the model, `dralloc.allocation.nodeaffinity`, and the scheduling modules
-`labels`, `nodefit` (taints vs. tolerations) and `placedpods`.
+Pure: imports the model, `dralloc.allocation.nodeaffinity` and `interruption` (the count over every
+node stops with the decision), and the scheduling modules `labels`, `nodefit` (taints vs.
+tolerations) and `placedpods`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from dralloc.allocation import nodeaffinity
+from dralloc.allocation import interruption, nodeaffinity
 from dralloc.model import nodes, pods
 from dralloc.scheduling import labels, nodefit, placedpods
 
@@ -192,7 +193,7 @@ class Check:
         return not (other.metadata.uid == uid if uid is not None else other.metadata.name == pod.metadata.name)
 
     def _count(self, placed: placedpods.PlacedPods) -> None:
-        for node_name, node in placed.nodes.items():
+        for node_name, node in interruption.every(placed.nodes.items()):
             eligible = self._eligible(node)
             if eligible is None:
                 continue
