@@ -14,6 +14,7 @@ import pytest
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, real_mode, wait_for
 
+from dralloc.scheduling import volumes
 from dralloc.testing import cluster
 from dralloc.testing.cluster import crds
 
@@ -324,7 +325,7 @@ def test_a_read_write_once_pod_claim_admits_one_pod(apiserver: Cluster, operator
     assert wait_for(lambda: helpers.node_of(apiserver, "first"), what="the first pod bound") == node_a
     apiserver.seed([replica("second", "db", **_uses("solo"))])
     message = wait_for(lambda: unschedulable_message(apiserver, "second"), what="the second told why")
-    assert "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode" in message
+    assert volumes.READ_WRITE_ONCE_POD_CONFLICT in message
     assert len([c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]) == 1
 
 

@@ -22,8 +22,9 @@ Else a `Check`, whose `reject(node)` runs the Filters in the profile's order:
 - VolumeRestrictions: the pod's in-tree GCE PD, AWS EBS, iSCSI or RBD volume also used by a
   pod on the node (same PD / volume ID / IQN / monitors+pool+image; read-only everywhere is
   fine except for EBS): `node(s) had no available disk`. A ReadWriteOncePod claim of the pod
-  used by any pod anywhere (bound or placed): `node has pod using PersistentVolumeClaim with
-  the same name and ReadWriteOncePod access mode` (every node, as upstream: preemption may help).
+  used by any pod anywhere (bound or placed): `node(s) unavailable due to PersistentVolumeClaim
+  with ReadWriteOncePod access mode already in-use by another pod` (every node, as upstream:
+  preemption may help).
 - NodeVolumeLimits (CSI): the pod's volumes as `<driver>/<volumeHandle>` (a bound claim's PV
   `spec.csi`; an unbound one: its class's provisioner and a handle of its own), the node's
   pods' volumes likewise, each unique volume counted once per driver; over the node's
@@ -31,8 +32,8 @@ Else a `Check`, whose `reject(node)` runs the Filters in the profile's order:
   (beta, on in 1.37): a driver whose CSIDriver sets `preventPodSchedulingIfMissing` and that
   the node's CSINode does not list: `<driver> CSI driver is not installed on the node`.
 - VolumeBinding (`FindPodVolumes`): a bound claim's PV node affinity against the node's
-  labels (`node(s) had volume node affinity conflict`; PV gone: `pvc(s) bound to
-  non-existent pv(s)`); WaitForFirstConsumer claims: one already given another node
+  labels (`node(s) didn't match PersistentVolume's node affinity`; PV gone: `node(s)
+  unavailable due to one or more pvc(s) bound to non-existent pv(s)`); WaitForFirstConsumer claims: one already given another node
   (`volume.kubernetes.io/selected-node`) fails fast, the others take, smallest request first,
   the smallest Available PV of their class that fits (pre-bound to the claim first; capacity,
   volume mode, selector, access modes, node affinity; no two claims one PV); a claim without
@@ -86,12 +87,12 @@ if TYPE_CHECKING:
 
 # Reasons, as upstream words them.
 DISK_CONFLICT = "node(s) had no available disk"
-READ_WRITE_ONCE_POD_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "
-                                "ReadWriteOncePod access mode")
+READ_WRITE_ONCE_POD_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access "
+                                "mode already in-use by another pod")
 MAX_VOLUME_COUNT = "node(s) exceed max volume count"
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
-PV_NOT_EXIST = "pvc(s) bound to non-existent pv(s)"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ZONE_CONFLICT = "node(s) had no available volume zone"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
