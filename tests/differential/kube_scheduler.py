@@ -294,6 +294,8 @@ class Batch:
             list(pool.map(lambda key: pods.delete(name=key[1], namespace=key[0], body={"gracePeriodSeconds": 0}),
                           doomed))
         self._wait_nodes_ready(len(nodes))
+        self._wait_claims_bound(sum(1 for o in rest if o["kind"] == "PersistentVolumeClaim"
+                                    and o["metadata"]["labels"].get(scenarios.PREBOUND_LABEL) == "true"))
         self.say(f"  set up {len(nodes)} nodes and {len(namespaces) + len(rest)} other objects "
                  f"in {time.monotonic() - started:.1f} s")
 
@@ -310,6 +312,25 @@ class Batch:
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"nodes still not ready after {timeout:.0f} s: {waiting[:5]} "
+                                     f"({len(found)} of {count} seen)")
+            time.sleep(0.5)
+
+    def _wait_claims_bound(self, count: int, timeout: float = 90.0) -> None:
+        """Until the PV controller has bound every pre-bound claim of the run (the scenarios' bound
+        volumes: a claim not bound yet would be "unbound immediate" to both schedulers)."""
+        if not count:
+            return
+        claims = self.cluster.conn.resource("v1", "PersistentVolumeClaim")
+        selector = f"{scenarios.RUN_LABEL}={self.run_id},{scenarios.PREBOUND_LABEL}=true"
+        deadline = time.monotonic() + timeout
+        while True:
+            found = claims.get(label_selector=selector).to_dict().get("items") or []
+            waiting = [f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in found
+                       if (c.get("status") or {}).get("phase") != "Bound"]
+            if len(found) == count and not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"claims still not bound after {timeout:.0f} s: {waiting[:5]} "
                                      f"({len(found)} of {count} seen)")
             time.sleep(0.5)
 

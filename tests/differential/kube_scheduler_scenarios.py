@@ -72,6 +72,7 @@ CLAIM = "gpu"
 PENDING = "pending"
 HOLD = "diff.dralloc.io/hold"  # keeps a deleted pod terminating
 PINNED = "pinned"
+PREBOUND_LABEL = "diff.dralloc.io/prebound"  # on claims: "true" when the twin waits for it to be Bound
 
 APPS = ("a", "b", "c")
 TIERS = ("x", "y")
@@ -90,6 +91,10 @@ TOLERATIONS = (
     {"operator": "Exists"},
 )
 HOST_PORTS = (8080, 8081)
+CSI_DRIVER = "csi.diff.dralloc.io"
+# A twin's StorageClasses (`<twin key>-<kind>`): pre-bound claims are Immediate, the others
+# WaitForFirstConsumer; neither provisions (nothing would), so a claim binds only to a PV of the twin.
+STORAGE_CLASSES = ("$sc-bound", "$sc-wffc")
 
 
 def node_name(index: int) -> str:
@@ -282,6 +287,73 @@ def _workload(rng: random.Random, *, cpu: tuple[int, ...], ports: float, init: f
     return found
 
 
+def _storage(rng: random.Random, nodes: list[Obj], zones: int, existing: list[Obj], pending: Obj) -> Obj | None:
+    """Volumes for the pending pod (and some existing pods), each kind a volume filter reads:
+    a pre-bound local PV with node affinity (VolumeBinding's bound check), a pre-bound CSI PV with a
+    zone label (VolumeZone), a WaitForFirstConsumer claim with Available local PVs on some nodes
+    (VolumeBinding's matching: sizes, node affinity), a ReadWriteOncePod claim an existing pod may
+    use already (VolumeRestrictions), CSI volumes of existing pods against CSINode limits
+    (NodeVolumeLimits). Claims and PVs are the twin's own: `c<i>`, `v<i>` (PVs named by the twin)."""
+    volumes: list[Obj] = []
+    claims: list[Obj] = []
+    names = [f"${n['name']}" for n in nodes]
+
+    def new_claim(kind: str, *, mode: str = "ReadWriteOnce", size: str = "1Gi") -> Obj:
+        found = {"name": f"c{len(claims)}", "class": kind, "mode": mode, "size": size}
+        claims.append(found)
+        return found
+
+    def new_volume(claim: Obj | None, *, node: str | None = None, zone_affinity: str | None = None,
+                   zone_label: str | None = None, csi: bool = False, size: str = "1Gi",
+                   mode: str = "ReadWriteOnce") -> Obj:
+        found: Obj = {"name": f"v{len(volumes)}", "mode": mode, "size": size, "csi": csi}
+        for key, value in (("node", node), ("zoneAffinity", zone_affinity), ("zoneLabel", zone_label)):
+            if value is not None:
+                found[key] = value
+        if claim is not None:
+            found["claim"] = claim["name"]
+            claim["volume"] = found["name"]
+        volumes.append(found)
+        return found
+
+    wanted: list[str] = []
+    for _ in range(rng.choice((1, 1, 2))):
+        roll = rng.random()
+        if roll < 0.25:  # bound, local, on one node or in one zone
+            claim = new_claim("bound")
+            if rng.random() < 0.7:
+                new_volume(claim, node=rng.choice(names))
+            else:
+                new_volume(claim, zone_affinity=f"$z{rng.randrange(zones)}")
+        elif roll < 0.4:  # bound, CSI, labelled with a zone
+            claim = new_claim("bound")
+            new_volume(claim, csi=True, zone_label=f"$z{rng.randrange(zones)}")
+        elif roll < 0.7:  # WaitForFirstConsumer: some Available PVs on some nodes
+            claim = new_claim("wffc", size=rng.choice(("1Gi", "2Gi")))
+            for _ in range(rng.randint(0, 3)):
+                new_volume(None, node=rng.choice(names), size=rng.choice(("1Gi", "2Gi", "4Gi")))
+        elif roll < 0.85:  # ReadWriteOncePod, maybe in use by an existing pod
+            claim = new_claim("bound", mode="ReadWriteOncePod")
+            new_volume(claim, node=rng.choice(names), mode="ReadWriteOncePod")
+            holders = [p for p in existing if "namespace" not in p]
+            if holders and rng.random() < 0.6:
+                rng.choice(holders).setdefault("claims", []).append(claim["name"])
+        else:  # CSI, against the nodes' limits, with CSI volumes of existing pods counted
+            claim = new_claim("bound")
+            new_volume(claim, csi=True)
+            for holder in [p for p in existing if "namespace" not in p]:
+                if rng.random() < 0.5:
+                    other = new_claim("bound")
+                    new_volume(other, csi=True)
+                    holder.setdefault("claims", []).append(other["name"])
+        wanted.append(claim["name"])
+    limits = {}
+    if any(v["csi"] for v in volumes):
+        limits = {n["name"]: rng.choice((0, 1, 1, 2, 4)) for n in nodes if rng.random() < 0.7}
+    pending["claims"] = wanted
+    return {"volumes": volumes, "claims": claims, "csiLimits": limits}
+
+
 def scenario(seed: int, index: int) -> Obj:
     """Scenario `index` of the run `seed`: a pure function of both."""
     rng = random.Random(f"kube-scheduler-differential:{seed}:{index}")
@@ -343,7 +415,13 @@ def scenario(seed: int, index: int) -> Obj:
         spread = _spread(rng)
         if spread:
             pending["topologySpreadConstraints"] = spread
-    return {"seed": seed, "index": index, "zones": zones, "nodes": nodes, "pods": existing, "pending": pending}
+    found = {"seed": seed, "index": index, "zones": zones, "nodes": nodes, "pods": existing, "pending": pending}
+    # Drawn last, from a generator of its own: the scenarios of earlier runs (seeds replayed by
+    # number) keep every other draw as it was.
+    storage_rng = random.Random(f"kube-scheduler-differential-storage:{seed}:{index}")
+    if storage_rng.random() < 0.35:
+        found["storage"] = _storage(storage_rng, nodes, zones, existing, pending)
+    return found
 
 
 # ---- twins ----------------------------------------------------------------------------------------
@@ -391,7 +469,8 @@ class Twin:
 
     def substitutes(self, scenario_: Obj) -> dict[str, str]:
         found = {"$ns": self.namespace, "$ns2": self.second_namespace, "$twin": self.key,
-                 RACK: self.rack_key, "$r0": self.zone("r0"), "$r1": self.zone("r1")}
+                 RACK: self.rack_key, "$r0": self.zone("r0"), "$r1": self.zone("r1"),
+                 **{name: f"{self.key}-{name[1:]}" for name in STORAGE_CLASSES}}
         for node in scenario_["nodes"]:
             found[f"${node['name']}"] = self.node(node["name"])
         for zone in range(scenario_["zones"]):
@@ -498,6 +577,64 @@ def _workload_spec(workload: Obj, *, claim: bool = False, extra: dict[str, str] 
     return spec
 
 
+def _pod_volumes(claims: list[str]) -> list[Obj]:
+    return [{"name": f"vol-{name}", "persistentVolumeClaim": {"claimName": name}} for name in claims]
+
+
+def _storage_objects(scenario_: Obj, twin: Twin, table: dict[str, str]) -> list[Obj]:
+    """The twin's StorageClasses, PersistentVolumes (pre-bound to their claims, or Available), claims and
+    CSINodes."""
+    storage = scenario_.get("storage")
+    if not storage:
+        return []
+    classes = {"bound": table["$sc-bound"], "wffc": table["$sc-wffc"]}
+    objects: list[Obj] = [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": classes["bound"]},
+         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": classes["wffc"]},
+         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+    ]
+    claim_class = {c["name"]: classes[c["class"]] for c in storage["claims"]}
+    unbound_class = classes["wffc"]
+    for volume in storage["volumes"]:
+        claim_name = volume.get("claim")
+        spec: Obj = {"capacity": {"storage": volume["size"]}, "accessModes": [volume["mode"]],
+                     "storageClassName": claim_class[claim_name] if claim_name else unbound_class,
+                     "persistentVolumeReclaimPolicy": "Retain"}
+        if claim_name:
+            spec["claimRef"] = {"namespace": twin.namespace, "name": claim_name}
+        term = None
+        if "node" in volume:
+            term = {"key": HOSTNAME, "operator": "In", "values": [table[volume["node"]]]}
+        elif "zoneAffinity" in volume:
+            term = {"key": ZONE, "operator": "In", "values": [table[volume["zoneAffinity"]]]}
+        if term is not None:
+            spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}}
+        if volume["csi"]:
+            spec["csi"] = {"driver": CSI_DRIVER, "volumeHandle": f"{twin.key}-{volume['name']}"}
+        else:
+            spec["local"] = {"path": f"/mnt/{volume['name']}"}
+        labels = {RUN_LABEL: twin.run}
+        if "zoneLabel" in volume:
+            labels[ZONE] = table[volume["zoneLabel"]]
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolume",
+                        "metadata": {"name": f"{twin.key}-{volume['name']}", "labels": labels}, "spec": spec})
+    for claim in storage["claims"]:
+        spec = {"accessModes": [claim["mode"]], "storageClassName": claim_class[claim["name"]],
+                "resources": {"requests": {"storage": claim["size"]}}}
+        if claim.get("volume"):
+            spec["volumeName"] = f"{twin.key}-{claim['volume']}"
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                        "metadata": {"name": claim["name"], "namespace": twin.namespace, "labels": {
+                            RUN_LABEL: twin.run, PREBOUND_LABEL: "true" if claim.get("volume") else "false"}},
+                        "spec": spec})
+    for node, count in storage.get("csiLimits", {}).items():
+        name = twin.node(node)
+        objects.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+                        "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": name, "allocatable": {"count": count}}]}})
+    return objects
+
+
 def setup_objects(scenario_: Obj, twin: Twin, class_name: str) -> list[Obj]:
     """The twin's Namespaces, Nodes, ResourceSlices, claims holding GPUs, pods already bound, and the
     pending pod's claim. Pods to be terminating carry the finalizer `HOLD` (delete them after)."""
@@ -519,6 +656,8 @@ def setup_objects(scenario_: Obj, twin: Twin, class_name: str) -> list[Obj]:
                      **_workload_spec(pod), "terminationGracePeriodSeconds": 0}
         if pod.get("affinity"):
             spec["affinity"] = _substituted(pod["affinity"], table)
+        if pod.get("claims"):
+            spec["volumes"] = _pod_volumes(pod["claims"])
         meta: Obj = {"name": pod["name"], "namespace": table[pod.get("namespace", "$ns")],
                      "labels": {**pod["labels"], RUN_LABEL: twin.run}}
         if pod.get("terminating"):
@@ -530,7 +669,7 @@ def setup_objects(scenario_: Obj, twin: Twin, class_name: str) -> list[Obj]:
     pending_claim = claim(scenario_, twin, class_name)
     if pending_claim is not None:
         objects.append(pending_claim)
-    return objects
+    return objects + _storage_objects(scenario_, twin, table)
 
 
 def terminating(scenario_: Obj, twin: Twin) -> list[tuple[str, str]]:
@@ -568,6 +707,8 @@ def pending_pod(scenario_: Obj, twin: Twin, *, scheduler: str | None, name: str 
             spec[field] = _substituted(copy.deepcopy(wanted[field]), table)
     if gpus:
         spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimName": claim_name}]
+    if wanted.get("claims"):
+        spec["volumes"] = _pod_volumes(wanted["claims"])
     labels = {**wanted.get("labels", {}), ROLE_LABEL: name, RUN_LABEL: twin.run}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": twin.namespace, "labels": labels},
             "spec": spec}

@@ -126,3 +126,38 @@ def test_a_reason_kube_scheduler_did_not_give_is_a_reason_difference() -> None:
     assert kube_scheduler.reason_differences(kube, dralloc, twin.position) == ["n0: Insufficient memory"]
     assert kube_scheduler.reason_differences(kube, dralloc, twin.position, only="n1") == []
     assert kube_scheduler.reason_differences(kube_scheduler.Verdict("bound", "n0"), dralloc, twin.position) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_volumes_are_what_the_api_server_takes_and_bind_within_the_twin(seed: int) -> None:
+    """A local PV has node affinity (the API requires it); every pre-bound PV and claim name each other;
+    the pods' volumes name claims of their namespace; a twin's claims can bind only its own PVs (its
+    StorageClasses); and the generator does write volumes."""
+    with_storage = 0
+    for index in range(40):
+        scenario = gen.scenario(seed, index)
+        if "storage" not in scenario:
+            continue
+        with_storage += 1
+        twin = gen.Twin("d", "r", index)
+        objects = _objects(scenario, twin)
+        volumes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"}
+        claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+        classes = {o["metadata"]["name"] for o in objects if o["kind"] == "StorageClass"}
+        for name, volume in volumes.items():
+            spec = volume["spec"]
+            assert "csi" in spec or spec["nodeAffinity"]["required"]["nodeSelectorTerms"], name
+            assert spec["storageClassName"] in classes and spec["storageClassName"].startswith(twin.key)
+            ref = spec.get("claimRef")
+            if ref:
+                assert ref["namespace"] == twin.namespace
+                assert claims[ref["name"]]["spec"]["volumeName"] == name
+        for claim in claims.values():
+            assert claim["spec"]["storageClassName"] in classes
+            if claim["spec"].get("volumeName"):
+                assert claim["spec"]["volumeName"] in volumes
+        for pod in (o for o in objects if o["kind"] == "Pod"):
+            for volume in pod["spec"].get("volumes", []):
+                assert pod["metadata"]["namespace"] == twin.namespace
+                assert volume["persistentVolumeClaim"]["claimName"] in claims
+    assert with_storage >= 5
