@@ -12,9 +12,16 @@
     and anti-affinity (hostname, zone or rack; own namespace, listed namespaces, namespaceSelector,
     matchLabelKeys/mismatchLabelKeys; empty or absent label selectors), topology spread
     constraints (DoNotSchedule or ScheduleAnyway, maxSkew, minDomains, node inclusion policies,
-    matchLabelKeys), with or without a claim for 1-2 GPUs.
+    matchLabelKeys), with or without a claim for 1-2 GPUs;
+  - in about a third of them, volumes (`_storage`): pre-bound local PVs with node or zone affinity,
+    CSI PVs with a zone label, WaitForFirstConsumer claims with Available PVs on some nodes,
+    ReadWriteOncePod claims an existing pod may hold, CSI volumes against CSINode limits. Each
+    twin has its own StorageClasses (`$sc-bound`, `$sc-wffc`), PVs (named by the twin) and
+    claims, so a claim binds only a PV of its twin; pre-bound claims are Bound before the
+    pending pods are created.
 Names that depend on where it runs are placeholders: `$n0` (a node), `$z0` (a zone value),
-`$r0` (a rack), `$rack` (the rack label key), `$ns` and `$ns2` (the namespaces), `$twin`.
+`$r0` (a rack), `$rack` (the rack label key), `$ns` and `$ns2` (the namespaces), `$twin`,
+`$sc-bound` and `$sc-wffc` (the StorageClasses).
 
 `setup_objects(scenario, twin, class)` and `pending_pod(scenario, twin, ...)` turn it into API
 objects for one twin: a copy of the scenario in its own namespaces (labelled with the twin's
