@@ -38,6 +38,7 @@ UPSTREAM: dict[str, tuple[str, str]] = {
                                             "node(s) didn't find available persistent volumes to bind"),
     "volumebinding ErrReasonPVNotExist": (volumes.PV_NOT_EXIST,
                                           "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"),
+    "volumebinding ErrReasonNotEnoughSpace": (volumes.NOT_ENOUGH_SPACE, "node(s) did not have enough free storage"),
     "volumezone ErrReasonConflict": (volumes.ZONE_CONFLICT, "node(s) had no available volume zone"),
 }
 

@@ -119,6 +119,30 @@ def csi_driver(name: str = DRIVER, *, prevent: bool | None = True) -> api.CSIDri
     return parsed
 
 
+def capacity(name: str, *, cls: str = "fast", size: str | None = "10Gi", maximum: str | None = None,
+             topology: Mapping[str, str] | None = None) -> api.CSIStorageCapacity:
+    """A CSIStorageCapacity of class `cls` for the nodes whose labels include `topology` (None: no
+    nodeTopology, which reaches no node; {}: every node)."""
+    raw: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                           "metadata": {"name": name, "namespace": "kube-system"}, "storageClassName": cls}
+    if size is not None:
+        raw["capacity"] = size
+    if maximum is not None:
+        raw["maximumVolumeSize"] = maximum
+    if topology is not None:
+        raw["nodeTopology"] = {"matchLabels": dict(topology)}
+    parsed: api.CSIStorageCapacity = conversion.parse_as(api.CSIStorageCapacity, raw)
+    return parsed
+
+
+def tracking(name: str = DRIVER) -> api.CSIDriver:
+    """A CSIDriver that publishes storage capacity."""
+    parsed: api.CSIDriver = conversion.parse_as(api.CSIDriver, {
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+        "spec": {"storageCapacity": True}})
+    return parsed
+
+
 def uses(claim_name: str, name: str | None = None) -> dict[str, Any]:
     return {"name": name or f"vol-{claim_name}", "persistentVolumeClaim": {"claimName": claim_name}}
 
@@ -154,7 +178,8 @@ def storage_of(objects: Sequence[Any]) -> volumes.Storage:
     def of(kind: type[Any]) -> list[Any]:
         return [o for o in objects if isinstance(o, kind)]
     return volumes.Storage.of(claims=of(api.PersistentVolumeClaim), volumes=of(api.PersistentVolume),
-                              classes=of(api.StorageClass), csi_nodes=of(api.CSINode), drivers=of(api.CSIDriver))
+                              classes=of(api.StorageClass), csi_nodes=of(api.CSINode), drivers=of(api.CSIDriver),
+                              capacities=of(api.CSIStorageCapacity))
 
 
 def prepared(case: Case) -> volumes.Check | str | None:
@@ -338,6 +363,35 @@ REJECTED: dict[str, Case] = {
         pod("p", uses("data")), None, (claim("data"), volume("pv1", node_affinity=N2_ONLY), WFFC), node=N1),
     "class-without-provisioner-rejects": Case(
         pod("p", uses("data")), volumes.BIND_CONFLICT, (claim("data"), storage_class(provisioner="")), node=N1),
+    # ---- VolumeBinding: storage capacity (a CSI driver with storageCapacity: true)
+    "capacity-of-the-class-reaching-the-node-fits": Case(
+        pod("p", uses("data")), None,
+        (claim("data", storage="5Gi"), WFFC, tracking(), capacity("c1", topology={ZONE: "a"})), node=N1),
+    "capacity-too-small-rejects": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE,
+        (claim("data", storage="20Gi"), WFFC, tracking(), capacity("c1", topology={ZONE: "a"})), node=N1),
+    "maximum-volume-size-wins-over-capacity": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE,
+        (claim("data", storage="5Gi"), WFFC, tracking(), capacity("c1", maximum="4Gi", topology={ZONE: "a"})),
+        node=N1),
+    "capacity-for-other-nodes-rejects": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE,
+        (claim("data", storage="5Gi"), WFFC, tracking(), capacity("c1", topology={ZONE: "b"})), node=N1),
+    "capacity-without-node-topology-reaches-no-node": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE,
+        (claim("data", storage="5Gi"), WFFC, tracking(), capacity("c1", topology=None)), node=N1),
+    "capacity-of-another-class-does-not-count": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE,
+        (claim("data", storage="5Gi"), WFFC, tracking(), capacity("c1", cls="slow", topology={})), node=N1),
+    "no-capacity-object-at-all-rejects": Case(
+        pod("p", uses("data")), volumes.NOT_ENOUGH_SPACE, (claim("data", storage="5Gi"), WFFC, tracking()), node=N1),
+    "a-driver-that-publishes-no-capacity-is-not-checked": Case(
+        pod("p", uses("data")), None, (claim("data", storage="5Gi"), WFFC, csi_driver(prevent=None)), node=N1),
+    "a-claim-without-a-request-is-not-checked": Case(
+        pod("p", uses("data")), None, (claim("data", storage=None), WFFC, tracking()), node=N1),
+    "a-class-that-does-not-reach-the-node-says-bind-conflict-first": Case(
+        pod("p", uses("data")), volumes.BIND_CONFLICT,
+        (claim("data", storage="5Gi"), storage_class(topologies=[{ZONE: ["b"]}]), tracking()), node=N1),
     "allowed-topology-of-another-zone-rejects": Case(
         pod("p", uses("data")), volumes.BIND_CONFLICT, (claim("data"), storage_class(topologies=[{ZONE: ["b"]}])),
         node=N1),

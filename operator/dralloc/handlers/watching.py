@@ -55,7 +55,8 @@ FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CL
                 ("Namespace", resources.NAMESPACES),
                 ("PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS),
                 ("PersistentVolume", resources.PERSISTENT_VOLUMES), ("StorageClass", resources.STORAGE_CLASSES),
-                ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS))
+                ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS),
+                ("CSIStorageCapacity", resources.CSI_STORAGE_CAPACITIES))
 WATCHED = (
     ("Node", "", "v1", "nodes"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
@@ -196,7 +197,8 @@ async def pod_group_feed(rt: Runtime, stopped: asyncio.Event, resource_version: 
 
 
 # Kinds a cluster may not serve (a trimmed API server, an older sandbox): listed as none then.
-OPTIONAL = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
+OPTIONAL = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                      "CSIStorageCapacity"})
 
 
 async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:

@@ -88,6 +88,7 @@ PERSISTENT_VOLUMES = Resource(CORE, "v1", "persistentvolumes", "PersistentVolume
 STORAGE_CLASSES = Resource(STORAGE, "v1", "storageclasses", "StorageClass", False)
 CSI_NODES = Resource(STORAGE, "v1", "csinodes", "CSINode", False)
 CSI_DRIVERS = Resource(STORAGE, "v1", "csidrivers", "CSIDriver", False)
+CSI_STORAGE_CAPACITIES = Resource(STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity", True)
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
@@ -96,6 +97,7 @@ ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
     POD_GROUPS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
 )
 
 _READ = ("get", "list", "watch")

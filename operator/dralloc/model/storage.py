@@ -1,7 +1,7 @@
 """Core v1 and storage.k8s.io/v1 subset: what kube-scheduler's volume filters read.
 
-PersistentVolumeClaim and PersistentVolume (core v1), StorageClass, CSINode and CSIDriver
-(storage.k8s.io/v1). Only the fields the filters read are named; the rest (a PV's in-tree
+PersistentVolumeClaim and PersistentVolume (core v1), StorageClass, CSINode, CSIDriver and
+CSIStorageCapacity (storage.k8s.io/v1). Only the fields the filters read are named; the rest (a PV's in-tree
 sources such as `gcePersistentDisk` or `awsElasticBlockStore`, a class's `parameters`, a
 driver's `attachRequired`, ...) are kept as unknown fields, so an object read and written
 back loses nothing.
@@ -192,3 +192,13 @@ class CSIDriver(Object):
     """storage.k8s.io/v1 CSIDriver (named as the driver)."""
 
     spec: CSIDriverSpec = Field(default_factory=CSIDriverSpec)
+
+
+class CSIStorageCapacity(Object):
+    """storage.k8s.io/v1 CSIStorageCapacity (namespaced; no spec: its fields are top-level): how much a
+    StorageClass's provisioner can still provision for the nodes its `nodeTopology` selects."""
+
+    storage_class_name: str = ""
+    node_topology: LabelSelector | None = None  # None: no node can reach it
+    capacity: Quantity | None = None
+    maximum_volume_size: Quantity | None = None  # when set, the size one new volume may have

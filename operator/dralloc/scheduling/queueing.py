@@ -381,7 +381,7 @@ def classify(kind: str, before: Raw | None, after: Raw | None) -> Change | None:
         return Change(pod_groups=frozenset({key}))
     if kind == "PersistentVolumeClaim":
         return Change(volume_claims=frozenset({key}))
-    if kind in ("PersistentVolume", "StorageClass", "CSINode", "CSIDriver"):
+    if kind in ("PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity"):
         return EVERYTHING  # volumes a pod may bind or use, and the nodes' volume limits: rare changes
     if kind == "Namespace":
         # namespaceSelector of affinity terms: a namespace's labels decide whose pods count.

@@ -39,7 +39,11 @@ Else a `Check`, whose `reject(node)` runs the Filters in the profile's order:
   volume mode, selector, access modes, node affinity; no two claims one PV); a claim without
   one is provisioned when its class has a provisioner (not `kubernetes.io/no-provisioner`)
   and its `allowedTopologies` select the node: else `node(s) didn't find available
-  persistent volumes to bind`. Several reasons are joined with ", ".
+  persistent volumes to bind`; and, when the class's CSI driver publishes storage capacity
+  (CSIDriver `storageCapacity: true`), a CSIStorageCapacity of the class whose nodeTopology
+  selects the node has room for the claim's request (maximumVolumeSize when set, else
+  capacity): else `node(s) did not have enough free storage`. Several reasons are joined
+  with ", ".
 - VolumeZone: a bound PV's zone/region labels (`topology.kubernetes.io/*` and the legacy
   `failure-domain.beta.kubernetes.io/*`, `__`-separated zone sets; a beta key falls back to
   the node's GA label) against a node that has any of them: `node(s) had no available
@@ -58,8 +62,7 @@ Not done (gaps, each a documented difference):
   not as translated.
 - NodeVolumeLimits' VolumeAttachment count (volumes attached to the node with no pod there
   any more): `Storage` has no VolumeAttachments.
-- Storage capacity (CSIStorageCapacity, `node(s) did not have enough free storage`) and
-  VolumeBinding's scores: not checked / not scored.
+- VolumeBinding's scores (StorageCapacityScoring): not scored.
 - Upstream picks among equal candidate PVs in its cache's order; here PVs are taken by name.
   A claim two of the pod's volumes use is one claim here (upstream would look for two PVs).
 - Upstream's error statuses: an existing pod's ephemeral claim it does not control makes
@@ -95,6 +98,7 @@ BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ZONE_CONFLICT = "node(s) had no available volume zone"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 
 
 def claim_not_found(name: str) -> str:
@@ -137,15 +141,21 @@ class Storage:
     classes: Mapping[str, api.StorageClass]
     csi_nodes: Mapping[str, api.CSINode]  # by node name
     drivers: Mapping[str, api.CSIDriver] = dataclasses.field(default_factory=dict)  # CSIDriver by name
+    # CSIStorageCapacity objects by StorageClass name (of every namespace, as upstream lists them).
+    capacities: Mapping[str, tuple[api.CSIStorageCapacity, ...]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, claims: Iterable[api.PersistentVolumeClaim] = (), volumes: Iterable[api.PersistentVolume] = (),
            classes: Iterable[api.StorageClass] = (), csi_nodes: Iterable[api.CSINode] = (),
-           drivers: Iterable[api.CSIDriver] = ()) -> Storage:
+           drivers: Iterable[api.CSIDriver] = (), capacities: Iterable[api.CSIStorageCapacity] = ()) -> Storage:
         """Keyed as the filters look them up."""
+        by_class: dict[str, list[api.CSIStorageCapacity]] = {}
+        for capacity in capacities:
+            by_class.setdefault(capacity.storage_class_name, []).append(capacity)
         return cls(claims={(c.namespace, c.name): c for c in claims}, volumes={v.name: v for v in volumes},
                    classes={c.name: c for c in classes}, csi_nodes={n.name: n for n in csi_nodes},
-                   drivers={d.name: d for d in drivers})
+                   drivers={d.name: d for d in drivers},
+                   capacities={name: tuple(found) for name, found in by_class.items()})
 
 
 EMPTY = Storage(claims={}, volumes={}, classes={}, csi_nodes={})
@@ -451,12 +461,14 @@ class Check:
     def _find(self, node: nodes.Node) -> tuple[list[str], VolumePlan]:
         labels = node.metadata.labels
         bound_ok, volumes_found = self._check_bound(labels)
-        unbound_ok, static, provision = self._find_unbound(node)
+        unbound_ok, enough_space, static, provision = self._find_unbound(node)
         reasons = []
         if not bound_ok:
             reasons.append(NODE_CONFLICT)
         if not unbound_ok:
             reasons.append(BIND_CONFLICT)
+        if not enough_space:
+            reasons.append(NOT_ENOUGH_SPACE)
         if not volumes_found:
             reasons.append(PV_NOT_EXIST)
         plan = VolumePlan(node=node.metadata.name, static=tuple((c.key, v.name) for c, v in static),
@@ -474,22 +486,23 @@ class Check:
         return True, True
 
     def _find_unbound(self, node: nodes.Node) -> tuple[
-            bool, list[tuple[PodClaim, api.PersistentVolume]], list[PodClaim]]:
-        """(satisfied, static bindings, claims to provision) for the WaitForFirstConsumer claims."""
+            bool, bool, list[tuple[PodClaim, api.PersistentVolume]], list[PodClaim]]:
+        """(satisfied, enough storage, static bindings, claims to provision) for the WaitForFirstConsumer
+        claims."""
         if not self.delayed:
-            return True, [], []
+            return True, True, [], []
         to_match: list[PodClaim] = []
         to_provision: list[PodClaim] = []
         for pod_claim in self.delayed:
             annotations = pod_claim.claim.metadata.annotations
             if api.SELECTED_NODE in annotations:
                 if annotations[api.SELECTED_NODE] != node.metadata.name:
-                    return False, [], []  # already given another node
+                    return False, True, [], []  # already given another node
                 to_provision.append(pod_claim)
             else:
                 to_match.append(pod_claim)
         labels = node.metadata.labels
-        satisfied = True
+        satisfied = enough = True
         static: list[tuple[PodClaim, api.PersistentVolume]] = []
         chosen: set[str] = set()
         for pod_claim in sorted(to_match, key=lambda c: _storage_amount(c.claim.requested_storage())):
@@ -503,14 +516,44 @@ class Check:
             static.append((pod_claim, volume))
         if to_provision:
             # Upstream: what provisioning decides replaces what matching found.
-            satisfied = all(self._provisionable(c.claim, labels) for c in to_provision)
-        return satisfied, static, (to_provision if satisfied else [])
+            satisfied, enough = self._check_provisions([c.claim for c in to_provision], labels)
+        return satisfied, enough, static, (to_provision if satisfied and enough else [])
 
-    def _provisionable(self, claim: api.PersistentVolumeClaim, labels: Mapping[str, str]) -> bool:
-        storage_class = self.storage.classes.get(claim.class_name())
-        if storage_class is None or storage_class.provisioner in ("", api.NO_PROVISIONER):
-            return False
-        return topology_matches(storage_class.allowed_topologies, labels)
+    def _check_provisions(self, claims: Sequence[api.PersistentVolumeClaim],
+                          labels: Mapping[str, str]) -> tuple[bool, bool]:
+        """(provisioning satisfied, enough storage), claim by claim, stopping at the first that fails, as
+        upstream's checkVolumeProvisions: a class that provisions, whose allowedTopologies select the node,
+        and, for a CSI driver that publishes storage capacity (its CSIDriver's `storageCapacity`), a
+        CSIStorageCapacity of the class that reaches the node and has room for the claim's request."""
+        for claim in claims:
+            storage_class = self.storage.classes.get(claim.class_name())
+            if storage_class is None or storage_class.provisioner in ("", api.NO_PROVISIONER):
+                return False, True
+            if not topology_matches(storage_class.allowed_topologies, labels):
+                return False, True
+            if not self._enough_capacity(claim, storage_class, labels):
+                return True, False
+        return True, True
+
+    def _enough_capacity(self, claim: api.PersistentVolumeClaim, storage_class: api.StorageClass,
+                         labels: Mapping[str, str]) -> bool:
+        """Upstream's hasEnoughCapacity: maximumVolumeSize when the object sets it, else capacity, in whole
+        bytes, at least the claim's request; the object's nodeTopology (absent: no node) selects the node."""
+        size = claim.requested_storage()
+        driver = self.storage.drivers.get(storage_class.provisioner)
+        if size is None or driver is None or not driver.spec.storage_capacity:
+            return True  # nothing to check: no request, or a driver that publishes no capacity
+        wanted = size.as_int_ceil()
+        for capacity in self.storage.capacities.get(storage_class.name, ()):
+            limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+            if limit is None or limit.as_int_ceil() < wanted or capacity.node_topology is None:
+                continue
+            try:
+                if selectors.matches(capacity.node_topology, labels):
+                    return True
+            except ValueError:
+                continue  # upstream logs a selector it cannot convert and takes the object as out of reach
+        return False
 
     # ---- VolumeZone
     def _zone(self, node: nodes.Node) -> str | None:

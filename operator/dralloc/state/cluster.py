@@ -163,6 +163,7 @@ class ClusterState:
         self.storage_classes: Store[storage.StorageClass] = Store(storage.StorageClass)
         self.csi_nodes: Store[storage.CSINode] = Store(storage.CSINode)
         self.csi_drivers: Store[storage.CSIDriver] = Store(storage.CSIDriver)
+        self.storage_capacities: Store[storage.CSIStorageCapacity] = Store(storage.CSIStorageCapacity)
         self.relevant_changes = 0
         # Called with (kind, the object before, after) for every change applied (None, None: a relist):
         # the scheduling queue's hints (scheduling/queueing.py) listen here.
@@ -184,7 +185,7 @@ class ClusterState:
             "DeviceHealthPolicy": self.health_policies, "PodGroup": self.pod_groups,
             "Namespace": self.namespaces, "PersistentVolumeClaim": self.volume_claims,
             "PersistentVolume": self.volumes, "StorageClass": self.storage_classes, "CSINode": self.csi_nodes,
-            "CSIDriver": self.csi_drivers,
+            "CSIDriver": self.csi_drivers, "CSIStorageCapacity": self.storage_capacities,
         }
         return stores[kind]
 

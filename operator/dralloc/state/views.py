@@ -104,15 +104,16 @@ class Views:
         return self._effective
 
     def storage(self) -> volumes.Storage:
-        """What the volume filters read, rebuilt when a PVC, PV, StorageClass, CSINode or CSIDriver changed."""
+        """What the volume filters read, rebuilt when a PVC, PV, StorageClass, CSINode, CSIDriver or
+        CSIStorageCapacity changed."""
         cluster = self.cluster
         stores = (cluster.volume_claims, cluster.volumes, cluster.storage_classes, cluster.csi_nodes,
-                  cluster.csi_drivers)
+                  cluster.csi_drivers, cluster.storage_capacities)
         key = tuple(store.version for store in stores)
         if self._storage is None or key != self._storage_key:
             self._storage = volumes.Storage.of(cluster.volume_claims.all(), cluster.volumes.all(),
                                                cluster.storage_classes.all(), cluster.csi_nodes.all(),
-                                               cluster.csi_drivers.all())
+                                               cluster.csi_drivers.all(), cluster.storage_capacities.all())
             self._storage_key = key
         return self._storage
 
