@@ -162,7 +162,8 @@ KUBE_WORDED = ("node(s) ", "Insufficient ", "Too many pods", "pvc(s) ")
 
 def dralloc_node_reasons(message: str) -> dict[str, list[str]]:
     """The reasons dralloc's "0/N nodes are available: n1: A; 2 nodes (n2, n3): B" message gives for each
-    node it names (a group of more than three is named in part), NodeResourcesFit's list split up."""
+    node it names (a group of more than three is named in part), a list of reasons in kube-scheduler's
+    words ("Insufficient cpu, Insufficient memory"; VolumeBinding's) split up."""
     found: dict[str, list[str]] = {}
     for part in message.partition("available: ")[2].split("; "):
         where, _, reason = part.partition(": ")
@@ -171,7 +172,7 @@ def dralloc_node_reasons(message: str) -> dict[str, list[str]]:
         else:
             names = [where.strip()]
         pieces = reason.split(", ")
-        listed = pieces if all(p.startswith(("Insufficient ", "Too many pods")) for p in pieces) else [reason]
+        listed = pieces if all(p.startswith(KUBE_WORDED) for p in pieces) else [reason]
         for name in names:
             found.setdefault(name, []).extend(listed)
     return found

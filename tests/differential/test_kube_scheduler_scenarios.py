@@ -105,13 +105,17 @@ def test_kube_schedulers_reasons_are_read_without_their_counts() -> None:
 
 
 def test_dralloc_reasons_are_read_per_named_node() -> None:
-    message = ("0/9 nodes are available: d-r-s1-n0: Insufficient cpu, Insufficient memory; 2 nodes (d-r-s1-n1, "
+    message = ("0/9 nodes are available: d-r-s1-n0: Insufficient cpu, Insufficient memory; d-r-s1-n3: node(s) "
+               "didn't match PersistentVolume's node affinity, node(s) didn't find available persistent volumes to "
+               "bind; 2 nodes (d-r-s1-n1, "
                "d-r-s1-n2): node(s) didn't match pod anti-affinity rules; 4 nodes (a, b, c, ...): claim ns/c, "
                "request r: 0 of 1 devices of class gpu usable, 1 needed")
     assert kube_scheduler.dralloc_node_reasons(message) == {
         "d-r-s1-n0": ["Insufficient cpu", "Insufficient memory"],
         "d-r-s1-n1": ["node(s) didn't match pod anti-affinity rules"],
         "d-r-s1-n2": ["node(s) didn't match pod anti-affinity rules"],
+        "d-r-s1-n3": ["node(s) didn't match PersistentVolume's node affinity",
+                      "node(s) didn't find available persistent volumes to bind"],
         **{n: ["claim ns/c, request r: 0 of 1 devices of class gpu usable, 1 needed"] for n in "abc"}}
 
 
