@@ -46,6 +46,7 @@ RESOURCES = {
     "namespaces": ("/api/v1", False),
     "nodes": ("/api/v1", False),
     "events.k8s.io": ("/apis/events.k8s.io/v1", True),
+    "csistoragecapacities": ("/apis/storage.k8s.io/v1", True),
 }
 
 
@@ -174,6 +175,13 @@ SCALAR = "must evaluate to a primitive scalar (string, integer, boolean, semver)
 def node(*features: str, name: str = "$NODE") -> Obj:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
             "status": {"declaredFeatures": list(features)}}
+
+
+def storage_capacity(**fields: Any) -> Obj:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", **fields}
+
+
+ZONE_TOPOLOGY = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}
 
 
 CASES: dict[str, Case] = {
@@ -1732,6 +1740,48 @@ CASES: dict[str, Case] = {
         "nodes", node("A" * 254, name="x"),
         refused=422, causes=(("status.declaredFeatures[0]", "Invalid"),),
         message="must be no more than 253 characters",
+    ),
+    # CSIStorageCapacity (storage.k8s.io/v1; sandbox/storagecapacities.py)
+    "storage-capacity-accepted": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std", capacity="1.5Gi", maximumVolumeSize="-1",
+                                                 nodeTopology={**ZONE_TOPOLOGY, "matchLabels": {}}),
+        returns={"storageClassName": "std", "capacity": "1536Mi", "maximumVolumeSize": "-1",  # only capacity >= 0
+                 "nodeTopology": {**ZONE_TOPOLOGY, "matchLabels": ABSENT}},
+    ),
+    "storage-capacity-without-storage-class": Case(  # checked as "": an Invalid, not a Required
+        "csistoragecapacities", storage_capacity(capacity="1Gi"),
+        refused=422, causes=(("storageClassName", "Invalid"),),
+        message='storageClassName: Invalid value: "": a lowercase RFC 1123 subdomain must consist of',
+    ),
+    "storage-capacity-bad-topology-selector": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std", nodeTopology={
+            "matchLabels": {"a": "b c"},
+            "matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1"]}, {"key": "k", "operator": "In"}]}),
+        refused=422, causes=(("nodeTopology.matchLabels", "Invalid"), ("nodeTopology.matchExpressions[0].operator", "Invalid"),
+                             ("nodeTopology.matchExpressions[1].values", "Required")),
+        message='nodeTopology.matchExpressions[0].operator: Invalid value: "Gt": not a valid selector operator',
+    ),
+    "storage-capacity-negative": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std", capacity="-0.5"),
+        refused=422, causes=(("capacity", "Invalid"),),
+        message='capacity: Invalid value: "-500m": must be greater than or equal to 0',
+    ),
+    "storage-capacity-storage-class-immutable": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std", nodeTopology=ZONE_TOPOLOGY),
+        update={"storageClassName": "other", "capacity": "2Gi"},
+        refused=422, causes=(("storageClassName", "Invalid"),),
+        message='storageClassName: Invalid value: "other": field is immutable',
+    ),
+    "storage-capacity-topology-immutable": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std"),
+        update={"nodeTopology": {}},  # no selector (no node) is not an empty one (every node)
+        refused=422, causes=(("nodeTopology", "Invalid"),),
+        message="nodeTopology: Invalid value: {}: field is immutable",
+    ),
+    "storage-capacity-may-change": Case(
+        "csistoragecapacities", storage_capacity(storageClassName="std", capacity="1Gi", nodeTopology=ZONE_TOPOLOGY),
+        update={"capacity": "2Gi", "maximumVolumeSize": "1Gi", "nodeTopology": {"matchLabels": {}}},
+        returns={"capacity": "2Gi", "maximumVolumeSize": "1Gi", "nodeTopology": ZONE_TOPOLOGY},
     ),
 }
 

@@ -28,7 +28,8 @@ and upstream's wording (`names.py` for name syntax):
   and affinity while the pod is still gated);
 - PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes: `volumes.py`, with
   the StorageObjectInUseProtection, DefaultStorageClass and PersistentVolumeClaimResize
-  admission plugins; CSIDrivers: `csidrivers.py`; PriorityClasses and the Priority
+  admission plugins; CSIDrivers: `csidrivers.py`; CSIStorageCapacities:
+  `storagecapacities.py`; PriorityClasses and the Priority
   admission plugin (Pods, PodGroups): `priorities.py`. Admission plugins that mutate run
   with the defaults, those that only validate after validation, as kube-apiserver orders
   them; their refusals are 403s.
@@ -52,6 +53,7 @@ from dralloc.sandbox import (
     resources,
     scheduler,
     slices,
+    storagecapacities,
     structural,
     volumes,
 )
@@ -153,6 +155,8 @@ class Admission:
             causes = volumes.schema_causes(rt.storage, causes) + volumes.validate(rt.storage, new, old, subresource)
         elif rt.storage == csidrivers.STORAGE and (checked or not causes):
             causes = csidrivers.schema_causes(causes) + csidrivers.validate(new, old)
+        elif rt.storage == storagecapacities.STORAGE and (checked or not causes):
+            causes += storagecapacities.validate(new, old)
         elif rt.group == workloads.GROUP and (checked or not causes):
             causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
         elif rt.plural == "nodes" and rt.group == "":
@@ -240,6 +244,8 @@ class Admission:
             volumes.default(rt.storage, obj, old, subresource, self.objects)
         elif rt.storage == csidrivers.STORAGE:
             csidrivers.default(obj)
+        elif rt.storage == storagecapacities.STORAGE:
+            storagecapacities.default(obj)
         elif rt.group == workloads.GROUP:
             workloads.default(obj, old, self.objects)
         elif rt.plural == "nodes" and rt.group == "":

@@ -171,6 +171,7 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
            storage_api=f"{_RES}/v1"),
         rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),  # sandbox/csidrivers.py
         rt("storage.k8s.io", "v1", "csinodes", "CSINode", False, status=True),
+        rt("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),  # sandbox/storagecapacities.py
         rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
         # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).
         rt("scheduling.k8s.io", scheduling, "workloads", "Workload", True),

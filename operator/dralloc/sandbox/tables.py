@@ -29,7 +29,9 @@ row has one cell per column definition. Columns and cell formats follow kube-api
     priorityclasses NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY
 
 Kinds without a printer (DeviceTaintRules, CRDs) get the generic NAME / CREATED AT
-table; custom resources their CRD's `additionalPrinterColumns` (default: AGE).
+table, and so do CSIStorageCapacities: upstream has printCSIStorageCapacity, but their
+storage is built with the default table convertor, so the real server never uses it.
+Custom resources get their CRD's `additionalPrinterColumns` (default: AGE).
 Column descriptions are the API's field descriptions, read from the same 1.37 OpenAPI
 definitions the rest of the sandbox uses.
 
