@@ -345,3 +345,34 @@ def test_a_node_at_its_csi_volume_limit_takes_no_more_volumes(apiserver: Cluster
     wait_for(lambda: _claim_bound(apiserver, "data"), what="the claim bound to its volume")
     apiserver.seed([replica("db", "db", **_uses("data"))])
     assert wait_for(lambda: helpers.node_of(apiserver, "db"), what="db bound") == node_b
+
+
+def test_a_claim_to_provision_goes_where_its_driver_has_room(apiserver: Cluster, operator: OperatorThread) -> None:
+    """VolumeBinding's storage capacity: the claim's CSI driver publishes capacity, and only node-b's
+    CSIStorageCapacity holds the claim's 5Gi, so dralloc gives the claim node-b for provisioning
+    (`volume.kubernetes.io/selected-node`, as kube-scheduler writes it), though node-a comes first by name."""
+    node_a, node_b = seed_two_nodes(apiserver)
+    driver, storage_class = apiserver.name("csi.example.com"), apiserver.name("tracked")
+
+    def room(node: str, size: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                "metadata": {"name": apiserver.name(f"room-{size.lower()}")}, "storageClassName": storage_class,
+                "nodeTopology": {"matchLabels": {HOSTNAME: node}}, "capacity": size}
+
+    apiserver.seed([
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver},
+         "spec": {"storageCapacity": True}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": storage_class},
+         "provisioner": driver, "volumeBindingMode": "WaitForFirstConsumer"},
+        room(node_a, "1Gi"), room(node_b, "10Gi"),
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                  "resources": {"requests": {"storage": "5Gi"}}}},
+    ])
+    apiserver.seed([replica("db", "db", **_uses("data"))])
+
+    def selected() -> str | None:
+        found = apiserver.get("v1", "PersistentVolumeClaim", "data", namespace=apiserver.namespace) or {}
+        return ((found.get("metadata") or {}).get("annotations") or {}).get("volume.kubernetes.io/selected-node")
+
+    assert wait_for(selected, what="the claim given a node to be provisioned on") == node_b

@@ -83,7 +83,8 @@ async def test_discovery_serves_claims_volumes_classes_and_csi_nodes(http: Http)
     assert "persistentvolumes/status" in served and "watch" in served["persistentvolumes"]["verbs"]
     _, storage = await http.get("/apis/storage.k8s.io/v1")
     served = {r["name"]: r for r in storage["resources"]}
-    assert set(served) == {"csidrivers", "csinodes", "csinodes/status", "storageclasses"}  # test_csidrivers.py
+    assert set(served) == {"csidrivers", "csinodes", "csinodes/status", "csistoragecapacities",
+                           "storageclasses"}  # test_csidrivers.py, test_storagecapacities.py
     assert served["storageclasses"]["shortNames"] == ["sc"] and not served["csinodes"]["namespaced"]
     _, group = await http.get("/apis/storage.k8s.io")
     assert group["preferredVersion"]["version"] == "v1"
