@@ -148,6 +148,7 @@ class PodSpec(ApiModel):
     init_containers: tuple[Container, ...] = ()
     overhead: dict[str, Quantity] = Field(default_factory=dict)
     priority: int | None = None
+    preemption_policy: str | None = None  # PreemptLowerPriority (the default) or Never
     scheduling_group: PodSchedulingGroup | None = None
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[Volume, ...] = ()
@@ -171,6 +172,7 @@ class PodStatus(ApiModel):
     conditions: tuple[PodCondition, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     nominated_node_name: str | None = None
+    start_time: str | None = None  # RFC 3339; set by the kubelet when it starts the pod
     # 1.37, DRANodeAllocatableResources: what the scheduler computed from the pod's claims (API JSON).
     node_allocatable_resource_claim_statuses: tuple[dict[str, Any], ...] = ()
 

@@ -172,6 +172,16 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
     a cordon or a NoSchedule taint that came since does not stop it, as it does not stop
     kube-scheduler's binding cycle or a running pod; everything else is checked.
     """
+    reason = static_misfit(pod, node, binding=binding)
+    if reason is not None:
+        return reason
+    reasons = insufficient(node, usage or NodeUsage(), requests, dra_backed=dra_backed, allocatable=allocatable)
+    return ", ".join(reasons) if reasons else None
+
+
+def static_misfit(pod: pods.Pod, node: nodes.Node, *, binding: bool = False) -> str | None:
+    """`misfit` without the resources: what no pod leaving the node can change (node name, cordon, taints,
+    node affinity), upstream's UnschedulableAndUnresolvable filters among these."""
     name = node.metadata.name
     spec = pod.spec
     if spec.node_name and spec.node_name != name:
@@ -192,8 +202,7 @@ def misfit(pod: pods.Pod, node: nodes.Node, usage: NodeUsage | None, requests: M
                 return REASON_NODE_AFFINITY
         except ValueError as exc:
             return f"invalid node affinity: {exc}"
-    reasons = insufficient(node, usage or NodeUsage(), requests, dra_backed=dra_backed, allocatable=allocatable)
-    return ", ".join(reasons) if reasons else None
+    return None
 
 
 def is_resources_reason(reason: str) -> bool:

@@ -335,6 +335,22 @@ def node_usage(node_list: Sequence[nodes.Node], bound_pods: Iterable[pods.Pod]) 
     return usage
 
 
+def neighbour_checks_of(pod: pods.Pod, placed: placedpods.PlacedPods,
+                        storage: volumes.Storage) -> tuple[NeighbourCheck, ...]:
+    """The pod's filters against the pods around a node (NodePorts, the volume filters, PodTopologySpread,
+    InterPodAffinity, in kube-scheduler's order), prepared over `placed`. Raises ValueError on a selector
+    that cannot be parsed."""
+    checks: list[NeighbourCheck] = [c for c in (prepare(pod, placed) for prepare in NEIGHBOUR_FILTERS_BEFORE_VOLUMES)
+                                    if c]
+    volume = volumes.prepare(pod, storage, placed)
+    if isinstance(volume, str):
+        checks.append(Everywhere(volume))
+    elif volume is not None:
+        checks.append(volume)
+    checks += [c for c in (prepare(pod, placed) for prepare in NEIGHBOUR_FILTERS_AFTER_VOLUMES) if c]
+    return tuple(checks)
+
+
 class Placer:
     """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
 
@@ -600,22 +616,14 @@ class Placer:
         known = self._neighbour_checks.get(id(item))
         if known is not None and known[0] == self._changes and known[1] is item:
             return known[2]
-        checks: list[NeighbourCheck] = []
-        pod = item.pod
         try:
-            checks += [c for c in (prepare(pod, self.placed) for prepare in NEIGHBOUR_FILTERS_BEFORE_VOLUMES) if c]
-            volume = volumes.prepare(pod, self.storage, self.placed)
-            if isinstance(volume, str):
-                checks.append(Everywhere(volume))
-            elif volume is not None:
-                checks.append(volume)
-            checks += [c for c in (prepare(pod, self.placed) for prepare in NEIGHBOUR_FILTERS_AFTER_VOLUMES) if c]
+            checks = neighbour_checks_of(item.pod, self.placed, self.storage)
         except ValueError as exc:  # the filters' messages name the pod and the field
             raise InvalidPodSpec(str(exc)) from exc
         if len(self._neighbour_checks) >= 1024:
             self._neighbour_checks.clear()
-        self._neighbour_checks[id(item)] = (self._changes, item, tuple(checks))
-        return tuple(checks)
+        self._neighbour_checks[id(item)] = (self._changes, item, checks)
+        return checks
 
     def _volume_plan(self, checks: Sequence[NeighbourCheck], index: int) -> volumes.VolumePlan | None:
         """What placing the pod on node `index` asks of the volume writer (None: nothing to bind)."""

@@ -1,0 +1,328 @@
+"""Priority preemption: which lower-priority pods to remove so that a pod fits (issue 29).
+
+kube-scheduler's DefaultPreemption (1.37: pkg/scheduler/framework/plugins/defaultpreemption and
+framework/preemption), for one pod, with devices counted exactly. Upstream cannot count devices:
+the DynamicResources plugin has no PreFilterExtensions, so removing a victim never frees its
+claims' devices there. Here a victim's claims free their devices when every pod that holds them
+(their `reservedFor`) is removed, and the allocator itself decides the fit against the node's
+allocated state with those claims taken out: preemption never removes pods for devices it
+would not free.
+
+The steps, each as upstream takes it:
+
+- *Who may be a victim* (`potential_victims`): a pod on the node of strictly lower priority than
+  the preemptor, not already terminating (it frees nothing new), whichever scheduler placed it.
+  A victim is a unit (`Victim`): one pod here; the pods of a PodGroup that goes whole later.
+- *Per node* (`select_on_node`, upstream's SelectVictimsOnNode): remove every potential victim;
+  if the pod still does not fit, the node is no candidate. Else reprieve, most important first
+  (`more_important`: higher priority, then the longer running), first the victims whose removal
+  would break a PodDisruptionBudget, then the others: add the victim back, and keep it removed
+  only if the pod no longer fits. What stays removed are the node's victims, with the number of
+  PDB violations among them.
+- *Across nodes* (`pick_one`, upstream's pickOneNodeForPreemption): the fewest PDB violations,
+  then the lowest highest victim priority, then the smallest sum of priorities, then the fewest
+  victims, then the latest start of the highest-priority victims; then the first candidate in
+  the order given (node name order here; upstream's is its sampling order).
+
+Differences, deliberate: every node whose own constraints admit the pod is examined (upstream
+samples max(10 %, 100) nodes from a random offset), so the choice does not depend on chance;
+a pod that has not started counts as the latest started (upstream uses the current time).
+
+Pure: no I/O, no clock. The fit itself is the caller's (`Fits`): `NodeTrial` answers it for a
+Placer's node, with the victims' requests, neighbours and devices taken out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from dralloc import allocation
+from dralloc.allocation import outcomes
+from dralloc.model import claims as model_claims
+from dralloc.model import pods
+from dralloc.scheduling import labels, nodefit, placement
+
+PREEMPT_NEVER = "Never"
+# Upstream adds MaxInt32+1 to every priority before summing, so that negative priorities order sums
+# as positive ones would.
+_PRIORITY_OFFSET = 2**31
+
+
+def priority(pod: pods.Pod) -> int:
+    return pod.spec.priority or 0
+
+
+def may_preempt(pod: pods.Pod) -> bool:
+    """Whether the pod may preempt others at all (`preemptionPolicy: Never` may not)."""
+    return pod.spec.preemption_policy != PREEMPT_NEVER
+
+
+@dataclasses.dataclass(frozen=True)
+class Victim:
+    """What is removed at once: one pod (or, later, every pod of a PodGroup that goes whole)."""
+
+    pods: tuple[pods.Pod, ...]
+
+    @property
+    def priority(self) -> int:
+        return max(priority(p) for p in self.pods)
+
+    @property
+    def started(self) -> str | None:
+        """The earliest start time of its pods; None when none has started (counts as the latest)."""
+        times = [p.status.start_time for p in self.pods if p.status.start_time]
+        return min(times) if times else None
+
+    @property
+    def uids(self) -> frozenset[str]:
+        return frozenset(p.metadata.uid or "" for p in self.pods)
+
+
+def _start_key(started: str | None) -> tuple[int, str]:
+    """Earlier first; not started last (upstream: the current time, later than any start)."""
+    return (1, "") if started is None else (0, started)
+
+
+def more_important(a: Victim, b: Victim) -> bool:
+    """Upstream's MoreImportantVictim: higher priority, then more pods, then the earlier start."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    if len(a.pods) != len(b.pods):
+        return len(a.pods) > len(b.pods)
+    return _start_key(a.started) < _start_key(b.started)
+
+
+def by_importance(victims: Iterable[Victim]) -> list[Victim]:
+    """Most important first; ties keep their given order (a stable sort, as the node's pod order)."""
+    found = list(victims)
+    found.sort(key=lambda v: (-v.priority, -len(v.pods), _start_key(v.started)))
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class DisruptionBudget:
+    """What preemption reads of a PodDisruptionBudget: its selector and how many disruptions it allows."""
+
+    namespace: str
+    selector: pods.LabelSelector | None  # None or empty: matches nothing (upstream)
+    disruptions_allowed: int
+    disrupted: frozenset[str] = frozenset()  # status.disruptedPods: names already counted by the API server
+
+
+def split_by_budget(victims: Sequence[Victim], budgets: Sequence[DisruptionBudget],
+                    ) -> tuple[list[tuple[Victim, int]], list[Victim]]:
+    """Upstream's FilterVictimsWithPDBViolation: (violating victims with how many of their pods violate,
+    the others), each in the given order. Budgets are spent in that order, so a budget that allows one
+    disruption lets the first matching victim go free and makes the second a violation."""
+    allowed = [b.disruptions_allowed for b in budgets]
+
+    def violates(pod: pods.Pod) -> bool:
+        if not pod.metadata.labels:
+            return False
+        for index, budget in enumerate(budgets):
+            selector = budget.selector
+            if budget.namespace != pod.namespace or selector is None:
+                continue
+            if not selector.match_labels and not selector.match_expressions:
+                continue  # an empty selector matches nothing here
+            try:
+                if not labels.matches(selector, pod.metadata.labels):
+                    continue
+            except ValueError:
+                continue  # an invalid selector matches nothing
+            if pod.metadata.name in budget.disrupted:
+                continue
+            allowed[index] -= 1
+            if allowed[index] < 0:
+                return True
+        return False
+
+    violating: list[tuple[Victim, int]] = []
+    others: list[Victim] = []
+    for victim in victims:
+        count = sum(1 for pod in victim.pods if violates(pod))
+        if count:
+            violating.append((victim, count))
+        else:
+            others.append(victim)
+    return violating, others
+
+
+# Whether the preemptor fits with these victims (indexes into the node's potential victims) removed.
+Fits = Callable[[frozenset[int]], bool]
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeVictims:
+    """A candidate: the node, the victims to remove there (most important first), the PDBs broken."""
+
+    node: str
+    victims: tuple[Victim, ...]
+    pdb_violations: int
+
+    @property
+    def pods(self) -> tuple[pods.Pod, ...]:
+        return tuple(p for v in self.victims for p in v.pods)
+
+
+def potential_victims(preemptor: pods.Pod, on_node: Iterable[pods.Pod]) -> list[Victim]:
+    """The node's pods the preemptor may remove: strictly lower priority, not terminating, not finished,
+    most important first."""
+    wanted = priority(preemptor)
+    found = [Victim((p,)) for p in on_node
+             if priority(p) < wanted and p.metadata.deletion_timestamp is None and not p.finished()
+             and p.metadata.uid != preemptor.metadata.uid]
+    return by_importance(found)
+
+
+def select_on_node(node: str, victims: Sequence[Victim], fits: Fits,
+                   budgets: Sequence[DisruptionBudget] = ()) -> NodeVictims | None:
+    """Upstream's SelectVictimsOnNode over `victims` (most important first): None when the preemptor does
+    not fit even with all of them removed."""
+    if not victims:
+        # Room without removing anyone (the cluster changed meanwhile): a candidate with no victim. With
+        # victims, the reprieve below spares them all in that case.
+        return NodeVictims(node, (), 0) if fits(frozenset()) else None
+    removed = set(range(len(victims)))
+    if not fits(frozenset(removed)):
+        return None
+    position = {id(v): i for i, v in enumerate(victims)}
+    violating, others = split_by_budget(victims, budgets)
+    kept_removed: list[int] = []
+    violations = 0
+
+    def reprieve(victim: Victim) -> bool:
+        index = position[id(victim)]
+        removed.discard(index)
+        if fits(frozenset(removed)):
+            return True
+        removed.add(index)
+        kept_removed.append(index)
+        return False
+
+    for victim, count in violating:
+        if not reprieve(victim):
+            violations += count
+    for victim in others:
+        reprieve(victim)
+    chosen = by_importance(victims[i] for i in sorted(kept_removed))
+    return NodeVictims(node, tuple(chosen), violations)
+
+
+def _highest_start(candidate: NodeVictims) -> str | None:
+    """Upstream's GetEarliestPodStartTime: the earliest start among the highest-priority victims."""
+    top = max(v.priority for v in candidate.victims)
+    times = [v.started for v in candidate.victims if v.priority == top]
+    started = [t for t in times if t is not None]
+    return min(started) if started else None
+
+
+Rank = tuple[int, int, int, int, tuple[int, tuple[int, ...]]]
+
+
+def rank(candidate: NodeVictims) -> Rank:
+    """The order of upstream's pickOneNodeForPreemption, smaller is better; a node with no victim first."""
+    pods_ = candidate.pods
+    if not pods_:
+        return (0, -(2**63), 0, 0, (0, ()))
+    started = _highest_start(candidate)
+    # The latest start wins: not started counts as latest of all.
+    latest: tuple[int, tuple[int, ...]] = (0, ()) if started is None else (1, _descending(started))
+    return (candidate.pdb_violations, max(priority(p) for p in pods_),
+            sum(priority(p) + _PRIORITY_OFFSET for p in pods_), len(pods_), latest)
+
+
+def _descending(text: str) -> tuple[int, ...]:
+    """A key under which later timestamps sort first."""
+    return tuple(-ord(c) for c in text)
+
+
+def pick_one(candidates: Sequence[NodeVictims]) -> NodeVictims | None:
+    """The best candidate by `rank`; the first of equals (candidates in node name order)."""
+    best: NodeVictims | None = None
+    best_rank: Rank | None = None
+    for candidate in candidates:
+        found = rank(candidate)
+        if best_rank is None or found < best_rank:
+            best, best_rank = candidate, found
+    return best
+
+
+# ---- the fit on one node, for a Placer ------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class HeldClaim:
+    """An allocated claim on or for the node, and the pods that hold it (its reservedFor, by uid)."""
+
+    results: model_claims.AllocationResult
+    holders: frozenset[str]
+
+
+class NodeTrial:
+    """Whether the preemptor fits a Placer's node with some of its victims removed: the node's own
+    resources without the victims' requests, the filters that read the pods around it without the
+    victims, and the allocator against the node's devices with the victims' claims taken out (a claim
+    goes when every pod holding it is removed). Answers are remembered per set of victims."""
+
+    def __init__(self, placer: placement.Placer, item: placement.Item, index: int, victims: Sequence[Victim],
+                 held: Sequence[HeldClaim]) -> None:
+        assert item.pod is not None
+        self.placer, self.item, self.index = placer, item, index
+        self.node = placer.nodes[index]
+        self.victims = list(victims)
+        self.held = list(held)
+        self.requests = nodefit.pod_requests(item.pod)
+        self._known: dict[frozenset[int], bool] = {}
+        self.calls = 0
+
+    def __call__(self, removed: frozenset[int]) -> bool:
+        known = self._known.get(removed)
+        if known is None:
+            known = self._known[removed] = self._fits(removed)
+        return known
+
+    def _fits(self, removed: frozenset[int]) -> bool:
+        placer, node_name = self.placer, self.node.metadata.name
+        gone = [p for i in sorted(removed) for p in self.victims[i].pods]
+        gone_uids = frozenset(p.metadata.uid or "" for p in gone)
+        # The node's own resources.
+        shared = placer.usage[self.index]
+        usage = nodefit.NodeUsage(dict(shared.requests), shared.pods)
+        for victim in gone:
+            usage.remove(nodefit.bound_pod_requests(victim))
+        pod = self.item.pod
+        assert pod is not None
+        if nodefit.misfit(pod, self.node, usage, self.requests, dra_backed=placer.dra_backed) is not None:
+            return False
+        # The filters that read the pods around the node, without the victims.
+        around = placer.placed.fork()
+        for victim in gone:
+            around.remove(victim, node_name)
+        try:
+            for check in placement.neighbour_checks_of(pod, around, placer.storage):
+                if check.reject(self.node) is not None:
+                    return False
+        except ValueError:
+            return False
+        # The devices, with the claims only victims hold taken out.
+        freed = [claim.results for claim in self.held if claim.holders and claim.holders <= gone_uids]
+        snapshot = placer.snapshot.without_allocations(freed, placer.features) if freed else placer.snapshot
+        self.calls += 1
+        outcome = allocation.allocate(snapshot, self.item.claims, placer.views[self.index], features=placer.features,
+                                      budget=placer.budget, explain=False)
+        return isinstance(outcome, outcomes.Allocated)
+
+
+def victims_by_node(placer: placement.Placer, preemptor: pods.Pod) -> Mapping[int, list[Victim]]:
+    """The potential victims of every node whose own constraints (node name, cordon, taints, node
+    affinity) admit the preemptor: the nodes where removing pods may help (upstream skips the nodes a
+    filter found unresolvable)."""
+    found: dict[int, list[Victim]] = {}
+    for index, node in enumerate(placer.nodes):
+        if nodefit.static_misfit(preemptor, node) is not None:
+            continue
+        victims = potential_victims(preemptor, placer.placed.on(node.metadata.name))
+        if victims:
+            found[index] = victims
+    return found
