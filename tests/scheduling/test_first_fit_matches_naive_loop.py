@@ -17,6 +17,8 @@ from tests.builders import claim, device, slice_
 from tests.scheduling import workloads
 from tests.scheduling.objects import node_, pod_
 
+from dralloc.allocation.features import Features
+from dralloc.allocation.snapshots import Snapshot
 from dralloc.scheduling import placement
 
 SEEDS = range(12)
@@ -179,3 +181,15 @@ def test_a_count_that_failed_on_a_node_rules_out_larger_counts_there() -> None:
     answers, placer = workloads.run_placer(s)
     assert [a[0] if a else None for a in answers] == ["a", "b", "c", None, None]
     assert placer.allocator_calls == 1 + 2 + 2 + 1 + 0
+
+
+def test_pods_that_differ_only_in_their_pod_level_requests_are_not_judged_alike() -> None:
+    """A failure is remembered per shape: pod-level `spec.resources` is part of it, so a pod asking less at
+    the pod level is not refused because a larger one was."""
+    snap = Snapshot.build(device_classes=[], resource_slices=[], features=Features())
+    placer = placement.Placer(node_list=[node_("n1", cpu="2")], snapshot=snap, features=Features())
+    large = pod_("large", cpu="1", spec_extra={"resources": {"requests": {"cpu": "3"}}})
+    small = pod_("small", cpu="1", spec_extra={"resources": {"requests": {"cpu": "1"}}})
+    assert isinstance(placer.place(placement.Item("large", pod=large)), placement.NoPlacement)
+    decision = placer.place(placement.Item("small", pod=small))
+    assert isinstance(decision, placement.Placement) and decision.node == "n1"

@@ -180,8 +180,10 @@ def _shape(item: Item) -> str:
         spec = item.pod.spec
         parts.append(spec.model_dump(
             mode="json", by_alias=True, exclude_defaults=True,
+            # Pod-level `resources` (an unknown field of the model) and the priority (a node held for a
+            # nominated pod refuses the pods below it) decide the fit as much as the containers do.
             include={"node_name", "node_selector", "affinity", "tolerations", "containers", "init_containers",
-                     "overhead"},
+                     "overhead", "resources", "priority"},
         ))
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 
