@@ -317,3 +317,28 @@ def test_an_allocation_result_type_is_what_held_claims_carry() -> None:
     """HeldClaim carries the claim's allocation as the allocator reads it."""
     _, _, held = gpu_cluster({"n1": [("a", 1, 1)]})
     assert isinstance(held[0].results, model_claims.AllocationResult)
+
+
+class TestHeldNodes:
+    """A node held for a nominated pod takes no pod of equal or lower priority until the nominated pod is
+    placed; pods above it, and the nominated pod itself, may go there."""
+
+    def placer(self) -> placement.Placer:
+        placer_, _, _ = gpu_cluster({"n1": [], "n2": []})
+        placer_.hold("n1", pod("nominated", 100, node=None))
+        return placer_
+
+    @pytest.mark.parametrize("name, priority, wanted", [
+        ("low", 50, "n2"), ("equal", 100, "n2"), ("nominated", 100, "n1"), ("higher", 200, "n1"),
+    ])
+    def test_who_may_use_a_held_node(self, name: str, priority: int, wanted: str) -> None:
+        item = placement.Item(name, claims=gpu_pod(0).claims, pod=pod(name, priority, node=None, cpu="1"))
+        decision = self.placer().place(item)
+        assert isinstance(decision, placement.Placement) and decision.node == wanted
+
+    def test_a_pod_refused_everywhere_is_told_the_node_is_held(self) -> None:
+        placer_, _, _ = gpu_cluster({"n1": []})
+        placer_.hold("n1", pod("nominated", 100, node=None))
+        decision = placer_.place(placement.Item("low", pod=pod("low", 1, node=None)))
+        assert isinstance(decision, placement.NoPlacement)
+        assert decision.reasons == ((placement.HELD_FOR_NOMINATED, ("n1",)),)

@@ -150,7 +150,8 @@ class Runtime:
 
     def placer(self) -> placement.Placer:
         """A placer for a pass under the current policy: the view, plus the pods this process bound (or
-        pinned and ungated) whose binding the watch has not shown yet, counted where they go."""
+        pinned and ungated) whose binding the watch has not shown yet, counted where they go, and the
+        nodes held for nominated pods (`Placer.hold`)."""
         placer = self.views.placer(self.policy)
         for uid, memory in self.pods.items():
             if memory.bound_to is None:
@@ -159,6 +160,11 @@ class Runtime:
             pod = self.cluster.pods.get(*key) if key is not None else None
             if pod is not None and not pod.spec.node_name and not pod.metadata.deletion_timestamp:
                 placer.assume(pod, memory.bound_to)
+        for key in self.cluster.unplaced_pods:
+            pod = self.cluster.pods.get(*key)
+            if (pod is not None and pod.status.nominated_node_name and not pod.spec.node_name
+                    and not pod.metadata.deletion_timestamp):
+                placer.hold(pod.status.nominated_node_name, pod)  # preemption is making room there for it
         return placer
 
     def memory(self, pod_uid: str) -> PodMemory:

@@ -106,6 +106,8 @@ NEIGHBOUR_FILTERS_AFTER_VOLUMES: tuple[Callable[[pods.Pod, placedpods.PlacedPods
 )
 
 
+HELD_FOR_NOMINATED = "node(s) held for a nominated pod of equal or higher priority"
+
 # A gang's members on different nodes (`Placer.members_apart`): (member index, node name, the members placed
 # before it with their node names) -> may it go there.
 MembersApart = Callable[[int, str, Sequence[tuple[int, str]]], bool]
@@ -412,6 +414,8 @@ class Placer:
         self._first_unknown: dict[str, int] = {}
         # shape -> node index -> (epoch, the DeviceError met there): raised again when nothing fits.
         self._device_errors: dict[str, dict[int, tuple[int, errors.DeviceError]]] = {}
+        # Nodes held for nominated pods (`hold`): node index -> (priority, uid) of each.
+        self._held: dict[int, list[tuple[int, str]]] = {}
         self._free: nodefit.FreeResources | None = None  # CPU/memory left per node, built on first use
         self._allocatable: list[nodefit.Allocatable | None] = [None] * len(self.nodes)
         self.allocator_calls = 0
@@ -649,6 +653,10 @@ class Placer:
     def _own_misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None, *,
                     binding: bool = False) -> str | None:
         """The item's own constraints and the node's resources (remembered per shape when they fail)."""
+        if item.pod is not None and not binding and index in self._held:
+            mine = item.pod.spec.priority or 0
+            if any(priority >= mine and uid != item.pod.metadata.uid for priority, uid in self._held[index]):
+                return HELD_FOR_NOMINATED
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
             reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
@@ -918,6 +926,17 @@ class Placer:
             return all(check.with_pods(extra).reject(node) is None for check in checks[index])
 
         return allow
+
+    def hold(self, node_name: str, pod: pods.Pod) -> None:
+        """A pod nominated to the node (`status.nominatedNodeName`: room is being made there for it by
+        preemption): until it is placed, no pod of equal or lower priority is placed on that node.
+        kube-scheduler counts the nominated pod's requests there instead; which devices the nominated pod
+        will take is only known when it is allocated, so here the whole node waits for it."""
+        index = self.index.get(node_name)
+        if index is None:
+            return
+        self._changes += 1
+        self._held.setdefault(index, []).append((pod.spec.priority or 0, pod.metadata.uid or ""))
 
     def assume(self, pod: pods.Pod, node_name: str) -> None:
         """A pod placed on the node whose binding the view does not show yet (kube-scheduler's assumed
