@@ -186,6 +186,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--decision-cpu-budget", type=float, default=0.5, metavar="SECONDS",
                    help="CPU seconds one decision (a pod, or a whole gang) may take before the pod is told it "
                    "is too costly to decide and backs off (default 0.5)")
+    p.add_argument("--no-preemption", dest="preemption", action="store_false",
+                   help="never remove lower-priority pods to make room for a pod that fits nowhere (priority "
+                   "preemption is on by default, as kube-scheduler's DefaultPreemption)")
     p.add_argument("--pod-initial-backoff", type=float, default=1.0, metavar="SECONDS",
                    help="a pod's backoff after its first failed attempt, doubling per attempt "
                    "(kube-scheduler's podInitialBackoffSeconds; default 1)")
@@ -255,7 +258,7 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
                                       namespaces=tuple(args.namespaces), features=features, budget=args.budget,
                                       gang_budget=args.gang_budget, decision_cpu_budget=args.decision_cpu_budget,
                                       backoff_initial=args.pod_initial_backoff, backoff_max=args.pod_max_backoff,
-                                      cel_cache_results=args.cel_cache_results),
+                                      cel_cache_results=args.cel_cache_results, preemption=args.preemption),
         eviction=EvictionSettings(per_minute=args.eviction_per_minute, max_percent=args.eviction_max_percent,
                                   dry_run=args.eviction_dry_run),
         coexistence=CoexistenceSettings(claim_lifecycle=args.claim_lifecycle, taint_eviction=args.taint_eviction,

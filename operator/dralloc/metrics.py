@@ -129,6 +129,13 @@ gate_refusals = Counter(
     "dralloc_gate_refusals_total",
     "Gate-mode pods kube-scheduler kept refusing on the node dralloc pinned them to: dralloc gave their devices "
     "back (the pod says why; its node selector cannot change once ungated).", registry=REGISTRY)
+preemption_attempts = Counter(
+    "dralloc_preemption_attempts_total",
+    "Preemptions for pods that fit nowhere, by result: preempted (victims chosen and removed), no-candidate "
+    "(removing lower-priority pods would help nowhere), error (a write was refused; the pod retries).",
+    ["result"], registry=REGISTRY)
+preemption_victims = Counter(
+    "dralloc_preemption_victims_total", "Pods removed by dralloc's priority preemption.", registry=REGISTRY)
 pass_failures = Counter(
     "dralloc_loop_pass_failures_total",
     "Whole passes of a control loop that failed and were retried: no object was decided in them.",
@@ -268,6 +275,12 @@ def observe_object_error(loop: str) -> None:
 
 def observe_gate_refusal() -> None:
     gate_refusals.inc()
+
+
+def observe_preemption(result: str, victims: int) -> None:
+    preemption_attempts.labels(result).inc()
+    if victims:
+        preemption_victims.inc(victims)
 
 
 def observe_pass_failure(loop: str) -> None:

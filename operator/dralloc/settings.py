@@ -31,6 +31,7 @@ class SchedulingSettings(_Settings):
     budget: int = 1_000_000  # allocator search steps per node (allocation.DEFAULT_BUDGET)
     gang_budget: int = 5_000  # allocator calls per gang decision (allocation.gangs.DEFAULT_GANG_BUDGET)
     decision_cpu_budget: float = 0.5  # CPU seconds per decision (a pod, or a gang): handlers/deciding.py
+    preemption: bool = True  # a pod that fits nowhere may remove lower-priority pods (handlers/preempting.py)
     backoff_initial: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
     backoff_max: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
     max_unschedulable_seconds: float = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration

@@ -19,7 +19,9 @@ below it (tests/architecture/test_import_layers.py holds this table and checks i
 4. `intents` (a gang's binds recorded on its PodGroup before the first one) and
    `reporting` (what a pod or a PodGroup is told when it is not placed).
 5. The gang passes, independent of each other: `ganging` (decide a gang whole, write it,
-   report it) and `completing` (finish a gang's recorded binds after a crash).
+   report it) and `completing` (finish a gang's recorded binds after a crash); and the
+   pass helpers `reclaiming` (gate mode's refused pins give their devices back) and
+   `preempting` (priority preemption's writes: nomination, DisruptionTarget, deletion).
 6. `scheduling`: the scheduling pass over the queue (single pods in batches, gangs) and
    its loop.
 7. The other loops and the watches: `lifecycle` (claims from templates, reservedFor,

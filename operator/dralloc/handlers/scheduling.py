@@ -49,10 +49,20 @@ from typing import Any
 
 from dralloc import metrics
 from dralloc.allocation import interruption
-from dralloc.handlers import committing, completing, deciding, ganging, intents, items, reclaiming, reporting
+from dralloc.handlers import (
+    committing,
+    completing,
+    deciding,
+    ganging,
+    intents,
+    items,
+    preempting,
+    reclaiming,
+    reporting,
+)
 from dralloc.handlers.runtime import Runtime
 from dralloc.model import pods
-from dralloc.scheduling import placement
+from dralloc.scheduling import placement, preemption
 
 logger = logging.getLogger(__name__)
 
@@ -117,12 +127,17 @@ class _NotPlaced:
     result: str  # the allocation-attempts label: unschedulable, budget-exhausted
     item: placement.Item | None = None  # set when reservations of an earlier attempt may need rolling back
     nodes: bool = True  # a reason per group of nodes (else one about the pod's own objects)
+    # Priority preemption: None when not looked for; else the victims found (`no_room`: none helps).
+    preempt: preemption.NodeVictims | None = None
+    no_room: bool = False
 
 
-def _place(placer: placement.Placer, item: placement.Item) -> _Decided | _NotPlaced:
+def _place(placer: placement.Placer, item: placement.Item,
+           preempt: preempting.Inputs | None = None) -> _Decided | _NotPlaced:
     """Where the item goes (run by the decider's worker thread: reads only the placer and the item).
     Its explanation, when it fits nowhere, is worked out with what is left of the decision's budget;
-    when that is not enough, the pod is told it fits nowhere without the reasons per node."""
+    when that is not enough, the pod is told it fits nowhere without the reasons per node. With
+    `preempt` (the pod may preempt), the victims that would make room for it are looked for too."""
     decision = placer.place(item, explain=False)
     if isinstance(decision, placement.Placement):
         return _Decided(item, decision)
@@ -132,7 +147,18 @@ def _place(placer: placement.Placer, item: placement.Item) -> _Decided | _NotPla
     except interruption.Interrupted:
         return _NotPlaced("no node fits its claims and constraints (working out the reason on every node would "
                           "take longer than the decision's CPU budget)", result, item)
-    return _NotPlaced(explained.message(), result, item)
+    message = explained.message()
+    if preempt is None:
+        return _NotPlaced(message, result, item)
+    try:
+        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets)
+    except interruption.Interrupted:
+        return _NotPlaced(f"{message}; preemption: looking for pods to remove took longer than the decision's "
+                          "CPU budget", result, item)
+    if chosen is None:
+        return _NotPlaced(f"{message}; preemption: removing lower-priority pods would not make room on any node",
+                          result, item, no_room=True)
+    return _NotPlaced(message, result, item, preempt=chosen)
 
 
 def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced) -> None:
@@ -278,8 +304,12 @@ async def run_pass(rt: Runtime) -> PassResult:
                 await _not_placed(rt, pod, prepared, result)
         if not ready:
             continue
-        answers = await rt.decider.run_each([functools.partial(_place, placer, item) for _, item in ready],
-                                            functools.partial(_record_in_placer, placer))
+        may_preempt = [preempting.eligible(rt, placer, pod) for pod, _ in ready]
+        shared = preempting.inputs(rt) if any(may_preempt) else None
+        answers = await rt.decider.run_each(
+            [functools.partial(_place, placer, item, shared if eligible else None)
+             for (_, item), eligible in zip(ready, may_preempt, strict=True)],
+            functools.partial(_record_in_placer, placer))
         queue.extendleft(pod for pod, _ in reversed(ready[len(answers):]))  # not reached: next in line
         for (pod, item), answer in zip(ready, answers, strict=False):
             step = await _outcome(rt, pod, item, answer, result)
@@ -288,6 +318,9 @@ async def run_pass(rt: Runtime) -> PassResult:
             if step is None:
                 continue
             if isinstance(step, _NotPlaced):
+                if step.preempt is not None or step.no_room:
+                    step = await _preempt(rt, pod, step)
+                    placer = rt.placer()  # the nominated node is held from now on
                 await _not_placed(rt, pod, step, result)
                 continue
             try:
@@ -308,6 +341,21 @@ async def run_pass(rt: Runtime) -> PassResult:
         done, _ = await asyncio.wait(commits)
         result.placed += sum(task.result() for task in done)
     return result
+
+
+async def _preempt(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
+    """Carry out the preemption the decision found (handlers/preempting.py); the step to report, its
+    message saying what was done."""
+    if step.preempt is None:
+        metrics.observe_preemption("no-candidate", 0)
+        return step
+    if not step.preempt.pods:
+        rt.scheduling_wakeup.set()  # room without removing anyone: the cluster changed, try again
+        return step
+    if await preempting.carry_out(rt, pod, step.preempt):
+        return dataclasses.replace(step, message=f"{step.message}; {preempting.summary(step.preempt)}")
+    return dataclasses.replace(step, message=f"{step.message}; preemption on node {step.preempt.node} failed "
+                                             "(a write was refused); retried after the backoff")
 
 
 def _current(rt: Runtime, pod: pods.Pod) -> pods.Pod | None:

@@ -48,15 +48,16 @@ logger = logging.getLogger(__name__)
 # worker (and the raw JSON) per slice; the view parses each as it is listed and keeps the model.
 # DeviceClasses too: a claim's class must be in the view by the time the claim is (a class created
 # just before a pod was seen after the pod's claim when kopf's machinery carried it). And what only
-# the scheduler reads: namespaces' labels (pod affinity's namespaceSelector) and what kube-scheduler's
-# volume filters read (scheduling/volumes.py).
+# the scheduler reads: namespaces' labels (pod affinity's namespaceSelector), what kube-scheduler's
+# volume filters read (scheduling/volumes.py), and PodDisruptionBudgets (priority preemption).
 FED_DIRECTLY = (("Pod", resources.PODS), ("ResourceClaim", resources.RESOURCE_CLAIMS),
                 ("ResourceSlice", resources.RESOURCE_SLICES), ("DeviceClass", resources.DEVICE_CLASSES),
                 ("Namespace", resources.NAMESPACES),
                 ("PersistentVolumeClaim", resources.PERSISTENT_VOLUME_CLAIMS),
                 ("PersistentVolume", resources.PERSISTENT_VOLUMES), ("StorageClass", resources.STORAGE_CLASSES),
                 ("CSINode", resources.CSI_NODES), ("CSIDriver", resources.CSI_DRIVERS),
-                ("CSIStorageCapacity", resources.CSI_STORAGE_CAPACITIES))
+                ("CSIStorageCapacity", resources.CSI_STORAGE_CAPACITIES),
+                ("PodDisruptionBudget", resources.POD_DISRUPTION_BUDGETS))
 WATCHED = (
     ("Node", "", "v1", "nodes"),
     ("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates"),
@@ -198,7 +199,7 @@ async def pod_group_feed(rt: Runtime, stopped: asyncio.Event, resource_version: 
 
 # Kinds a cluster may not serve (a trimmed API server, an older sandbox): listed as none then.
 OPTIONAL = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
-                      "CSIStorageCapacity"})
+                      "CSIStorageCapacity", "PodDisruptionBudget"})
 
 
 async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:

@@ -89,6 +89,8 @@ STORAGE_CLASSES = Resource(STORAGE, "v1", "storageclasses", "StorageClass", Fals
 CSI_NODES = Resource(STORAGE, "v1", "csinodes", "CSINode", False)
 CSI_DRIVERS = Resource(STORAGE, "v1", "csidrivers", "CSIDriver", False)
 CSI_STORAGE_CAPACITIES = Resource(STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity", True)
+# PodDisruptionBudgets, read by priority preemption (scheduling/preemption.py).
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 ALLOCATION_POLICIES = Resource(DRALLOC, "v1alpha1", "allocationpolicies", "AllocationPolicy", False)
 DEVICE_HEALTH_POLICIES = Resource(DRALLOC, "v1alpha1", "devicehealthpolicies", "DeviceHealthPolicy", False)
 
@@ -97,7 +99,7 @@ ALL: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES, ALLOCATION_POLICIES, DEVICE_HEALTH_POLICIES,
     POD_GROUPS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS,
-    CSI_STORAGE_CAPACITIES,
+    CSI_STORAGE_CAPACITIES, POD_DISRUPTION_BUDGETS,
 )
 
 _READ = ("get", "list", "watch")

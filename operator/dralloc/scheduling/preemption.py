@@ -38,7 +38,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from dralloc import allocation
-from dralloc.allocation import outcomes
+from dralloc.allocation import interruption, outcomes
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
 from dralloc.scheduling import labels, nodefit, placement
@@ -326,3 +326,34 @@ def victims_by_node(placer: placement.Placer, preemptor: pods.Pod) -> Mapping[in
         if victims:
             found[index] = victims
     return found
+
+
+# Claims held by a pod (its uid): what removing it may free.
+HeldBy = Callable[[str], Sequence[HeldClaim]]
+
+
+def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
+         budgets: Sequence[DisruptionBudget] = ()) -> NodeVictims | None:
+    """The node and the victims kube-scheduler's DefaultPreemption would choose for the item's pod, with
+    devices counted: every node whose own constraints admit the pod, its victims chosen by
+    `select_on_node`, the best of them by `pick_one`. None when removing lower-priority pods helps
+    nowhere. Consults the decision's interruption check between nodes."""
+    pod = item.pod
+    if pod is None or not may_preempt(pod):
+        return None
+    candidates = []
+    for index, victims in victims_by_node(placer, pod).items():
+        interruption.checkpoint()
+        seen: set[int] = set()
+        held = []
+        for victim in victims:
+            for uid in victim.uids:
+                for claim in held_by(uid):
+                    if id(claim) not in seen:
+                        seen.add(id(claim))
+                        held.append(claim)
+        trial = NodeTrial(placer, item, index, victims, held)
+        chosen = select_on_node(placer.nodes[index].metadata.name, victims, trial, budgets)
+        if chosen is not None:
+            candidates.append(chosen)
+    return pick_one(candidates)

@@ -17,7 +17,18 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from dralloc.lifecycle import health
-from dralloc.model import claims, classes, conversion, devices, nodes, pods, scheduling, storage, taints
+from dralloc.model import (
+    claims,
+    classes,
+    conversion,
+    devices,
+    nodes,
+    pods,
+    policy,
+    scheduling,
+    storage,
+    taints,
+)
 from dralloc.model.base import Object
 
 Raw = dict[str, Any]
@@ -164,6 +175,8 @@ class ClusterState:
         self.csi_nodes: Store[storage.CSINode] = Store(storage.CSINode)
         self.csi_drivers: Store[storage.CSIDriver] = Store(storage.CSIDriver)
         self.storage_capacities: Store[storage.CSIStorageCapacity] = Store(storage.CSIStorageCapacity)
+        # PodDisruptionBudgets: which pods priority preemption should rather spare.
+        self.disruption_budgets: Store[policy.PodDisruptionBudget] = Store(policy.PodDisruptionBudget)
         self.relevant_changes = 0
         # Called with (kind, the object before, after) for every change applied (None, None: a relist):
         # the scheduling queue's hints (scheduling/queueing.py) listen here.
@@ -186,6 +199,7 @@ class ClusterState:
             "Namespace": self.namespaces, "PersistentVolumeClaim": self.volume_claims,
             "PersistentVolume": self.volumes, "StorageClass": self.storage_classes, "CSINode": self.csi_nodes,
             "CSIDriver": self.csi_drivers, "CSIStorageCapacity": self.storage_capacities,
+            "PodDisruptionBudget": self.disruption_budgets,
         }
         return stores[kind]
 

@@ -1,0 +1,226 @@
+"""Making room: priority preemption for a pod that fits nowhere (issue 29), carried out as kube-scheduler does.
+
+When a pod dralloc owns fits no node, the decision (in the decider's thread, under its CPU budget)
+also looks for lower-priority pods whose removal would let it fit (`scheduling/preemption.py`:
+kube-scheduler's DefaultPreemption, with the devices their claims hold counted exactly). Here, on the
+loop, the chosen victims are removed the way kube-scheduler's preemption removes them:
+
+1. the preemptor's `status.nominatedNodeName` is set to the node: from then on the node is held for
+   it (`Placer.hold`: no pod of equal or lower priority is placed there), so the devices and the
+   room its victims free wait for it;
+2. each victim gets the condition `DisruptionTarget` (reason `PreemptionByScheduler`), is deleted
+   with its own grace period, and gets a Normal Event `Preempted` naming the preemptor and the node;
+   the preemptor gets a Normal Event `Preempting` naming its victims.
+
+Then the victims terminate; their claims are released (dralloc's claim lifecycle or
+kube-controller-manager's), which wakes the preemptor, placed as soon as it fits. A pod whose
+nominated node still has victims of its preemption terminating does not preempt again (`eligible`,
+upstream's PodEligibleToPreemptOthers). A write whose outcome is unknown is read back: a victim is
+taken as removed once it is gone or terminating, never before.
+
+A decision-pass helper (layer 5): calls the runtime, `committing` (reading back) and `clock`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from dralloc import metrics
+from dralloc.handlers import clock, committing
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube import errors as kube_errors
+from dralloc.kube import resources, writing
+from dralloc.model import pods
+from dralloc.scheduling import placement, preemption
+
+logger = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_REASON = "PreemptionByScheduler"
+RESENDS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """What the preemption search reads besides the placer: the claims each pod holds, the budgets."""
+
+    held: dict[str, tuple[preemption.HeldClaim, ...]]  # by holding pod uid
+    budgets: tuple[preemption.DisruptionBudget, ...]
+
+    def held_by(self, uid: str) -> Sequence[preemption.HeldClaim]:
+        return self.held.get(uid, ())
+
+
+_cache: dict[int, tuple[tuple[int, int], Inputs]] = {}
+
+
+def inputs(rt: Runtime) -> Inputs:
+    """The allocated claims by the pods reserving them, and the PodDisruptionBudgets, from the view;
+    rebuilt only when claims or budgets changed."""
+    key = (rt.cluster.claims.version, rt.cluster.disruption_budgets.version)
+    known = _cache.get(id(rt))
+    if known is not None and known[0] == key:
+        return known[1]
+    held: dict[str, list[preemption.HeldClaim]] = {}
+    for claim in rt.cluster.claims.all():
+        allocation = claim.status.allocation if claim.status is not None else None
+        if allocation is None or not claim.status.reserved_for:
+            continue
+        entry = preemption.HeldClaim(allocation, frozenset(r.uid for r in claim.status.reserved_for))
+        for reference in claim.status.reserved_for:
+            if reference.resource == "pods":
+                held.setdefault(reference.uid, []).append(entry)
+    budgets = tuple(preemption.DisruptionBudget(
+        namespace=b.metadata.namespace or "", selector=b.spec.selector,
+        disruptions_allowed=b.status.disruptions_allowed, disrupted=frozenset(b.status.disrupted_pods))
+        for b in rt.cluster.disruption_budgets.all())
+    found = Inputs({uid: tuple(claims) for uid, claims in held.items()}, budgets)
+    _cache.clear()  # one runtime per process; tests build many
+    _cache[id(rt)] = (key, found)
+    return found
+
+
+def terminating_by_preemption(pod: pods.Pod) -> bool:
+    """Upstream's PodTerminatingByPreemption: being deleted, with the DisruptionTarget condition a
+    scheduler's preemption wrote."""
+    return pod.metadata.deletion_timestamp is not None and any(
+        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == PREEMPTION_REASON
+        for c in pod.status.conditions)
+
+
+def eligible(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> bool:
+    """Whether the pod may look for victims now: preemption on, the pod's policy allows it, and its
+    nominated node (if any) has no victim of lower priority still terminating (it waits for them)."""
+    if not rt.settings.scheduling.preemption or not preemption.may_preempt(pod):
+        return False
+    node = pod.status.nominated_node_name
+    if node:
+        mine = preemption.priority(pod)
+        for other in placer.placed.on(node):
+            if preemption.priority(other) < mine and terminating_by_preemption(other):
+                return False
+    return True
+
+
+def summary(chosen: preemption.NodeVictims) -> str:
+    """What the pod's condition says of its preemption."""
+    names = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name}" for p in chosen.pods[:5])
+    more = f" and {len(chosen.pods) - 5} more" if len(chosen.pods) > 5 else ""
+    return (f"preemption: nominated node {chosen.node}; removing {len(chosen.pods)} lower-priority pod(s) "
+            f"there: {names}{more}")
+
+
+async def carry_out(rt: Runtime, pod: pods.Pod, chosen: preemption.NodeVictims) -> bool:
+    """Nominate the pod to the node, then mark and delete each victim. True when every write is done (or
+    known done by reading back); False when one was refused (logged, counted; the rest not attempted)."""
+    namespace, name = pod.metadata.namespace or "default", pod.metadata.name
+    try:
+        await _nominate(rt, pod, chosen.node)
+        for victim in chosen.pods:
+            await _disrupt(rt, victim, pod, chosen.node)
+    except (committing.Refused, committing.Unknown, kube_errors.KubeError) as exc:
+        logger.warning("pod=%s/%s: preemption on node %s stopped: %s", namespace, name, chosen.node, exc)
+        metrics.observe_preemption("error", 0)
+        return False
+    metrics.observe_preemption("preempted", len(chosen.pods))
+    logger.info("pod=%s/%s: nominated to node %s; preempting %d pod(s)", namespace, name, chosen.node,
+                len(chosen.pods))
+    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", name) or {}
+    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} (priority {preemption.priority(p)})"
+                       for p in chosen.pods)
+    try:
+        await rt.events.post(rt.require_session(), regarding=raw, reason="Preempting", type_="Normal",
+                             action="Preempting",
+                             message=f"Removing {len(chosen.pods)} lower-priority pod(s) on node {chosen.node} "
+                                     f"to make room: {listed}")
+    except kube_errors.KubeError as exc:
+        logger.warning("pod=%s/%s: cannot post the Preempting Event: %s", namespace, name, exc)
+    return True
+
+
+async def _nominate(rt: Runtime, pod: pods.Pod, node: str) -> None:
+    """status.nominatedNodeName, as kube-scheduler records the node it made room on."""
+    namespace, name, uid = pod.metadata.namespace or "", pod.metadata.name, pod.metadata.uid or ""
+    for _ in range(RESENDS + 1):
+        try:
+            stored = await writing.merge_patch(rt.require_session(), resources.PODS, name,
+                                               {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}},
+                                               namespace or "default", subresource="status")
+            rt.cluster.apply("Pod", "MODIFIED", stored)
+            return
+        except kube_errors.KubeError as exc:
+            if not kube_errors.outcome_unknown(exc):
+                raise committing.Refused(f"pod {namespace}/{name}: nominating node {node}: {exc}") from exc
+            got = await committing.read_back(rt, "Pod", resources.PODS, namespace, name)
+            if got is None or (got.get("metadata") or {}).get("uid") != uid:
+                raise committing.Refused(f"pod {namespace}/{name} is gone") from exc
+            if (got.get("status") or {}).get("nominatedNodeName") == node:
+                return
+    raise committing.Unknown(f"pod {namespace}/{name}: nominating node {node} kept failing with an unknown outcome")
+
+
+async def _disrupt(rt: Runtime, victim: pods.Pod, preemptor: pods.Pod, node: str) -> None:
+    """The victim's DisruptionTarget condition, its deletion (its own grace period), its Event."""
+    namespace, name, uid = victim.metadata.namespace or "", victim.metadata.name, victim.metadata.uid or ""
+    message = f"{rt.settings.scheduling.scheduler_name}: preempting to accommodate a higher priority pod"
+    if not await _mark(rt, victim, message):
+        return  # gone already: nothing to remove
+    try:
+        await writing.delete_object(rt.require_session(), resources.PODS, name, namespace or "default", uid=uid)
+    except (kube_errors.NotFoundError, kube_errors.ConflictError):
+        pass  # gone, or replaced by a namesake: this victim is removed either way
+    except kube_errors.KubeError as exc:
+        if not kube_errors.outcome_unknown(exc):
+            raise committing.Refused(f"pod {namespace}/{name}: deleting it: {exc}") from exc
+        got = await committing.read_back(rt, "Pod", resources.PODS, namespace, name)
+        if got is not None and (got.get("metadata") or {}).get("uid") == uid and \
+                not (got.get("metadata") or {}).get("deletionTimestamp"):
+            raise committing.Unknown(f"pod {namespace}/{name}: its deletion's outcome is unknown") from exc
+    raw = rt.cluster.pods.raw(namespace, name) or {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": namespace or "default", "uid": uid}}
+    by = f"{preemptor.namespace or 'default'}/{preemptor.metadata.name}"
+    try:
+        await rt.events.post(rt.require_session(), regarding=raw, reason="Preempted", type_="Normal",
+                             action="Preempting",
+                             message=f"Preempted by pod {by} (uid {preemptor.metadata.uid}) on node {node}")
+    except kube_errors.KubeError as exc:
+        logger.warning("pod=%s/%s: cannot post the Preempted Event: %s", namespace, name, exc)
+
+
+async def _mark(rt: Runtime, victim: pods.Pod, message: str) -> bool:
+    """Add (or refresh) the victim's DisruptionTarget condition; False when the victim is gone."""
+    namespace, name, uid = victim.metadata.namespace or "", victim.metadata.name, victim.metadata.uid or ""
+    condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_REASON, "message": message,
+                 "lastTransitionTime": clock.stamp()}
+    for _ in range(RESENDS + 1):
+        raw = rt.cluster.pods.raw(namespace, name)
+        if raw is None or (raw.get("metadata") or {}).get("uid") != uid:
+            return False
+        conditions = list((raw.get("status") or {}).get("conditions") or [])
+        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion",
+                           "value": (raw.get("metadata") or {}).get("resourceVersion")}]
+        at = next((i for i, c in enumerate(conditions) if c.get("type") == DISRUPTION_TARGET), None)
+        if at is not None:
+            ops.append({"op": "replace", "path": f"/status/conditions/{at}", "value": condition})
+        elif conditions:
+            ops.append({"op": "add", "path": "/status/conditions/-", "value": condition})
+        else:
+            ops.append({"op": "add", "path": "/status/conditions", "value": [condition]})
+        try:
+            stored = await writing.json_patch(rt.require_session(), resources.PODS, name, ops,
+                                              namespace or "default", subresource="status")
+            rt.cluster.apply("Pod", "MODIFIED", stored)
+            return True
+        except kube_errors.NotFoundError:
+            return False
+        except kube_errors.KubeError as exc:
+            # A failed test (the pod changed since read: 422) or an unknown outcome: read it again.
+            if not kube_errors.outcome_unknown(exc) and not isinstance(exc, kube_errors.InvalidError):
+                raise committing.Refused(f"pod {namespace}/{name}: marking it DisruptionTarget: {exc}") from exc
+            if await committing.read_back(rt, "Pod", resources.PODS, namespace, name) is None:
+                return False
+    raise committing.Unknown(f"pod {namespace}/{name}: marking it DisruptionTarget kept failing")

@@ -1,0 +1,80 @@
+"""Priority preemption through the operator (issue 29): a pod that fits nowhere removes lower-priority pods
+holding the devices it needs, as kube-scheduler's preemption does for cpu and memory.
+
+On the sandbox and on the real control plane (`--e2e-real`): PriorityClasses resolve into the pods'
+priorities (the Priority admission plugin), the victims' claims are released by the claim lifecycle
+(dralloc's or kube-controller-manager's), and terminating victims are finished by the sandbox or the
+real cluster's stand-in node agent, as a kubelet would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+
+from dralloc.testing import cluster
+
+Obj = dict[str, Any]
+
+
+def priority_class(name: str, value: int) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def gpu_pod(name: str, priority_class_name: str, **spec: Any) -> Obj:
+    found = cluster.pod(name, template_name="one-gpu")
+    found["spec"]["priorityClassName"] = priority_class_name
+    found["spec"]["terminationGracePeriodSeconds"] = 1
+    found["spec"].update(spec)
+    return found
+
+
+def seed_full_node(apiserver: Cluster, gpus: int = 2) -> tuple[str, str, str]:
+    """One node of `gpus` GPUs, the classes `low` (10) and `high` (1000); every GPU taken by a low pod.
+    The node's name and the two PriorityClasses' names."""
+    node, gpu = apiserver.name("node"), apiserver.name("gpu")
+    low, high = apiserver.name("low"), apiserver.name("high")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, gpus), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu), priority_class(low, 10), priority_class(high, 1000)])
+    apiserver.seed([gpu_pod(f"low-{i}", low) for i in range(gpus)])
+    wait_for(lambda: all(helpers.node_of(apiserver, f"low-{i}") == node for i in range(gpus)), what="the low pods bound")
+    return node, low, high
+
+
+def condition(pod: Obj, kind: str) -> Obj | None:
+    return helpers.condition(pod, kind)
+
+
+def test_a_higher_priority_pod_removes_one_lower_priority_pod_and_takes_its_gpu(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """Every GPU is held by a priority-10 pod; a priority-1000 pod asking for one removes exactly one of them
+    (the victim gets DisruptionTarget, is deleted, and a Preempted Event says by whom and where), is
+    nominated to the node, and is bound there once the victim's claim is released."""
+    node, _, high = seed_full_node(apiserver)
+    apiserver.seed([gpu_pod("important", high)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
+    remaining = [f"low-{i}" for i in range(2) if helpers.pod(apiserver, f"low-{i}")]
+    assert len(remaining) == 1, remaining
+    (event,) = wait_for(lambda: helpers.events(apiserver, "Preempted"), what="the victim's Preempted Event")
+    assert f"on node {node}" in event["note"] and "important" in event["note"]
+    assert event["regarding"]["name"] not in remaining
+    assert helpers.events(apiserver, "Preempting")
+    allocated = [c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]
+    assert len(allocated) == 2  # the survivor's and the important pod's: no device in two claims
+
+
+def test_a_pod_that_may_not_preempt_waits_and_says_why(apiserver: Cluster, operator: OperatorThread) -> None:
+    """`preemptionPolicy: Never` (here from its PriorityClass) and equal priority remove nobody."""
+    _, low, high = seed_full_node(apiserver)
+    patient = apiserver.name("patient")
+    apiserver.seed([{**priority_class(patient, 1000), "preemptionPolicy": "Never"}])
+    apiserver.seed([gpu_pod("patient", patient), gpu_pod("peer", low)])
+    for name in ("patient", "peer"):
+        wait_for(lambda name=name: (condition(helpers.pod(apiserver, name), "PodScheduled") or {}).get("reason")
+                 == "Unschedulable", what=f"{name} told it waits")
+    assert all(helpers.pod(apiserver, f"low-{i}") for i in range(2))
+    assert not helpers.events(apiserver, "Preempted")
+    peer = condition(helpers.pod(apiserver, "peer"), "PodScheduled") or {}
+    assert "removing lower-priority pods would not make room" in (peer.get("message") or "")
