@@ -67,7 +67,7 @@ def test_a_higher_priority_pod_removes_one_lower_priority_pod_and_takes_its_gpu(
 
 def test_a_pod_that_may_not_preempt_waits_and_says_why(apiserver: Cluster, operator: OperatorThread) -> None:
     """`preemptionPolicy: Never` (here from its PriorityClass) and equal priority remove nobody."""
-    _, low, high = seed_full_node(apiserver)
+    _, low, _ = seed_full_node(apiserver)
     patient = apiserver.name("patient")
     apiserver.seed([{**priority_class(patient, 1000), "preemptionPolicy": "Never"}])
     apiserver.seed([gpu_pod("patient", patient), gpu_pod("peer", low)])
