@@ -78,3 +78,32 @@ def test_a_pod_that_may_not_preempt_waits_and_says_why(apiserver: Cluster, opera
     assert not helpers.events(apiserver, "Preempted")
     peer = condition(helpers.pod(apiserver, "peer"), "PodScheduled") or {}
     assert "removing lower-priority pods would not make room" in (peer.get("message") or "")
+
+
+def _preemption(apiserver: Cluster, value: str) -> None:
+    apiserver.request("PATCH", "/apis/dralloc.io/v1alpha1/allocationpolicies/default",
+                      {"spec": {"preemption": value}}, content_type="application/merge-patch+json")
+
+
+def _in_effect(apiserver: Cluster, said: str) -> bool:
+    policy = apiserver.get("dralloc.io/v1alpha1", "AllocationPolicy", "default") or {}
+    return any(c.get("type") == "Accepted" and said in (c.get("message") or "")
+               for c in (policy.get("status") or {}).get("conditions") or [])
+
+
+def test_the_allocation_policy_turns_preemption_off_and_on(apiserver: Cluster, operator: OperatorThread) -> None:
+    """`spec.preemption: Disabled` on the default AllocationPolicy: the important pod waits and nobody is
+    removed (the policy's Accepted condition says so); `Enabled` again: it preempts."""
+    wait_for(lambda: apiserver.get("dralloc.io/v1alpha1", "AllocationPolicy", "default"), what="the default policy")
+    _preemption(apiserver, "Disabled")
+    try:
+        wait_for(lambda: _in_effect(apiserver, "preemption off"), what="the policy accepted")
+        node, _, high = seed_full_node(apiserver)
+        apiserver.seed([gpu_pod("important", high)])
+        wait_for(lambda: (condition(helpers.pod(apiserver, "important"), "PodScheduled") or {}).get("reason")
+                 == "Unschedulable", what="the important pod told it waits")
+        assert all(helpers.pod(apiserver, f"low-{i}") for i in range(2)) and not helpers.events(apiserver, "Preempted")
+    finally:
+        _preemption(apiserver, "Enabled")
+    wait_for(lambda: _in_effect(apiserver, "preemption on"), what="the policy accepted")
+    assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node

@@ -155,15 +155,23 @@ def _strategy(spec: dict[str, Any]) -> tuple[str, str | None]:
     return STRATEGIES[strategy], None
 
 
+def _preemption(spec: dict[str, Any]) -> tuple[bool, str | None]:
+    value = spec.get("preemption", "Enabled")
+    if value not in ("Enabled", "Disabled"):
+        return True, f"spec.preemption: unknown value {value!r}; preemption stays Enabled"
+    return value == "Enabled", None
+
+
 @kopf.on.event("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
                registry=REGISTRY)
 async def policy_event(**kwargs: Any) -> None:
     """Read the strategy; the active replica writes the status (kopf's event handlers write nothing)."""
     event, body, memo = kwargs["event"], kwargs["body"], kwargs["memo"]
     if event.get("type") == "DELETED":
-        memo.policy, memo.policy_body = "first-fit", None
+        memo.policy, memo.policy_body, memo.preemption = "first-fit", None, True
     else:
         memo.policy, _ = _strategy(dict(body.get("spec") or {}))
+        memo.preemption = _preemption(dict(body.get("spec") or {}))[0]
         memo.policy_body = dict(body)
     memo.wake()
     memo.policy_wakeup.set()
@@ -176,8 +184,14 @@ async def _policy_status(rt: Runtime) -> None:
         return
     meta, status = body.get("metadata") or {}, body.get("status") or {}
     policy, problem = _strategy(dict(body.get("spec") or {}))
-    wanted = {"type": "Accepted", "status": "False" if problem else "True",
-              "reason": "InvalidStrategy" if problem else "Valid", "message": problem or f"placing with {policy}"}
+    preempting, preemption_problem = _preemption(dict(body.get("spec") or {}))
+    if not rt.settings.scheduling.preemption:
+        said = "preemption off (--no-preemption)"
+    else:
+        said = f"preemption {'on' if preempting else 'off'}"
+    wanted = {"type": "Accepted", "status": "False" if problem or preemption_problem else "True",
+              "reason": "InvalidStrategy" if problem else ("InvalidPreemption" if preemption_problem else "Valid"),
+              "message": "; ".join(p for p in (problem, preemption_problem) if p) or f"placing with {policy}; {said}"}
     current: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Accepted"), {})
     if all(current.get(k) == v for k, v in wanted.items()) and status.get("observedGeneration") == meta.get("generation"):
         return

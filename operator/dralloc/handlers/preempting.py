@@ -95,7 +95,7 @@ def terminating_by_preemption(pod: pods.Pod) -> bool:
 def eligible(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> bool:
     """Whether the pod may look for victims now: preemption on, the pod's policy allows it, and its
     nominated node (if any) has no victim of lower priority still terminating (it waits for them)."""
-    if not rt.settings.scheduling.preemption or not preemption.may_preempt(pod):
+    if not (rt.settings.scheduling.preemption and rt.preemption) or not preemption.may_preempt(pod):
         return False
     node = pod.status.nominated_node_name
     if node:

@@ -67,6 +67,7 @@ class Runtime:
         self.views = Views(self.cluster, self.ledger, settings.scheduling.features, settings.scheduling.budget)
         self.session: Session | None = None
         self.policy = "first-fit"
+        self.preemption = True  # the `default` AllocationPolicy's spec.preemption (Enabled)
         self.scheduling_wakeup = asyncio.Event()
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()
