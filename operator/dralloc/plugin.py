@@ -150,12 +150,27 @@ def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) 
                 "pinned": pod.spec.node_selector.get("kubernetes.io/hostname"), "devices": devices, **gang}
     placer = _placer(cluster, features, leave_out=pod.metadata.uid)
     decision = placer.place(item)
+    nominated = _nomination(cluster, pod)
     if isinstance(decision, placement.Placement):
         chosen = [f"{r.driver}/{r.pool}/{r.device}" for a in decision.results for r in a.devices.results]
-        return {"pod": f"{namespace}/{name}", "status": "fits", "node": decision.node, "devices": chosen, **gang}
+        return {"pod": f"{namespace}/{name}", "status": "fits", "node": decision.node, "devices": chosen, **gang,
+                **nominated}
     return {"pod": f"{namespace}/{name}", "status": "unschedulable", "nodes": len(placer.nodes),
             "reasons": [{"reason": reason, "nodes": list(where)} for reason, where in decision.reasons],
-            "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}", **gang}
+            "message": f"0/{len(placer.nodes)} nodes are available: {decision.message()}", **gang, **nominated}
+
+
+def _nomination(cluster: inputs.Cluster, pod: model_pods.Pod) -> dict[str, Any]:
+    """For a pod a scheduler nominated to a node (priority preemption is making room there): the node, and
+    the pods of that node still terminating because a scheduler preempted them."""
+    node = pod.status.nominated_node_name
+    if not node:
+        return {}
+    victims = [f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in cluster.pods
+               if p.spec.node_name == node and p.metadata.deletion_timestamp is not None and any(
+                   c.type == "DisruptionTarget" and c.status == "True" and c.reason == "PreemptionByScheduler"
+                   for c in p.status.conditions)]
+    return {"nominated": node, "preempting": sorted(victims)}
 
 
 def _refused_by_its_scheduler(pod: model_pods.Pod) -> tuple[str, str] | None:
@@ -199,6 +214,14 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
             out.write(f"  {shown}: {entry['reason']}\n")
     for line in answer.get("devices", []):
         out.write(f"  {line}\n")
+    if answer.get("nominated"):
+        victims = answer.get("preempting") or []
+        if victims:
+            out.write(f"nominated to node {answer['nominated']} by priority preemption; {len(victims)} pod(s) "
+                      f"removed for it are still terminating: {', '.join(victims)}\n")
+        else:
+            out.write(f"nominated to node {answer['nominated']} by priority preemption; the pods removed for it "
+                      "are gone: it goes there once their devices are released\n")
     if answer.get("podGroup"):
         out.write(f"the pod is a member of PodGroup {answer['podGroup']}: placed with its gang, all members or "
                   "none (the above is for the pod alone)\n")

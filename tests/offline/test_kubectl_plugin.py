@@ -9,6 +9,7 @@ nowhere) and one whose claim names a class that does not exist.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
@@ -20,6 +21,10 @@ from typing import Any
 
 import pytest
 
+from dralloc import plugin as plugin_module
+from dralloc.allocation.features import Features
+from dralloc.model import conversion, pods
+from dralloc.offline import inputs
 from dralloc.sandbox import ThreadedApiServer
 from dralloc.testing import cluster
 
@@ -176,3 +181,31 @@ def test_why_a_pinned_pod_its_scheduler_refuses_reports_that_scheduler_s_blocker
     assert ("is waiting for default-scheduler, which refuses it on node node-b, where dralloc pinned it: "
             "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.") in text
     assert "fits now" not in text
+
+
+def test_why_a_nominated_pod_names_its_node_and_the_victims_still_terminating() -> None:
+    """Priority preemption made room on node-a: `why` says the pod is nominated there and which pods removed
+    for it are still terminating (not the node's other pods, nor pods merely being deleted)."""
+    def parsed(raw: Obj) -> pods.Pod:
+        found: pods.Pod = conversion.parse_as(pods.Pod, raw)
+        return found
+
+    preempted = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    victim = cluster.pod("victim", scheduler=None)
+    victim["spec"]["nodeName"] = "node-a"
+    victim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    victim["status"] = {"conditions": [preempted]}
+    leaving = cluster.pod("leaving", scheduler=None)
+    leaving["spec"]["nodeName"] = "node-a"
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    waiting = cluster.pod("important")
+    waiting["status"] = {"nominatedNodeName": "node-a"}
+    snapshot = inputs.Cluster()
+    for raw in (cluster.node("node-a", cpu="1"), victim, leaving, waiting):
+        snapshot.add(conversion.parse(raw) if raw["kind"] != "Pod" else parsed(raw))
+    answer = plugin_module.why(snapshot, "default", "important", Features())
+    assert (answer["nominated"], answer["preempting"]) == ("node-a", ["default/victim"])
+    out = io.StringIO()
+    plugin_module.print_why(answer, out)
+    assert ("nominated to node node-a by priority preemption; 1 pod(s) removed for it are still terminating: "
+            "default/victim") in out.getvalue()
