@@ -29,7 +29,8 @@ and upstream's wording (`names.py` for name syntax):
 - PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes: `volumes.py`, with
   the StorageObjectInUseProtection, DefaultStorageClass and PersistentVolumeClaimResize
   admission plugins; CSIDrivers: `csidrivers.py`; CSIStorageCapacities:
-  `storagecapacities.py`; PriorityClasses and the Priority
+  `storagecapacities.py`; PodDisruptionBudgets: `disruptionbudgets.py` (their names are only
+  path segments, checked once the spec passed); PriorityClasses and the Priority
   admission plugin (Pods, PodGroups): `priorities.py`. Admission plugins that mutate run
   with the defaults, those that only validate after validation, as kube-apiserver orders
   them; their refusals are 403s.
@@ -45,6 +46,7 @@ from typing import Any
 from dralloc.sandbox import (
     csidrivers,
     customresources,
+    disruptionbudgets,
     dra,
     errors,
     names,
@@ -67,7 +69,8 @@ strict_fields: contextvars.ContextVar[bool] = contextvars.ContextVar("strict_fie
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Upstream's rule for the names of each kind: a DNS subdomain unless listed here. Core
 # Events only may not break a URL path; events.k8s.io/v1 Events are subdomains again.
-_NAME_RULES: dict[str, Callable[[str], list[str]]] = {"namespaces": names.namespace_name, "events": names.path_segment}
+_NAME_RULES: dict[str, Callable[[str], list[str]]] = {"namespaces": names.namespace_name, "events": names.path_segment,
+                                                      "poddisruptionbudgets": names.path_segment}
 
 
 def decoded(rt: resources.ResourceType, obj: Obj, old: Obj | None) -> tuple[Obj, Causes]:
@@ -157,6 +160,11 @@ class Admission:
             causes = csidrivers.schema_causes(causes) + csidrivers.validate(new, old)
         elif rt.storage == storagecapacities.STORAGE and (checked or not causes):
             causes += storagecapacities.validate(new, old)
+        elif rt.storage == disruptionbudgets.STORAGE and (checked or not causes):
+            # The strategy's checks first; the generic ones of the metadata only when those pass (the
+            # decoder's list-map check of conditions is the strategy's, worded its own way).
+            causes = disruptionbudgets.validate(new, old, subresource) or (
+                metadata_causes(rt, new) if old is None else [])
         elif rt.group == workloads.GROUP and (checked or not causes):
             causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
         elif rt.plural == "nodes" and rt.group == "":
@@ -246,6 +254,8 @@ class Admission:
             csidrivers.default(obj)
         elif rt.storage == storagecapacities.STORAGE:
             storagecapacities.default(obj)
+        elif rt.storage == disruptionbudgets.STORAGE:
+            disruptionbudgets.default(obj, old)
         elif rt.group == workloads.GROUP:
             workloads.default(obj, old, self.objects)
         elif rt.plural == "nodes" and rt.group == "":

@@ -1,7 +1,7 @@
 """`ApiServer`: the aiohttp application around the store, and its lifecycle.
 
 The server owns one event loop's worth of state (store, watch hub, collector, PV binder,
-optional pod simulator) and serves it on 127.0.0.1 by default. Use it as
+disruption controller, optional pod simulator) and serves it on 127.0.0.1 by default. Use it as
 `async with ApiServer(...) as srv:` in the loop of your choice; a kopf operator must
 not share that loop (kopf cancels every task of its loop on exit), which is what
 `threads.run_in_thread()` is for.
@@ -37,6 +37,7 @@ from dralloc.sandbox import (
     admission,
     collecting,
     discovery,
+    disruption,
     endpoints,
     errors,
     kubeconfig,
@@ -80,6 +81,7 @@ class ApiServer:
         validate_schemas: bool = True,
         kubernetes_version: str = "1.37",  # the release it runs as: 1.36 serves scheduling.k8s.io/v1alpha2
         pv_binder: bool = True,  # play the PV controller's binding (volumebinding.py), as KCM runs it by default
+        disruption_controller: bool = True,  # play KCM's disruption controller (disruption.py): PDB status
     ) -> None:
         tokens = [token] if isinstance(token, str) else list(token or ())
         self.tokens = frozenset(tokens)
@@ -94,6 +96,7 @@ class ApiServer:
         self.store = store_.Store(self.registry, self.hub, self.admission)
         self.collector = collecting.Collector(self.store)
         self.volume_binder = volumebinding.VolumeBinder(self.store) if pv_binder else None
+        self.disruption_controller = disruption.DisruptionController(self.store) if disruption_controller else None
         self.simulator = simulator.PodSimulator(self.store, start_delay=sim_start_delay) if simulate_pods else None
         self.scheduler = scheduler.SchedulerStandIn(self.store, delay=min(sim_start_delay, 0.05)) \
             if simulate_pods else None
@@ -158,6 +161,8 @@ class ApiServer:
         self._tasks.append(asyncio.create_task(self.collector.run(), name="sandbox-collector"))
         if self.volume_binder is not None:
             self._tasks.append(asyncio.create_task(self.volume_binder.run(), name="sandbox-pv-binder"))
+        if self.disruption_controller is not None:
+            self._tasks.append(asyncio.create_task(self.disruption_controller.run(), name="sandbox-disruption"))
         for rule in list(self.faults.rules):
             if rule.action in faults_.PERIODIC:
                 self._start_periodic(rule)

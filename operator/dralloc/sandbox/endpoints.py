@@ -21,7 +21,18 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from dralloc.sandbox import admission, errors, patching, pods, protobuf, resources, selectors, tables, watches
+from dralloc.sandbox import (
+    admission,
+    errors,
+    evictions,
+    patching,
+    pods,
+    protobuf,
+    resources,
+    selectors,
+    tables,
+    watches,
+)
 from dralloc.sandbox import faults as faults_
 from dralloc.sandbox import store as store_
 
@@ -43,7 +54,11 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 def respond(obj: Obj | bytes, status: int = 200) -> web.Response:
     body = obj if isinstance(obj, bytes) else json.dumps(obj, separators=(",", ":")).encode()
-    return web.Response(body=body, status=status, headers=_JSON_HEADERS)
+    headers = _JSON_HEADERS
+    retry = (obj.get("details") or {}).get("retryAfterSeconds") if isinstance(obj, dict) and status >= 300 else None
+    if isinstance(retry, int) and retry > 0:  # as kube-apiserver's error writer adds it
+        headers = {**_JSON_HEADERS, "Retry-After": str(retry)}
+    return web.Response(body=body, status=status, headers=headers)
 
 
 def _flag(request: web.Request, name: str) -> bool:
@@ -107,7 +122,11 @@ class Endpoints:
                     raise errors.ApiError(405, "a namespace is required to create this resource")
                 obj = self.store.create(rt, ns or "", await _json(request), dry_run=dry_run, owned=True)
                 return respond(obj, 201)
-            if method == "POST" and sub in ("binding", "eviction"):
+            if method == "POST" and sub == "eviction":
+                answer = evictions.Eviction(self.store, rt).evict(ns or "", name or "", await _json(request),
+                                                                  dry_run=dry_run)
+                return respond(answer, int(answer["code"]))
+            if method == "POST" and sub == "binding":
                 return respond(self.pod_action(rt, ns or "", name or "", sub, await _json(request)), 201)
             if method == "PUT" and name is not None:
                 if sub == "finalize":
@@ -305,11 +324,8 @@ class Endpoints:
                 "metadata": {"resourceVersion": str(self.store.rv)}, "items": items}
 
     def pod_action(self, rt: resources.ResourceType, ns: str, name: str, sub: str, body: Obj) -> Obj:
-        """pods/binding sets the node (once); pods/eviction is a deletion, with no disruption budgets."""
+        """pods/binding sets the node (once); pods/eviction is `evictions.py`'s."""
         entry = self.store.entry(rt, ns, name)
-        if sub == "eviction":
-            self.store.delete(rt, ns, name, body.get("deleteOptions") or {})
-            return errors.status_body(201)
         target = (body.get("target") or {}).get("name")
         if not target:
             raise errors.invalid("Binding", "", name, [("target.name", "Required value")])

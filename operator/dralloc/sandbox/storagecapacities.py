@@ -64,7 +64,7 @@ def _requirement(req: Any) -> Any:
     return out
 
 
-def _selector(selector: Obj) -> Obj:
+def go_selector(selector: Obj) -> Obj:
     """A metav1 LabelSelector as Go writes it: matchLabels (keys sorted), then matchExpressions,
     each only when not empty."""
     out: Obj = {}
@@ -83,7 +83,7 @@ def default(capacity: Obj) -> None:
     """No defaults upstream: only Go's shape of the written object (field order, omitempty)."""
     topology = capacity.get("nodeTopology")
     if isinstance(topology, dict):
-        capacity["nodeTopology"] = _selector(topology)
+        capacity["nodeTopology"] = go_selector(topology)
     moved = {field: capacity.pop(field) for field in _FIELDS if field in capacity}
     capacity.update(moved)
 

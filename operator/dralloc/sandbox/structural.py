@@ -48,6 +48,7 @@ _GO_TYPES = {
     ("DeviceTaint", "effect"): "v1.DeviceTaintEffect",
     ("Device", "attributes"): "map[v1.QualifiedName]v1.DeviceAttribute",
     ("Device", "capacity"): "map[v1.QualifiedName]v1.DeviceCapacity",
+    ("PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): "v1.UnhealthyPodEvictionPolicyType",
 }
 
 
@@ -84,6 +85,8 @@ def _join(path: str, key: str) -> str:
 
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"  # any JSON at all; its validation judges it
+# A string, or else what Go's int32 takes (IntOrString.UnmarshalJSON): errors name int32.
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 # What apimachinery's ParseQuantity accepts: a sign, digits with an optional fraction, and one
 # suffix (binary, decimal SI, or a decimal exponent). Anything else does not even decode.
 QUANTITY_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -161,6 +164,11 @@ class _Decoder:
                     raise DecodeError(QUANTITY_ERROR)  # Quantity's own decoder fails: decoding stops
                 return quantities.canonical_text(value)  # stored (and returned) as the server writes it
             if name == RAW_EXTENSION:
+                return value
+            if name == INT_OR_STRING:
+                if not isinstance(value, str) and (isinstance(value, bool) or not isinstance(value, int)
+                                                   or not -(2**31) <= value < 2**31):
+                    self.mismatch(value, {}, ["integer"], where, "int32")
                 return value
             schema = self.defs.get(name)
             if schema is not None and "properties" in schema and isinstance(value, dict):

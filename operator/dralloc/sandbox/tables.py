@@ -27,6 +27,8 @@ row has one cell per column definition. Columns and cell formats follow kube-api
     csidrivers      NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS
                     REQUIRESREPUBLISH MODES AGE
     priorityclasses NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY
+    poddisruptionbudgets  NAME MIN-AVAILABLE MAX-UNAVAILABLE ALLOWED-DISRUPTIONS AGE
+                    (`N/A` for a field not set)
 
 Kinds without a printer (DeviceTaintRules, CRDs) get the generic NAME / CREATED AT
 table, and so do CSIStorageCapacities: upstream has printCSIStorageCapacity, but their
@@ -415,6 +417,14 @@ def _csi_driver(driver: Obj, now: datetime.datetime) -> tuple[list[Any], list[Ob
             since(meta.get("creationTimestamp"), now)], []
 
 
+def _disruption_budget(pdb: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
+    """printPodDisruptionBudget: an int-or-string as its text, `N/A` when unset."""
+    spec, meta = pdb.get("spec") or {}, pdb.get("metadata") or {}
+    shown = ["N/A" if spec.get(f) is None else str(spec[f]) for f in ("minAvailable", "maxUnavailable")]
+    return [meta.get("name", ""), *shown, (pdb.get("status") or {}).get("disruptionsAllowed", 0),
+            since(meta.get("creationTimestamp"), now)], []
+
+
 _EV = f"{_CORE}.Event"
 _PVC = f"{_CORE}.PersistentVolumeClaim"
 _PV = f"{_CORE}.PersistentVolume"
@@ -532,6 +542,13 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
                         since((o.get("metadata") or {}).get("creationTimestamp"), now),
                         o.get("preemptionPolicy") or ""], [])),
 }
+PRINTERS[("policy", "poddisruptionbudgets")] = ([
+    NAME,
+    ("Min Available", "string", "", "The minimum number of pods that must be available.", 0),
+    ("Max Unavailable", "string", "", "The maximum number of pods that may be unavailable.", 0),
+    ("Allowed Disruptions", "integer", "", "Calculated number of pods that may be disrupted at this time.", 0),
+    AGE,
+], _disruption_budget)
 PRINTERS[("events.k8s.io", "events")] = PRINTERS[("", "events")]
 
 
