@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from kubernetes.dynamic import exceptions as kube_errors
-from tests.handlers.conftest import Cluster
+from tests.handlers.conftest import Cluster, wait_for
 
 Obj = dict[str, Any]
 V1 = "resource.k8s.io/v1"
@@ -47,6 +47,7 @@ RESOURCES = {
     "nodes": ("/api/v1", False),
     "events.k8s.io": ("/apis/events.k8s.io/v1", True),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1", True),
+    "poddisruptionbudgets": ("/apis/policy/v1", True),
 }
 
 
@@ -182,6 +183,15 @@ def storage_capacity(**fields: Any) -> Obj:
 
 
 ZONE_TOPOLOGY = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}
+
+
+def disruption_budget(**spec: Any) -> Obj:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "spec": spec}
+
+
+PDB_ZERO = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+PERCENT = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex "
+           "used for validation is '[0-9]+%')")
 
 
 CASES: dict[str, Case] = {
@@ -1778,6 +1788,70 @@ CASES: dict[str, Case] = {
         refused=422, causes=(("nodeTopology", "Invalid"),),
         message="nodeTopology: Invalid value: {}: field is immutable",
     ),
+    # PodDisruptionBudget (policy/v1; sandbox/disruptionbudgets.py)
+    "pdb-accepted": Case(
+        "poddisruptionbudgets", disruption_budget(selector={"matchLabels": {"z": "1", "a": "2"}, "matchExpressions": []},
+                                                  minAvailable="50%"),
+        returns={"metadata": {"generation": 1}, "status": PDB_ZERO,  # cleared: the controller fills it later
+                 "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"a": "2", "z": "1"},
+                                                              "matchExpressions": ABSENT},
+                          "unhealthyPodEvictionPolicy": ABSENT}},  # not defaulted
+    ),
+    "pdb-both-min-and-max": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=1, maxUnavailable="50%", selector={"matchLabels": {"a": "b"}}),
+        refused=422, causes=(("spec", "Invalid"),),
+        message=('spec: Invalid value: {"MinAvailable":1,"Selector":{"matchLabels":{"a":"b"}},"MaxUnavailable":"50%",'
+                 '"UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set'),
+    ),
+    "pdb-bad-percentage": Case(
+        "poddisruptionbudgets", disruption_budget(maxUnavailable="5.5%"),
+        refused=422, causes=(("spec.maxUnavailable", "Invalid"),),
+        message=f'spec.maxUnavailable: Invalid value: "5.5%": {PERCENT}',
+    ),
+    "pdb-over-100-percent-and-negative": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable="150%", unhealthyPodEvictionPolicy="Sometimes"),
+        refused=422, causes=(("spec.minAvailable", "Invalid"), ("spec.unhealthyPodEvictionPolicy", "NotSupported")),
+        message='spec.minAvailable: Invalid value: "150%": must not be greater than 100%',
+    ),
+    "pdb-bad-selector": Case(
+        "poddisruptionbudgets", disruption_budget(selector={
+            "matchLabels": {"a": "b c"},
+            "matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1"]}, {"key": "k", "operator": "In"}]}),
+        refused=422, causes=(("spec.selector.matchLabels", "Invalid"), ("spec.selector.matchExpressions[0].operator", "Invalid"),
+                             ("spec.selector.matchExpressions[1].values", "Required")),
+        message='spec.selector.matchExpressions[0].operator: Invalid value: "Gt": not a valid selector operator',
+    ),
+    "pdb-int-or-string-decodes-as-int32": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=1.5),
+        refused=400,
+        message=("json: cannot unmarshal number 1.5 into Go struct field PodDisruptionBudgetSpec.spec.minAvailable of "
+                 "type int32"),
+    ),
+    "pdb-name-only-a-path-segment": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=0), name="Not_A_Subdomain",
+    ),
+    "pdb-name-checked-after-the-spec": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=-1), name="a%b",
+        refused=422, causes=(("spec.minAvailable", "Invalid"),),
+        message="spec.minAvailable: Invalid value: -1: must be greater than or equal to 0",
+    ),
+    "pdb-spec-may-change": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=1, selector={"matchLabels": {"a": "b"}}),
+        update={"spec": {"minAvailable": None, "maxUnavailable": "10%",
+                         "selector": {"matchExpressions": [
+                             {"key": "pdb.kubernetes.io/deprecated-v1beta1-empty-selector-match", "operator": "Exists"}]}}},
+        returns={"metadata": {"generation": 2}, "spec": {"maxUnavailable": "10%", "minAvailable": ABSENT,
+                                                         "selector": {"matchLabels": {"a": "b"}, "matchExpressions": ABSENT}}},
+    ),
+    "pdb-status-counts-not-negative": Case(
+        "poddisruptionbudgets", disruption_budget(minAvailable=1), subresource="status",
+        update={"status": {"disruptionsAllowed": -1, "conditions": [
+            {"type": "X", "status": "True", "reason": "R", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+            {"type": "X", "status": "Maybe", "reason": "R", "lastTransitionTime": "2020-01-01T00:00:00Z"}]}},
+        refused=422, causes=(("status.conditions[1]", "Duplicate"), ("status.conditions[1].status", "NotSupported"),
+                             ("status.disruptionsAllowed", "Invalid")),
+        message='status.conditions[1]: Duplicate value: "X"',
+    ),
     "storage-capacity-may-change": Case(
         "csistoragecapacities", storage_capacity(storageClassName="std", capacity="1Gi", nodeTopology=ZONE_TOPOLOGY),
         update={"capacity": "2Gi", "maximumVolumeSize": "1Gi", "nodeTopology": {"matchLabels": {}}},
@@ -1854,3 +1928,80 @@ def test_admission_answers_as_kube_apiserver(apiserver: Cluster, case: Case) -> 
             send(apiserver, "DELETE", f"{collection}/{name}", {}, "application/json")
         for seeded in case.nodes:
             send(apiserver, "DELETE", f"/api/v1/nodes/{scoped(seeded)['metadata']['name']}", {}, "application/json")
+
+
+# ---- PodDisruptionBudgets: the status kube-controller-manager's disruption controller writes -------------
+
+
+def _ready_pod(name: str, labels: Obj, ready: bool, owner: Obj | None = None) -> Obj:
+    """A pod no scheduler touches, Running and Ready (or not) as a kubelet would report it."""
+    meta: Obj = {"name": name, "labels": labels, **({"ownerReferences": [owner]} if owner else {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"schedulerName": "dralloc-e2e-nobody", "containers": [{"name": "main", "image": "busybox"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def _synced(allowed: int, healthy: int, desired: int, expected: int) -> Obj:
+    reason = "SufficientPods" if allowed > 0 else "InsufficientPods"
+    return {"observedGeneration": 1, "disruptionsAllowed": allowed, "currentHealthy": healthy,
+            "desiredHealthy": desired, "expectedPods": expected, "conditions": [
+                {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False", "observedGeneration": 1,
+                 "reason": reason, "message": ""}]}
+
+
+def _budget_status(apiserver: Cluster, name: str) -> Obj:
+    found = apiserver.get("policy/v1", "PodDisruptionBudget", name, apiserver.namespace) or {}
+    status = dict(found.get("status") or {})
+    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []]
+    if conditions:
+        status["conditions"] = conditions
+    return status
+
+
+def test_disruption_budget_status_is_what_the_disruption_controller_writes(apiserver: Cluster) -> None:
+    """Budgets over Ready and unready pods, bare and owned, and an eviction through one, on both servers: the
+    sandbox's disruption controller (sandbox/disruption.py) and eviction (sandbox/evictions.py) as KCM's and
+    kube-apiserver's."""
+    if apiserver.get("v1", "Namespace", apiserver.namespace) is None:
+        apiserver.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": apiserver.namespace}}])
+    [owner] = apiserver.seed([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}])
+    controller = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
+                  "controller": True}
+    apiserver.seed([_ready_pod("p0", {"app": "x"}, True), _ready_pod("p1", {"app": "x"}, True),
+                    _ready_pod("p2", {"app": "x"}, False),
+                    _ready_pod("o0", {"app": "owned"}, True, controller)])
+    collection = f"/apis/policy/v1/namespaces/{apiserver.namespace}/poddisruptionbudgets"
+    budgets = {
+        "min1": ({"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}, _synced(1, 2, 1, 3)),
+        "min3": ({"minAvailable": 3, "selector": {"matchLabels": {"app": "x"}}}, _synced(0, 2, 3, 3)),
+        "bare-pods-have-no-scale": ({"maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+                                    _synced(0, 2, 0, 0)),
+        "a-configmap-has-no-scale": ({"minAvailable": "50%", "selector": {"matchLabels": {"app": "owned"}}}, {
+            **PDB_ZERO, "conditions": [{"type": "DisruptionAllowed", "status": "False", "reason": "SyncFailed",
+                                        "message": "configmaps does not implement the scale subresource"}]}),
+    }
+    for name, (spec, _) in budgets.items():
+        code, answer = send(apiserver, "POST", collection, {**disruption_budget(**spec), "metadata": {"name": name}},
+                            "application/json")
+        assert code == 0, answer
+    for name, (_, status) in budgets.items():
+        wait_for(lambda name=name, status=status: _budget_status(apiserver, name) == status, timeout=15,
+                 what=f"{name}'s status", extra=lambda name=name: str(_budget_status(apiserver, name)))
+    pods = f"/api/v1/namespaces/{apiserver.namespace}/pods"
+    code, answer = send(apiserver, "POST", f"{pods}/p0/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p0"}}, "application/json")
+    assert code == 500 and answer["message"] == (  # three budgets select it
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+    for name in ("min3", "bare-pods-have-no-scale"):
+        send(apiserver, "DELETE", f"{collection}/{name}", {}, "application/json")
+    code, answer = send(apiserver, "POST", f"{pods}/p0/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p0"}}, "application/json")
+    assert code == 0, answer
+    wait_for(lambda: _budget_status(apiserver, "min1") == _synced(0, 1, 1, 2), timeout=15, what="min1 after p0",
+             extra=lambda: str(_budget_status(apiserver, "min1")))
+    code, answer = send(apiserver, "POST", f"{pods}/p1/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1"}}, "application/json")
+    assert code == 429 and answer["reason"] == "TooManyRequests"
+    assert answer["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert answer["details"]["causes"] == [
+        {"reason": "DisruptionBudget", "message": "The disruption budget min1 needs 1 healthy pods and has 1 currently"}]
