@@ -13,6 +13,7 @@ from typing import Any
 
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+from tests.handlers.test_gangs import member, pod_group
 
 from dralloc.testing import cluster
 
@@ -107,3 +108,34 @@ def test_the_allocation_policy_turns_preemption_off_and_on(apiserver: Cluster, o
         _preemption(apiserver, "Enabled")
     wait_for(lambda: _in_effect(apiserver, "preemption on"), what="the policy accepted")
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
+
+
+def test_a_gang_preempts_as_one_for_all_its_members(apiserver: Cluster, operator: OperatorThread) -> None:
+    """Four GPUs on two nodes, all held by priority-10 pods; a priority-1000 gang of 2 one-GPU members.
+    The gang preempts as one: exactly two pods go, chosen for the gang's joint placement, every member is
+    nominated and then bound, and no device is in two claims."""
+    gpu, low, high = apiserver.name("gpu"), apiserver.name("low"), apiserver.name("high")
+    nodes = [apiserver.name("node-a"), apiserver.name("node-b")]
+    objs: list[Obj] = [cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu),
+                       priority_class(low, 10), priority_class(high, 1000)]
+    for node in nodes:
+        objs += [cluster.node(node), cluster.gpu_slice(node, 2)]
+    apiserver.seed(objs)
+    apiserver.seed([gpu_pod(f"low-{i}", low) for i in range(4)])
+    wait_for(lambda: all(helpers.node_of(apiserver, f"low-{i}") for i in range(4)), what="the low pods bound")
+    group = pod_group("big", 2)
+    group["spec"]["priorityClassName"] = high
+    apiserver.seed([group])
+    members = []
+    for i in range(2):
+        found = member(f"big-{i}", "one-gpu", "big")
+        found["spec"]["priorityClassName"] = high
+        found["spec"]["terminationGracePeriodSeconds"] = 1
+        members.append(found)
+    apiserver.seed(members)
+    wait_for(lambda: all(helpers.node_of(apiserver, f"big-{i}") for i in range(2)), timeout=60,
+             what="the gang bound")
+    assert sum(1 for i in range(4) if helpers.pod(apiserver, f"low-{i}")) == 2
+    assert len(helpers.events(apiserver, "Preempted")) == 2
+    allocated = [c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]
+    assert len(allocated) == 4

@@ -342,3 +342,15 @@ class TestHeldNodes:
         decision = placer_.place(placement.Item("low", pod=pod("low", 1, node=None)))
         assert isinstance(decision, placement.NoPlacement)
         assert decision.reasons == ((placement.HELD_FOR_NOMINATED, ("n1",)),)
+
+
+def test_a_node_held_for_a_gang_member_takes_the_other_members() -> None:
+    """A gang preempts as one: its members, nominated together, do not hold each other off."""
+    placer_, _, _ = gpu_cluster({"n1": []})
+    group = {"schedulingGroup": {"podGroupName": "g"}}
+    placer_.hold("n1", pod("member-0", 100, node=None, **group))
+    other = placement.Item("member-1", claims=gpu_pod(0).claims, pod=pod("member-1", 100, node=None, **group))
+    decision = placer_.place(other)
+    assert isinstance(decision, placement.Placement) and decision.node == "n1"
+    stranger = placement.Item("stranger", claims=gpu_pod(0).claims, pod=pod("stranger", 100, node=None))
+    assert isinstance(placer_.place(stranger), placement.NoPlacement)

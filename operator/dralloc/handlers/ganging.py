@@ -93,7 +93,7 @@ from dralloc.kube import errors as kube_errors
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
-from dralloc.scheduling import nodefit, nodeports, placement, podaffinity, queueing
+from dralloc.scheduling import nodefit, nodeports, placement, podaffinity, preemption, queueing
 
 logger = logging.getLogger(__name__)
 
@@ -389,6 +389,23 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
         return NotPlaced(key, pending, f"PodGroup {ref}: gang of {len(gang)}: {unusable}", "unfit", outcome.steps,
                          held, any_placed)
     return Decided(key, tuple(decided), outcome.steps, outcome.domain, prepared.group_ref, frozenset(group_claims))
+
+
+def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemption.HeldBy,
+                   budgets: Sequence[preemption.DisruptionBudget], gang_priority: int,
+                   ) -> tuple[preemption.NodeVictims, Decided] | None:
+    """The victims that would let the whole gang fit, and the gang's placement once they are gone (runs in
+    the decider's thread, as `search`); None when removing lower-priority pods does not make room."""
+    def fits(fork: placement.Placer) -> Decided | None:
+        found = search(fork, prepared)
+        return found if isinstance(found, Decided) else None
+
+    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets)
+    if answer is None:
+        return None
+    chosen, plan = answer
+    assert isinstance(plan, Decided)
+    return chosen, plan
 
 
 def _group_claims_unusable(placer: placement.Placer, decided: Sequence[Member], group_claims: set[str]) -> str | None:

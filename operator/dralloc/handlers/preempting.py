@@ -15,7 +15,9 @@ loop, the chosen victims are removed the way kube-scheduler's preemption removes
 Then the victims terminate; their claims are released (dralloc's claim lifecycle or
 kube-controller-manager's), which wakes the preemptor, placed as soon as it fits. A pod whose
 nominated node still has victims of its preemption terminating does not preempt again (`eligible`,
-upstream's PodEligibleToPreemptOthers). A write whose outcome is unknown is read back: a victim is
+upstream's PodEligibleToPreemptOthers), nor while a claim usable there is still reserved for a victim
+already gone (its devices are on their way back: the claim lifecycle lags the pod's deletion, where
+kube-scheduler's cpu and memory free at once). A write whose outcome is unknown is read back: a victim is
 taken as removed once it is gone or terminating, never before.
 
 A decision-pass helper (layer 5): calls the runtime, `committing` (reading back) and `clock`.
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dralloc import metrics
+from dralloc.allocation import nodeaffinity
 from dralloc.handlers import clock, committing
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
@@ -103,42 +106,83 @@ def eligible(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> bool:
         for other in placer.placed.on(node):
             if preemption.priority(other) < mine and terminating_by_preemption(other):
                 return False
+        if releasing_on(rt, placer, node):
+            return False  # the victims are gone, their devices not yet: they are for this pod
     return True
 
 
-def summary(chosen: preemption.NodeVictims) -> str:
-    """What the pod's condition says of its preemption."""
+def releasing_on(rt: Runtime, placer: placement.Placer, node: str) -> bool:
+    """Whether a claim usable on the node is still reserved for a pod that is gone or being removed by
+    preemption: its devices are on their way back (the claim lifecycle releases them), and a pod
+    nominated there waits for them rather than preempting again."""
+    index = placer.index.get(node)
+    if index is None:
+        return False
+    view = placer.views[index]
+    for uid, held in inputs(rt).held.items():
+        key = rt.cluster.pod_keys.get(uid)
+        holder = rt.cluster.pods.get(*key) if key is not None else None
+        if holder is not None and not terminating_by_preemption(holder):
+            continue
+        for claim in held:
+            selector = claim.results.node_selector
+            try:
+                if selector is None or nodeaffinity.selector_matches(selector, view.name, view.labels):
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def summary(chosen: preemption.NodeVictims, node: str | None = None) -> str:
+    """What the pod's condition says of its preemption (`node`: the pod's own, when its victims may be on
+    several nodes: a gang's)."""
     names = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name}" for p in chosen.pods[:5])
     more = f" and {len(chosen.pods) - 5} more" if len(chosen.pods) > 5 else ""
-    return (f"preemption: nominated node {chosen.node}; removing {len(chosen.pods)} lower-priority pod(s) "
-            f"there: {names}{more}")
+    where = "there" if not chosen.node == "" else "for its gang"
+    return (f"preemption: nominated node {node or chosen.node}; removing {len(chosen.pods)} lower-priority pod(s) "
+            f"{where}: {names}{more}")
 
 
 async def carry_out(rt: Runtime, pod: pods.Pod, chosen: preemption.NodeVictims) -> bool:
     """Nominate the pod to the node, then mark and delete each victim. True when every write is done (or
     known done by reading back); False when one was refused (logged, counted; the rest not attempted)."""
-    namespace, name = pod.metadata.namespace or "default", pod.metadata.name
+    return await _carry_out(rt, [(pod, chosen.node)], chosen.pods)
+
+
+async def carry_out_gang(rt: Runtime, placed: Sequence[tuple[pods.Pod, str]], chosen: preemption.NodeVictims) -> bool:
+    """For a gang: nominate every member to the node its placement (with the victims gone) gives it, then
+    remove the victims, on whichever nodes they are. As `carry_out`."""
+    return await _carry_out(rt, placed, chosen.pods)
+
+
+async def _carry_out(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], victims: Sequence[pods.Pod]) -> bool:
+    first = nominations[0][0]
+    namespace, name = first.metadata.namespace or "default", first.metadata.name
+    nodes = sorted({node for _, node in nominations})
     try:
-        await _nominate(rt, pod, chosen.node)
-        for victim in chosen.pods:
-            await _disrupt(rt, victim, pod, chosen.node)
+        for pod, node in nominations:
+            await _nominate(rt, pod, node)
+        for victim in victims:
+            await _disrupt(rt, victim, first, victim.spec.node_name or "")
     except (committing.Refused, committing.Unknown, kube_errors.KubeError) as exc:
-        logger.warning("pod=%s/%s: preemption on node %s stopped: %s", namespace, name, chosen.node, exc)
+        logger.warning("pod=%s/%s: preemption on node(s) %s stopped: %s", namespace, name, ", ".join(nodes), exc)
         metrics.observe_preemption("error", 0)
         return False
-    metrics.observe_preemption("preempted", len(chosen.pods))
-    logger.info("pod=%s/%s: nominated to node %s; preempting %d pod(s)", namespace, name, chosen.node,
-                len(chosen.pods))
-    raw = rt.cluster.pods.raw(pod.metadata.namespace or "", name) or {}
-    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} (priority {preemption.priority(p)})"
-                       for p in chosen.pods)
-    try:
-        await rt.events.post(rt.require_session(), regarding=raw, reason="Preempting", type_="Normal",
-                             action="Preempting",
-                             message=f"Removing {len(chosen.pods)} lower-priority pod(s) on node {chosen.node} "
-                                     f"to make room: {listed}")
-    except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot post the Preempting Event: %s", namespace, name, exc)
+    metrics.observe_preemption("preempted", len(victims))
+    logger.info("pod=%s/%s: nominated to node(s) %s; preempting %d pod(s)", namespace, name, ", ".join(nodes),
+                len(victims))
+    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} on {p.spec.node_name} "
+                       f"(priority {preemption.priority(p)})" for p in victims)
+    for pod, node in nominations:
+        raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+        try:
+            await rt.events.post(rt.require_session(), regarding=raw, reason="Preempting", type_="Normal",
+                                 action="Preempting",
+                                 message=f"Nominated to node {node}; removing {len(victims)} lower-priority pod(s) "
+                                         f"to make room: {listed}")
+        except kube_errors.KubeError as exc:
+            logger.warning("pod=%s/%s: cannot post the Preempting Event: %s", namespace, name, exc)
     return True
 
 

@@ -343,6 +343,43 @@ async def run_pass(rt: Runtime) -> PassResult:
     return result
 
 
+async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, prepared: ganging.Prepared,
+                            step: ganging.NotPlaced) -> tuple[ganging.NotPlaced, placement.Placer]:
+    """A gang that does not fit may preempt as one (handlers/preempting.py): victims chosen for the whole
+    gang's placement (scheduling/preemption.find_for_gang), its members nominated to their nodes, the
+    victims removed. The step to report, its message saying what was done, and the placer to go on with."""
+    if not all(preempting.eligible(rt, placer, pod) for pod in prepared.pending):
+        return step, placer
+    group = rt.cluster.pod_groups.get(*key)
+    if group is not None and group.spec.preemption_policy == preemption.PREEMPT_NEVER:
+        return step, placer
+    gang_priority = (group.spec.priority if group is not None and group.spec.priority is not None
+                     else min(preemption.priority(p) for p in prepared.pending))
+    shared = preempting.inputs(rt)
+    answer = await rt.decider.run(functools.partial(ganging.preempt_search, placer, prepared, shared.held_by,
+                                                    shared.budgets, gang_priority))
+    if isinstance(answer, deciding.TooCostly):
+        return dataclasses.replace(step, message=f"{step.message}; preemption: looking for pods to remove took "
+                                                 "longer than the decision's CPU budget"), placer
+    if isinstance(answer, deciding.Failed):
+        raise answer.error
+    if answer.value is None:
+        metrics.observe_preemption("no-candidate", 0)
+        return dataclasses.replace(step, message=f"{step.message}; preemption: removing lower-priority pods would "
+                                                 "not make room for the gang"), placer
+    chosen, plan = answer.value
+    if not chosen.pods:
+        rt.scheduling_wakeup.set()
+        return step, placer
+    nominations = [(member.pod, member.placement.node) for member in plan.members]
+    if await preempting.carry_out_gang(rt, nominations, chosen):
+        nodes = ", ".join(sorted({node for _, node in nominations}))
+        message = f"{step.message}; {preempting.summary(chosen, nodes)}"
+    else:
+        message = f"{step.message}; preemption for the gang failed (a write was refused); retried after the backoff"
+    return dataclasses.replace(step, message=message), rt.placer()
+
+
 async def _preempt(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
     """Carry out the preemption the decision found (handlers/preempting.py); the step to report, its
     message saying what was done."""
@@ -459,6 +496,8 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
                 step: ganging.Decided | ganging.NotPlaced | None = ganging.too_costly(prepared, answer.budget)
             else:
                 step = answer.value
+            if isinstance(step, ganging.NotPlaced) and step.result == "unfit":
+                step, placer = await _preempt_for_gang(rt, placer, key, prepared, step)
         else:
             step = prepared
         if isinstance(step, ganging.Decided):

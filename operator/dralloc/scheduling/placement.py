@@ -52,6 +52,7 @@ decision, never kept: each pod placed changes them.
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import json
 import re
@@ -107,6 +108,12 @@ NEIGHBOUR_FILTERS_AFTER_VOLUMES: tuple[Callable[[pods.Pod, placedpods.PlacedPods
 
 
 HELD_FOR_NOMINATED = "node(s) held for a nominated pod of equal or higher priority"
+
+
+def _group_of(pod: pods.Pod) -> tuple[str, str] | None:
+    """The pod's PodGroup (namespace, name), None when it names none."""
+    group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+    return (pod.namespace, group) if group else None
 
 # A gang's members on different nodes (`Placer.members_apart`): (member index, node name, the members placed
 # before it with their node names) -> may it go there.
@@ -414,8 +421,8 @@ class Placer:
         self._first_unknown: dict[str, int] = {}
         # shape -> node index -> (epoch, the DeviceError met there): raised again when nothing fits.
         self._device_errors: dict[str, dict[int, tuple[int, errors.DeviceError]]] = {}
-        # Nodes held for nominated pods (`hold`): node index -> (priority, uid) of each.
-        self._held: dict[int, list[tuple[int, str]]] = {}
+        # Nodes held for nominated pods (`hold`): node index -> (priority, uid, PodGroup) of each.
+        self._held: dict[int, list[tuple[int, str, tuple[str, str] | None]]] = {}
         self._free: nodefit.FreeResources | None = None  # CPU/memory left per node, built on first use
         self._allocatable: list[nodefit.Allocatable | None] = [None] * len(self.nodes)
         self.allocator_calls = 0
@@ -654,8 +661,9 @@ class Placer:
                     binding: bool = False) -> str | None:
         """The item's own constraints and the node's resources (remembered per shape when they fail)."""
         if item.pod is not None and not binding and index in self._held:
-            mine = item.pod.spec.priority or 0
-            if any(priority >= mine and uid != item.pod.metadata.uid for priority, uid in self._held[index]):
+            mine, group = item.pod.spec.priority or 0, _group_of(item.pod)
+            if any(priority >= mine and uid != item.pod.metadata.uid and (holder is None or holder != group)
+                   for priority, uid, holder in self._held[index]):
                 return HELD_FOR_NOMINATED
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
@@ -931,12 +939,13 @@ class Placer:
         """A pod nominated to the node (`status.nominatedNodeName`: room is being made there for it by
         preemption): until it is placed, no pod of equal or lower priority is placed on that node.
         kube-scheduler counts the nominated pod's requests there instead; which devices the nominated pod
-        will take is only known when it is allocated, so here the whole node waits for it."""
+        will take is only known when it is allocated, so here the whole node waits for it. Members of the
+        nominated pod's own PodGroup are not held off: a gang preempts as one, its members together."""
         index = self.index.get(node_name)
         if index is None:
             return
         self._changes += 1
-        self._held.setdefault(index, []).append((pod.spec.priority or 0, pod.metadata.uid or ""))
+        self._held.setdefault(index, []).append((pod.spec.priority or 0, pod.metadata.uid or "", _group_of(pod)))
 
     def assume(self, pod: pods.Pod, node_name: str) -> None:
         """A pod placed on the node whose binding the view does not show yet (kube-scheduler's assumed
@@ -949,6 +958,27 @@ class Placer:
         if self._free is not None:
             self._free.update(index, self._allocatable_of(index), self.usage[index])
         self.placed.add(pod, node_name)
+
+    def fork(self) -> Placer:
+        """A copy to try things on (remove pods, release their devices) without changing this one: the
+        nodes, the devices in use, the pods around each node and the held nodes as they are now, nothing
+        remembered of earlier decisions. It ranks nodes first-fit (what a trial asks is whether
+        something fits, not where it would go best)."""
+        twin = copy.copy(self)
+        twin.policy = "first-fit"
+        twin.model = None
+        twin.usage = list(self.usage)
+        twin._own_usage = set()  # copied on the first write to a node (`_writable_usage`)
+        twin.placed = self.placed.fork()
+        twin._held = {index: list(held) for index, held in self._held.items()}
+        twin.release_epoch = list(self.release_epoch)
+        twin._failed, twin._family_failed, twin._first_unknown, twin._device_errors = {}, {}, {}, {}
+        twin._neighbour_checks, twin._explained, twin._node_reasons = {}, {}, {}
+        twin._free, twin._ranked, twin._pool_nodes = None, None, None
+        twin._arrivals, twin._arrivals_since = {}, 0
+        twin._changes = self._changes + 1
+        twin.allocator_calls = 0
+        return twin
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
         """Undo a placement (claim deallocated, pod gone): failures on that node no longer hold."""

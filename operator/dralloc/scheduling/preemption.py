@@ -357,3 +357,57 @@ def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
         if chosen is not None:
             candidates.append(chosen)
     return pick_one(candidates)
+
+
+# ---- a whole gang ----------------------------------------------------------------------------------
+
+GangFits = Callable[[placement.Placer], object | None]  # a placement of the whole gang on the placer, or None
+
+
+def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_priority: int, fits: GangFits,
+                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = ()) -> tuple[NodeVictims, object] | None:
+    """Victims for a gang that fits nowhere, chosen for the whole gang's joint placement: the pods of lower
+    priority than the gang on every node some member may use (its own constraints admit it), removed all
+    at once; when the gang then fits, spared one by one, most important first (and first those a
+    PodDisruptionBudget protects), as long as the gang still fits. The victims (`node` empty: they may
+    span nodes) with the gang's placement once they are gone; None when removing every such pod does
+    not make room. Each trial is a gang search on a fork of the placer; the decision's interruption check
+    bounds them all."""
+    if not members or any(not may_preempt(m) for m in members):
+        return None
+    uids = {m.metadata.uid for m in members}
+    found: list[Victim] = []
+    for node in placer.nodes:
+        if all(nodefit.static_misfit(member, node) is not None for member in members):
+            continue
+        found += [Victim((p,)) for p in placer.placed.on(node.metadata.name)
+                  if priority(p) < gang_priority and p.metadata.deletion_timestamp is None and not p.finished()
+                  and p.metadata.uid not in uids]
+    victims = by_importance(found)
+    if not victims:
+        return None
+    plans: dict[frozenset[int], object | None] = {}
+
+    def trial(removed: frozenset[int]) -> bool:
+        if removed not in plans:
+            interruption.checkpoint()
+            fork = placer.fork()
+            gone = [p for i in sorted(removed) for p in victims[i].pods]
+            gone_uids = frozenset(p.metadata.uid or "" for p in gone)
+            freed: dict[int, model_claims.AllocationResult] = {}
+            for pod in gone:
+                fork.release(pod.spec.node_name or "", (), pod)
+                for claim in held_by(pod.metadata.uid or ""):
+                    if claim.holders <= gone_uids:
+                        freed[id(claim)] = claim.results
+            if freed:
+                fork.release("", list(freed.values()), None)
+            plans[removed] = fits(fork)
+        return plans[removed] is not None
+
+    chosen = select_on_node("", victims, trial, budgets)
+    if chosen is None:
+        return None
+    position = {id(v): i for i, v in enumerate(victims)}
+    plan = plans[frozenset(position[id(v)] for v in chosen.victims)]
+    return chosen, plan
