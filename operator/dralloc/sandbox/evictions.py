@@ -83,7 +83,8 @@ class Eviction:
         several budgets)."""
         if not isinstance(body, dict) or (body.get("metadata") or {}).get("name") != name:
             raise errors.ApiError(400, "name in URL does not match name in Eviction object")
-        options: Obj = dict(body.get("deleteOptions") or {})
+        given = body.get("deleteOptions")
+        options: Obj = dict(given) if isinstance(given, dict) else {}
         if options.get("ignoreStoreReadErrorWithClusterBreakingPotential"):
             raise errors.invalid("Eviction", budgets.GROUP, name, [(
                 "deleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential",
