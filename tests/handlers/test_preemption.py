@@ -139,3 +139,26 @@ def test_a_gang_preempts_as_one_for_all_its_members(apiserver: Cluster, operator
     assert len(helpers.events(apiserver, "Preempted")) == 2
     allocated = [c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]
     assert len(allocated) == 4
+
+
+def test_a_pod_a_disruption_budget_protects_is_spared_before_a_more_important_one(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """kube-scheduler spares first the victims whose removal would break a PodDisruptionBudget: the
+    priority-5 pod a budget protects stays, the priority-10 pod goes instead."""
+    node, gpu = apiserver.name("node"), apiserver.name("gpu")
+    lowest, low, high = apiserver.name("lowest"), apiserver.name("low"), apiserver.name("high")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu), priority_class(lowest, 5),
+                    priority_class(low, 10), priority_class(high, 1000)])
+    guarded = gpu_pod("guarded", lowest)
+    guarded["metadata"]["labels"] = {"app": "db"}
+    apiserver.seed([guarded, gpu_pod("free", low),
+                    {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}])
+    wait_for(lambda: helpers.node_of(apiserver, "guarded") and helpers.node_of(apiserver, "free"),
+             what="both pods bound")
+    wait_for(lambda: (apiserver.get("policy/v1", "PodDisruptionBudget", "db", apiserver.namespace) or {}).get(
+        "status", {}).get("expectedPods") == 1, what="the budget counting the guarded pod")
+    apiserver.seed([gpu_pod("important", high)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
+    assert helpers.pod(apiserver, "guarded") and not helpers.pod(apiserver, "free")
