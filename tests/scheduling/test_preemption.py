@@ -354,3 +354,26 @@ def test_a_node_held_for_a_gang_member_takes_the_other_members() -> None:
     assert isinstance(decision, placement.Placement) and decision.node == "n1"
     stranger = placement.Item("stranger", claims=gpu_pod(0).claims, pod=pod("stranger", 100, node=None))
     assert isinstance(placer_.place(stranger), placement.NoPlacement)
+
+
+@pytest.mark.parametrize("nodes, wanted", [(3, 3), (100, 100), (500, 100), (2000, 200)])
+def test_candidates_wanted_is_upstreams_ten_percent_at_least_a_hundred(nodes: int, wanted: int) -> None:
+    assert preemption.candidates_wanted(nodes) == wanted
+
+
+def test_the_search_stops_once_it_has_enough_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """120 nodes where preemption helps: the first 100 by name are examined, as upstream examines 100."""
+    holders = {f"n{i:03d}": [(f"p{i}", 1, 2)] for i in range(120)}
+    placer_, _, held = gpu_cluster(holders)
+    held_by = {uid: [h] for h in held for uid in h.holders}
+    examined: list[str] = []
+    select = preemption.select_on_node
+
+    def counting(node: str, *args: Any, **kwargs: Any) -> preemption.NodeVictims | None:
+        examined.append(node)
+        return select(node, *args, **kwargs)
+
+    monkeypatch.setattr(preemption, "select_on_node", counting)
+    chosen = preemption.find(placer_, gpu_pod(100), lambda uid: held_by.get(uid, ()))
+    assert chosen is not None and chosen.node == "n000"
+    assert examined == [f"n{i:03d}" for i in range(100)]

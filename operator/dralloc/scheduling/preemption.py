@@ -24,8 +24,9 @@ The steps, each as upstream takes it:
   victims, then the latest start of the highest-priority victims; then the first candidate in
   the order given (node name order here; upstream's is its sampling order).
 
-Differences, deliberate: every node whose own constraints admit the pod is examined (upstream
-samples max(10 %, 100) nodes from a random offset), so the choice does not depend on chance;
+Differences, deliberate: the nodes whose own constraints admit the pod are examined in name order
+until max(10 %, 100) candidates are found, one of them breaking no budget (upstream: the same count
+from a random offset), so the choice does not depend on chance;
 a pod that has not started counts as the latest started (upstream uses the current time).
 
 Pure: no I/O, no clock. The fit itself is the caller's (`Fits`): `NodeTrial` answers it for a
@@ -328,6 +329,17 @@ def victims_by_node(placer: placement.Placer, preemptor: pods.Pod) -> Mapping[in
     return found
 
 
+# Upstream's DefaultPreemption arguments (their defaults): how many candidate nodes a preemption looks for.
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+def candidates_wanted(nodes: int) -> int:
+    """Upstream's calculateNumCandidates: 10 % of the nodes where preemption may help, at least 100, at
+    most all of them. The search stops once it has that many candidates, one of them breaking no budget."""
+    return min(nodes, max(nodes * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
+
+
 # Claims held by a pod (its uid): what removing it may free.
 HeldBy = Callable[[str], Sequence[HeldClaim]]
 
@@ -341,8 +353,12 @@ def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
     pod = item.pod
     if pod is None or not may_preempt(pod):
         return None
-    candidates = []
-    for index, victims in victims_by_node(placer, pod).items():
+    candidates: list[NodeVictims] = []
+    potential = victims_by_node(placer, pod)
+    wanted = candidates_wanted(len(potential))
+    for index, victims in potential.items():
+        if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):
+            break  # upstream's DryRunPreemption stops here too
         interruption.checkpoint()
         seen: set[int] = set()
         held = []
