@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from dralloc import allocation
 from dralloc.allocation import interruption, outcomes
+from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
 from dralloc.model import pods
 from dralloc.scheduling import labels, nodefit, placement
@@ -276,6 +277,11 @@ class NodeTrial:
         self.requests = nodefit.pod_requests(item.pod)
         self._known: dict[frozenset[int], bool] = {}
         self.calls = 0
+        # The claims some set of these victims may free, taken out of the devices in use once: a trial then
+        # adds back those it keeps (cheap), where taking out per trial copies the whole in-use state.
+        every = frozenset(uid for victim in self.victims for uid in victim.uids)
+        self._freeable = [claim for claim in self.held if claim.holders and claim.holders <= every]
+        self._base: Snapshot | None = None
 
     def __call__(self, removed: frozenset[int]) -> bool:
         known = self._known.get(removed)
@@ -307,8 +313,12 @@ class NodeTrial:
         except ValueError:
             return False
         # The devices, with the claims only victims hold taken out.
-        freed = [claim.results for claim in self.held if claim.holders and claim.holders <= gone_uids]
-        snapshot = placer.snapshot.without_allocations(freed, placer.features) if freed else placer.snapshot
+        snapshot = placer.snapshot
+        if self._freeable:
+            if self._base is None:
+                self._base = snapshot.without_allocations([c.results for c in self._freeable], placer.features)
+            kept = [c.results for c in self._freeable if not c.holders <= gone_uids]
+            snapshot = self._base.with_allocations(kept, placer.features) if kept else self._base
         self.calls += 1
         outcome = allocation.allocate(snapshot, self.item.claims, placer.views[self.index], features=placer.features,
                                       budget=placer.budget, explain=False)
