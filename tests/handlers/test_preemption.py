@@ -162,3 +162,30 @@ def test_a_pod_a_disruption_budget_protects_is_spared_before_a_more_important_on
     apiserver.seed([gpu_pod("important", high)])
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
     assert helpers.pod(apiserver, "guarded") and not helpers.pod(apiserver, "free")
+
+
+def test_a_pod_group_disrupted_as_one_is_removed_whole(apiserver: Cluster, operator: OperatorThread) -> None:
+    """A low-priority gang of two (one GPU on each of two nodes) whose PodGroup says `disruptionMode:
+    {all: {}}`: a priority-1000 pod that needs one GPU removes both members, never one alone."""
+    gpu, low, high = apiserver.name("gpu"), apiserver.name("low"), apiserver.name("high")
+    nodes = [apiserver.name("node-a"), apiserver.name("node-b")]
+    objs: list[Obj] = [cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu),
+                       priority_class(low, 10), priority_class(high, 1000)]
+    for node in nodes:
+        objs += [cluster.node(node), cluster.gpu_slice(node, 1)]
+    group = pod_group("train", 2)
+    group["spec"]["priorityClassName"] = low
+    group["spec"]["disruptionMode"] = {"all": {}}
+    apiserver.seed([*objs, group])
+    members = []
+    for i in range(2):
+        found = member(f"train-{i}", "one-gpu", "train")
+        found["spec"]["priorityClassName"] = low
+        found["spec"]["terminationGracePeriodSeconds"] = 1
+        members.append(found)
+    apiserver.seed(members)
+    wait_for(lambda: all(helpers.node_of(apiserver, f"train-{i}") for i in range(2)), what="the gang bound")
+    apiserver.seed([gpu_pod("important", high)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound")
+    assert not any(helpers.pod(apiserver, f"train-{i}") for i in range(2))
+    assert sorted(e["regarding"]["name"] for e in helpers.events(apiserver, "Preempted")) == ["train-0", "train-1"]

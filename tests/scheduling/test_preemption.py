@@ -377,3 +377,28 @@ def test_the_search_stops_once_it_has_enough_candidates(monkeypatch: pytest.Monk
     chosen = preemption.find(placer_, gpu_pod(100), lambda uid: held_by.get(uid, ()))
     assert chosen is not None and chosen.node == "n000"
     assert examined == [f"n{i:03d}" for i in range(100)]
+
+
+class TestPodGroupVictims:
+    """A PodGroup disrupted as one (`disruptionMode: all`) is a victim with every member, wherever they run."""
+
+    def members(self) -> tuple[pods.Pod, ...]:
+        group = {"schedulingGroup": {"podGroupName": "train"}}
+        return (pod("train-0", 10, node="n1", **group), pod("train-1", 10, node="n2", **group))
+
+    def test_one_member_on_the_node_brings_the_whole_group(self) -> None:
+        members = self.members()
+        found = preemption.potential_victims(pod("big", 100, node=None), [members[0], pod("solo", 5)],
+                                             {("default", "train"): members})
+        assert [names([v]) for v in found] == [["train-0", "train-1"], ["solo"]]
+
+    def test_a_group_with_a_member_the_preemptor_may_not_remove_is_no_victim(self) -> None:
+        group = {"schedulingGroup": {"podGroupName": "train"}}
+        members = (pod("train-0", 10, node="n1", **group), pod("train-1", 500, node="n2", **group))
+        assert preemption.potential_victims(pod("big", 100, node=None), [members[0]],
+                                            {("default", "train"): members}) == []
+
+    def test_without_disruption_as_one_members_go_alone(self) -> None:
+        members = self.members()
+        found = preemption.potential_victims(pod("big", 100, node=None), [members[0]], {})
+        assert [names([v]) for v in found] == [["train-0"]]

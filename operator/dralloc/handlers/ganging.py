@@ -393,14 +393,14 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
 
 def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemption.HeldBy,
                    budgets: Sequence[preemption.DisruptionBudget], gang_priority: int,
-                   ) -> tuple[preemption.NodeVictims, Decided] | None:
+                   whole: preemption.Whole | None = None) -> tuple[preemption.NodeVictims, Decided] | None:
     """The victims that would let the whole gang fit, and the gang's placement once they are gone (runs in
     the decider's thread, as `search`); None when removing lower-priority pods does not make room."""
     def fits(fork: placement.Placer) -> Decided | None:
         found = search(fork, prepared)
         return found if isinstance(found, Decided) else None
 
-    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets)
+    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets, whole)
     if answer is None:
         return None
     chosen, plan = answer

@@ -53,18 +53,23 @@ class Inputs:
 
     held: dict[str, tuple[preemption.HeldClaim, ...]]  # by holding pod uid
     budgets: tuple[preemption.DisruptionBudget, ...]
+    # PodGroups disrupted as one (disruptionMode all): their members on nodes, taken together or not at all.
+    whole: dict[tuple[str, str], tuple[pods.Pod, ...]] = dataclasses.field(default_factory=dict)
 
     def held_by(self, uid: str) -> Sequence[preemption.HeldClaim]:
         return self.held.get(uid, ())
 
 
-_cache: dict[int, tuple[tuple[int, int], Inputs]] = {}
+_cache: dict[int, tuple[tuple[int, ...], Inputs]] = {}
 
 
 def inputs(rt: Runtime) -> Inputs:
-    """The allocated claims by the pods reserving them, and the PodDisruptionBudgets, from the view;
-    rebuilt only when claims or budgets changed."""
-    key = (rt.cluster.claims.version, rt.cluster.disruption_budgets.version)
+    """The allocated claims by the pods reserving them, the PodDisruptionBudgets, and the PodGroups
+    disrupted as one with their members, from the view; rebuilt only when those changed."""
+    groups = {(g.metadata.namespace or "", g.metadata.name) for g in rt.cluster.pod_groups.all()
+              if g.spec.disrupted_whole()}
+    key = (rt.cluster.claims.version, rt.cluster.disruption_budgets.version, rt.cluster.pod_groups.version,
+           rt.cluster.pods.version if groups else 0)
     known = _cache.get(id(rt))
     if known is not None and known[0] == key:
         return known[1]
@@ -81,7 +86,14 @@ def inputs(rt: Runtime) -> Inputs:
         namespace=b.metadata.namespace or "", selector=b.spec.selector,
         disruptions_allowed=b.status.disruptions_allowed, disrupted=frozenset(b.status.disrupted_pods))
         for b in rt.cluster.disruption_budgets.all())
-    found = Inputs({uid: tuple(claims) for uid, claims in held.items()}, budgets)
+    members: dict[tuple[str, str], list[pods.Pod]] = {}
+    if groups:
+        for pod in rt.cluster.pods.all():
+            group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+            if group and (pod.namespace, group) in groups and pod.spec.node_name and not pod.finished():
+                members.setdefault((pod.namespace, group), []).append(pod)
+    found = Inputs({uid: tuple(claims) for uid, claims in held.items()}, budgets,
+                   {key_: tuple(found_) for key_, found_ in members.items()})
     _cache.clear()  # one runtime per process; tests build many
     _cache[id(rt)] = (key, found)
     return found

@@ -151,7 +151,7 @@ def _place(placer: placement.Placer, item: placement.Item,
     if preempt is None:
         return _NotPlaced(message, result, item)
     try:
-        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets)
+        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets, preempt.whole)
     except interruption.Interrupted:
         return _NotPlaced(f"{message}; preemption: looking for pods to remove took longer than the decision's "
                           "CPU budget", result, item)
@@ -357,7 +357,7 @@ async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.
                      else min(preemption.priority(p) for p in prepared.pending))
     shared = preempting.inputs(rt)
     answer = await rt.decider.run(functools.partial(ganging.preempt_search, placer, prepared, shared.held_by,
-                                                    shared.budgets, gang_priority))
+                                                    shared.budgets, gang_priority, shared.whole))
     if isinstance(answer, deciding.TooCostly):
         return dataclasses.replace(step, message=f"{step.message}; preemption: looking for pods to remove took "
                                                  "longer than the decision's CPU budget"), placer

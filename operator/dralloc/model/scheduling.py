@@ -131,6 +131,14 @@ class PodGroupSpec(ApiModel):
         gang = self.scheduling_policy.gang
         return gang.min_count if gang is not None else 1
 
+    def disrupted_whole(self) -> bool:
+        """Whether the group is disrupted as one (v1beta1 `disruptionMode: {all: {}}`, v1alpha2 "PodGroup"):
+        a preemption then takes every member or none."""
+        mode = self.disruption_mode
+        if isinstance(mode, DisruptionMode):
+            return mode.all is not None
+        return mode == "PodGroup"
+
     def topology_key(self) -> str | None:
         """The node label all members must share a value of, if any."""
         constraints = self.scheduling_constraints

@@ -36,7 +36,7 @@ Placer's node, with the victims' requests, neighbours and devices taken out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from dralloc import allocation
 from dralloc.allocation import interruption, outcomes
@@ -168,14 +168,41 @@ class NodeVictims:
         return tuple(p for v in self.victims for p in v.pods)
 
 
-def potential_victims(preemptor: pods.Pod, on_node: Iterable[pods.Pod]) -> list[Victim]:
+# PodGroups disrupted as one (`disruptionMode: all`): (namespace, name) -> their members on nodes.
+Whole = Mapping[tuple[str, str], tuple[pods.Pod, ...]]
+
+
+def _removable(pod: pods.Pod, below: int, spared: Collection[str | None]) -> bool:
+    return (priority(pod) < below and pod.metadata.deletion_timestamp is None and not pod.finished()
+            and pod.metadata.uid not in spared)
+
+
+def _collect(on_node: Iterable[pods.Pod], below: int, spared: Collection[str | None], whole: Whole | None,
+             groups: set[tuple[str, str]]) -> list[Victim]:
+    """The pods of priority below `below` (not in `spared`) as victims; a PodGroup disrupted as one once
+    (`groups`: those already taken), with all its members, if each may go."""
+    found: list[Victim] = []
+    for pod in on_node:
+        if not _removable(pod, below, spared):
+            continue
+        group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+        members = (whole or {}).get((pod.namespace, group)) if group else None
+        if members is None:
+            found.append(Victim((pod,)))
+            continue
+        key = (pod.namespace, group or "")
+        if key not in groups:
+            groups.add(key)
+            if all(_removable(m, below, spared) for m in members):
+                found.append(Victim(tuple(members)))
+    return found
+
+
+def potential_victims(preemptor: pods.Pod, on_node: Iterable[pods.Pod], whole: Whole | None = None) -> list[Victim]:
     """The node's pods the preemptor may remove: strictly lower priority, not terminating, not finished,
-    most important first."""
-    wanted = priority(preemptor)
-    found = [Victim((p,)) for p in on_node
-             if priority(p) < wanted and p.metadata.deletion_timestamp is None and not p.finished()
-             and p.metadata.uid != preemptor.metadata.uid]
-    return by_importance(found)
+    most important first. A pod of a PodGroup disrupted as one (`whole`) comes with every member of its
+    group, wherever they run, and only if the preemptor may remove each of them."""
+    return by_importance(_collect(on_node, priority(preemptor), (preemptor.metadata.uid,), whole, set()))
 
 
 def select_on_node(node: str, victims: Sequence[Victim], fits: Fits,
@@ -297,7 +324,8 @@ class NodeTrial:
         shared = placer.usage[self.index]
         usage = nodefit.NodeUsage(dict(shared.requests), shared.pods)
         for victim in gone:
-            usage.remove(nodefit.bound_pod_requests(victim))
+            if victim.spec.node_name == node_name:  # a PodGroup victim's other members free other nodes
+                usage.remove(nodefit.bound_pod_requests(victim))
         pod = self.item.pod
         assert pod is not None
         if nodefit.misfit(pod, self.node, usage, self.requests, dra_backed=placer.dra_backed) is not None:
@@ -305,7 +333,7 @@ class NodeTrial:
         # The filters that read the pods around the node, without the victims.
         around = placer.placed.fork()
         for victim in gone:
-            around.remove(victim, node_name)
+            around.remove(victim, victim.spec.node_name or node_name)
         try:
             for check in placement.neighbour_checks_of(pod, around, placer.storage):
                 if check.reject(self.node) is not None:
@@ -325,7 +353,8 @@ class NodeTrial:
         return isinstance(outcome, outcomes.Allocated)
 
 
-def victims_by_node(placer: placement.Placer, preemptor: pods.Pod) -> Mapping[int, list[Victim]]:
+def victims_by_node(placer: placement.Placer, preemptor: pods.Pod,
+                    whole: Whole | None = None) -> Mapping[int, list[Victim]]:
     """The potential victims of every node whose own constraints (node name, cordon, taints, node
     affinity) admit the preemptor: the nodes where removing pods may help (upstream skips the nodes a
     filter found unresolvable)."""
@@ -333,7 +362,7 @@ def victims_by_node(placer: placement.Placer, preemptor: pods.Pod) -> Mapping[in
     for index, node in enumerate(placer.nodes):
         if nodefit.static_misfit(preemptor, node) is not None:
             continue
-        victims = potential_victims(preemptor, placer.placed.on(node.metadata.name))
+        victims = potential_victims(preemptor, placer.placed.on(node.metadata.name), whole)
         if victims:
             found[index] = victims
     return found
@@ -355,7 +384,7 @@ HeldBy = Callable[[str], Sequence[HeldClaim]]
 
 
 def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
-         budgets: Sequence[DisruptionBudget] = ()) -> NodeVictims | None:
+         budgets: Sequence[DisruptionBudget] = (), whole: Whole | None = None) -> NodeVictims | None:
     """The node and the victims kube-scheduler's DefaultPreemption would choose for the item's pod, with
     devices counted: every node whose own constraints admit the pod, its victims chosen by
     `select_on_node`, the best of them by `pick_one`. None when removing lower-priority pods helps
@@ -364,7 +393,7 @@ def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
     if pod is None or not may_preempt(pod):
         return None
     candidates: list[NodeVictims] = []
-    potential = victims_by_node(placer, pod)
+    potential = victims_by_node(placer, pod, whole)
     wanted = candidates_wanted(len(potential))
     for index, victims in potential.items():
         if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):
@@ -391,7 +420,8 @@ GangFits = Callable[[placement.Placer], object | None]  # a placement of the who
 
 
 def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_priority: int, fits: GangFits,
-                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = ()) -> tuple[NodeVictims, object] | None:
+                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = (),
+                  whole: Whole | None = None) -> tuple[NodeVictims, object] | None:
     """Victims for a gang that fits nowhere, chosen for the whole gang's joint placement: the pods of lower
     priority than the gang on every node some member may use (its own constraints admit it), removed all
     at once; when the gang then fits, spared one by one, most important first (and first those a
@@ -403,12 +433,11 @@ def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_pr
         return None
     uids = {m.metadata.uid for m in members}
     found: list[Victim] = []
+    groups: set[tuple[str, str]] = set()
     for node in placer.nodes:
         if all(nodefit.static_misfit(member, node) is not None for member in members):
             continue
-        found += [Victim((p,)) for p in placer.placed.on(node.metadata.name)
-                  if priority(p) < gang_priority and p.metadata.deletion_timestamp is None and not p.finished()
-                  and p.metadata.uid not in uids]
+        found += _collect(placer.placed.on(node.metadata.name), gang_priority, uids, whole, groups)
     victims = by_importance(found)
     if not victims:
         return None
