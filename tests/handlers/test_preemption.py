@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.handlers import helpers
-from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 from tests.handlers.test_gangs import member, pod_group
 
+from dralloc.sandbox import Faults
 from dralloc.testing import cluster
+from dralloc.testing.cluster import crds
 
 Obj = dict[str, Any]
 
@@ -189,3 +192,26 @@ def test_a_pod_group_disrupted_as_one_is_removed_whole(apiserver: Cluster, opera
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound")
     assert not any(helpers.pod(apiserver, f"train-{i}") for i in range(2))
     assert sorted(e["regarding"]["name"] for e in helpers.events(apiserver, "Preempted")) == ["train-0", "train-1"]
+
+
+@pytest.mark.parametrize("fault", ["refused-before", "applied-then-lost"])
+def test_a_victims_deletion_of_unknown_outcome_is_read_back_not_repeated_blindly(
+        apiserver: Cluster, faults: Faults, fault: str) -> None:
+    """The victim's DELETE answers 500 without deleting it, or deletes it and the answer is lost (504):
+    dralloc reads the pod back before going on. Either way exactly one low pod is removed and the
+    important pod runs (sandbox only: it injects the faults)."""
+    apiserver.seed(crds())
+    running = OperatorThread(operator_settings(apiserver)).start()
+    try:
+        node, _, high = seed_full_node(apiserver)
+        path = f"/api/v1/namespaces/{apiserver.namespace}/pods/low-*"
+        if fault == "refused-before":
+            faults.next("DELETE", path, 500)
+        else:
+            faults.applied_then("DELETE", path, 504)
+        apiserver.seed([gpu_pod("important", high)])
+        assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") \
+            == node
+        assert sum(1 for i in range(2) if helpers.pod(apiserver, f"low-{i}")) == 1
+    finally:
+        running.stop()
