@@ -95,6 +95,8 @@ class DeviceSet(AbstractSet[DeviceID]):
 
     def without(self, devices: Iterable[DeviceID]) -> DeviceSet:
         gone = set(devices)
+        if not gone:
+            return self  # nothing to take out: no copy
         return DeviceSet(d for d in self if d not in gone)
 
 
@@ -270,6 +272,9 @@ class Snapshot:
         return dataclasses.replace(self, allocated=state)
 
     def without_allocations(self, results: Iterable[claims.AllocationResult], features: Features) -> Snapshot:
-        """The snapshot after these allocations were released."""
-        state = self.allocated.minus((r for a in results for r in a.devices.results), features)
+        """The snapshot after these allocations were released (itself when there are none: no copy)."""
+        released = [r for a in results for r in a.devices.results]
+        if not released:
+            return self
+        state = self.allocated.minus(released, features)
         return dataclasses.replace(self, allocated=state)
