@@ -21,11 +21,14 @@ node's pods, exhaustively) against dralloc's: with every victim of equal priorit
 the fewest victims, so this is the goal upstream's semantics aim for; the reprieve spares by importance,
 not by count, so it may remove more (printed: how often, by how much).
 
+Then --gangs priority-1000 gangs of 4 members x 2 GPUs, each on one rack (8 nodes share a rack label), on
+a fresh full cluster: searched, and preempting as one where they fit nowhere (the handlers' gang search).
+
 Not measured here (left for the operator bench): the time from a pod's creation to its bind through the API
-server (nomination, deletions, the claim lifecycle), and gangs.
+server (nomination, deletions, the claim lifecycle).
 
 Prints numbers; asserts nothing.
-Usage: .venv/bin/python bench/preemption.py [--nodes 500] [--arrivals 200] [--exact-nodes 12] [--seed 1]
+Usage: .venv/bin/python bench/preemption.py [--nodes 500] [--arrivals 200] [--gangs 10] [--exact-nodes 12] [--seed 1]
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
+from dralloc.handlers import ganging
 from dralloc.model import claims as model_claims
 from dralloc.model import conversion, nodes, pods
 from dralloc.scheduling import placement, preemption
@@ -49,9 +53,14 @@ GPUS = 8
 FEATURES = Features()
 
 
-def _node(name: str) -> nodes.Node:
+RACK = "example.com/rack"
+NODES_PER_RACK = 8
+
+
+def _node(name: str, index: int) -> nodes.Node:
+    labels = {"kubernetes.io/hostname": name, RACK: f"rack-{index // NODES_PER_RACK}"}
     found: nodes.Node = conversion.parse_as(nodes.Node, {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
         "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
     return found
 
@@ -119,8 +128,8 @@ class Cluster:
         slices = [conversion.parse(_slice(n)) for n in names]
         snapshot = Snapshot.build(device_classes=classes, resource_slices=slices, allocated_claims=claims,
                                   features=FEATURES)
-        self.placer = placement.Placer(node_list=[_node(n) for n in names], snapshot=snapshot, features=FEATURES,
-                                       bound_pods=residents)
+        self.placer = placement.Placer(node_list=[_node(n, i) for i, n in enumerate(names)], snapshot=snapshot,
+                                       features=FEATURES, bound_pods=residents)
 
     def remove(self, victims: Sequence[pods.Pod]) -> int:
         """Take the victims out (their pods and claims); the GPUs freed."""
@@ -180,6 +189,39 @@ def run(way: str, node_count: int, seed: int, arrivals: int,
             "p50": statistics.median(times) * 1000, "p99": times[int(len(times) * 0.99) - 1] * 1000}
 
 
+def gangs(node_count: int, seed: int, count: int, size: int, gpus: int) -> dict[str, Any]:
+    """`count` priority-1000 gangs of `size` members x `gpus` GPUs, each on one rack, on the full cluster:
+    each searched, preempting as one when it fits nowhere (handlers/ganging.py's search and preempt_search,
+    as the decider thread runs them)."""
+    cluster = Cluster(node_count, seed)
+    placed = victims = waste = 0
+    times = []
+    for number in range(count):
+        members = [_pod(f"gang-{number}-{i}", 1000, None) for i in range(size)]
+        items = tuple(placement.Item(p.metadata.name, claims=(_claim(p.metadata.name, gpus),), pod=p) for p in members)
+        prepared = ganging.Prepared(("default", f"gang-{number}"), f"default/gang-{number}", tuple(members), items,
+                                    frozenset(), RACK, None, (), False, {})
+        started = time.process_time()
+        outcome = ganging.search(cluster.placer, prepared)
+        if not isinstance(outcome, ganging.Decided):
+            found = ganging.preempt_search(cluster.placer, prepared, lambda uid: cluster.held.get(uid, ()), (), 1000)
+            if found is not None:
+                chosen, _ = found
+                freed = cluster.remove(chosen.pods)
+                outcome = ganging.search(cluster.placer, prepared)
+                if isinstance(outcome, ganging.Decided):
+                    victims += len(chosen.pods)
+                    waste += freed - size * gpus
+        times.append(time.process_time() - started)
+        if isinstance(outcome, ganging.Decided):
+            for member in outcome.members:
+                cluster.placer.commit(member.item, member.placement)
+            placed += 1
+    times.sort()
+    return {"placed": placed, "victims": victims, "waste": waste, "p50": statistics.median(times) * 1000,
+            "max": times[-1] * 1000}
+
+
 def exact_gap(node_count: int, seed: int, arrivals: int) -> tuple[int, int, int, int]:
     """On a small cluster: (pods compared, where dralloc removes more than the fewest possible, its victims,
     the fewest possible victims), summed over the pods that preempt."""
@@ -223,6 +265,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--arrivals", type=int, default=200)
     parser.add_argument("--exact-nodes", type=int, default=12)
+    parser.add_argument("--gangs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     print(f"{args.nodes} nodes x {GPUS} GPUs, all held by priority-100 pods of 1/2/4/8 GPUs; "
@@ -234,6 +277,10 @@ def main() -> None:
         per = found["victims"] / found["placed"] if found["placed"] else 0.0
         print(f"{way:<10} {found['placed']:>7} {per:>15.2f} {found['waste']:>23} {found['p50']:>16.1f} "
               f"{found['p99']:>8.1f}")
+    found = gangs(args.nodes, args.seed, args.gangs, 4, 2)
+    print(f"{args.gangs} priority-1000 gangs of 4 x 2 GPUs, each on one rack of {NODES_PER_RACK} nodes (full cluster): "
+          f"{found['placed']} placed, {found['victims']} victims ({found['victims'] / max(found['placed'], 1):.1f} per "
+          f"gang), {found['waste']} GPUs freed beyond need; decision p50 {found['p50']:.0f} ms, max {found['max']:.0f} ms")
     compared, worse, mine, best = exact_gap(args.exact_nodes, args.seed, args.arrivals)
     print(f"exact, {args.exact_nodes} nodes: {compared} preempting pods; dralloc {mine} victims, the fewest possible "
           f"{best} ({(mine / best - 1) * 100 if best else 0:.1f} % more); more than the fewest for {worse} pods")

@@ -81,7 +81,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dralloc import metrics
@@ -92,7 +92,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
-from dralloc.model import pods
+from dralloc.model import nodes, pods
 from dralloc.scheduling import nodefit, nodeports, placement, podaffinity, preemption, queueing
 
 logger = logging.getLogger(__name__)
@@ -395,12 +395,37 @@ def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemp
                    budgets: Sequence[preemption.DisruptionBudget], gang_priority: int,
                    whole: preemption.Whole | None = None) -> tuple[preemption.NodeVictims, Decided] | None:
     """The victims that would let the whole gang fit, and the gang's placement once they are gone (runs in
-    the decider's thread, as `search`); None when removing lower-priority pods does not make room."""
+    the decider's thread, as `search`); None when removing lower-priority pods does not make room.
+
+    A gang with a topology key goes to one domain: the domains are tried one by one, by name (the domain
+    its placed members already hold, when there is one), each with only its own nodes' pods as victims,
+    and the first where removing them makes room is taken (domains are not compared: each trial is a gang
+    search, and a search over every domain's victims at once would not end within a decision's budget)."""
+    if prepared.topology is None:
+        return _preempt_in(placer, prepared, held_by, budgets, gang_priority, whole, None)
+    key = prepared.topology
+    domains = ([prepared.domain] if prepared.domain is not None
+               else sorted({v.labels[key] for v in placer.views if key in v.labels}))
+    for domain in domains:
+        def in_domain(node: nodes.Node, domain: str = domain) -> bool:
+            return node.metadata.labels.get(key) == domain
+
+        found = _preempt_in(placer, dataclasses.replace(prepared, domain=domain), held_by, budgets, gang_priority,
+                            whole, in_domain)
+        if found is not None:
+            return found
+    return None
+
+
+def _preempt_in(placer: placement.Placer, prepared: Prepared, held_by: preemption.HeldBy,
+                budgets: Sequence[preemption.DisruptionBudget], gang_priority: int, whole: preemption.Whole | None,
+                within: Callable[[nodes.Node], bool] | None) -> tuple[preemption.NodeVictims, Decided] | None:
     def fits(fork: placement.Placer) -> Decided | None:
         found = search(fork, prepared)
         return found if isinstance(found, Decided) else None
 
-    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets, whole)
+    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets, whole,
+                                      within=within)
     if answer is None:
         return None
     chosen, plan = answer

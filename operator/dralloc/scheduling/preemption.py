@@ -42,7 +42,7 @@ from dralloc import allocation
 from dralloc.allocation import interruption, outcomes
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
-from dralloc.model import pods
+from dralloc.model import nodes, pods
 from dralloc.scheduling import labels, nodefit, placement
 
 PREEMPT_NEVER = "Never"
@@ -420,21 +420,23 @@ GangFits = Callable[[placement.Placer], object | None]  # a placement of the who
 
 
 def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_priority: int, fits: GangFits,
-                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = (),
-                  whole: Whole | None = None) -> tuple[NodeVictims, object] | None:
+                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = (), whole: Whole | None = None, *,
+                  within: Callable[[nodes.Node], bool] | None = None) -> tuple[NodeVictims, object] | None:
     """Victims for a gang that fits nowhere, chosen for the whole gang's joint placement: the pods of lower
     priority than the gang on every node some member may use (its own constraints admit it), removed all
     at once; when the gang then fits, spared one by one, most important first (and first those a
     PodDisruptionBudget protects), as long as the gang still fits. The victims (`node` empty: they may
     span nodes) with the gang's placement once they are gone; None when removing every such pod does
     not make room. Each trial is a gang search on a fork of the placer; the decision's interruption check
-    bounds them all."""
+    bounds them all. `within`: only the pods of the nodes it accepts (one topology domain)."""
     if not members or any(not may_preempt(m) for m in members):
         return None
     uids = {m.metadata.uid for m in members}
     found: list[Victim] = []
     groups: set[tuple[str, str]] = set()
     for node in placer.nodes:
+        if within is not None and not within(node):
+            continue  # outside the domain tried
         if all(nodefit.static_misfit(member, node) is not None for member in members):
             continue
         found += _collect(placer.placed.on(node.metadata.name), gang_priority, uids, whole, groups)
