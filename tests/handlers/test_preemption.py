@@ -35,6 +35,26 @@ def gpu_pod(name: str, priority_class_name: str, **spec: Any) -> Obj:
     return found
 
 
+def admitted(apiserver: Cluster, objs: list[Obj]) -> None:
+    """Seed pods (or PodGroups) naming PriorityClasses just created: kube-apiserver's Priority admission
+    reads the classes from an informer, which may not have seen them yet (403 "no PriorityClass with
+    name"). Each object is created once, in order; the one refused is tried again."""
+    pending = list(objs)
+
+    def attempt() -> bool:
+        while pending:
+            try:
+                apiserver.seed(pending[:1])
+            except Exception as exc:
+                if "no PriorityClass with name" in f"{exc} {getattr(exc, 'body', '')}":
+                    return False
+                raise
+            pending.pop(0)
+        return True
+
+    wait_for(attempt, timeout=30, what="the objects admitted (their PriorityClasses known to admission)")
+
+
 def seed_full_node(apiserver: Cluster, gpus: int = 2) -> tuple[str, str, str]:
     """One node of `gpus` GPUs, the classes `low` (10) and `high` (1000); every GPU taken by a low pod.
     The node's name and the two PriorityClasses' names."""
@@ -42,7 +62,7 @@ def seed_full_node(apiserver: Cluster, gpus: int = 2) -> tuple[str, str, str]:
     low, high = apiserver.name("low"), apiserver.name("high")
     apiserver.seed([cluster.node(node), cluster.gpu_slice(node, gpus), cluster.gpu_class(gpu),
                     cluster.template("one-gpu", device_class=gpu), priority_class(low, 10), priority_class(high, 1000)])
-    apiserver.seed([gpu_pod(f"low-{i}", low) for i in range(gpus)])
+    admitted(apiserver, [gpu_pod(f"low-{i}", low) for i in range(gpus)])
     wait_for(lambda: all(helpers.node_of(apiserver, f"low-{i}") == node for i in range(gpus)), what="the low pods bound")
     return node, low, high
 
@@ -57,7 +77,7 @@ def test_a_higher_priority_pod_removes_one_lower_priority_pod_and_takes_its_gpu(
     (the victim gets DisruptionTarget, is deleted, and a Preempted Event says by whom and where), is
     nominated to the node, and is bound there once the victim's claim is released."""
     node, _, high = seed_full_node(apiserver)
-    apiserver.seed([gpu_pod("important", high)])
+    admitted(apiserver, [gpu_pod("important", high)])
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
     remaining = [f"low-{i}" for i in range(2) if helpers.pod(apiserver, f"low-{i}")]
     assert len(remaining) == 1, remaining
@@ -74,7 +94,7 @@ def test_a_pod_that_may_not_preempt_waits_and_says_why(apiserver: Cluster, opera
     _, low, _ = seed_full_node(apiserver)
     patient = apiserver.name("patient")
     apiserver.seed([{**priority_class(patient, 1000), "preemptionPolicy": "Never"}])
-    apiserver.seed([gpu_pod("patient", patient), gpu_pod("peer", low)])
+    admitted(apiserver, [gpu_pod("patient", patient), gpu_pod("peer", low)])
     for name in ("patient", "peer"):
         wait_for(lambda name=name: (condition(helpers.pod(apiserver, name), "PodScheduled") or {}).get("reason")
                  == "Unschedulable", what=f"{name} told it waits")
@@ -103,7 +123,7 @@ def test_the_allocation_policy_turns_preemption_off_and_on(apiserver: Cluster, o
     try:
         wait_for(lambda: _in_effect(apiserver, "preemption off"), what="the policy accepted")
         node, _, high = seed_full_node(apiserver)
-        apiserver.seed([gpu_pod("important", high)])
+        admitted(apiserver, [gpu_pod("important", high)])
         wait_for(lambda: (condition(helpers.pod(apiserver, "important"), "PodScheduled") or {}).get("reason")
                  == "Unschedulable", what="the important pod told it waits")
         assert all(helpers.pod(apiserver, f"low-{i}") for i in range(2)) and not helpers.events(apiserver, "Preempted")
@@ -124,18 +144,18 @@ def test_a_gang_preempts_as_one_for_all_its_members(apiserver: Cluster, operator
     for node in nodes:
         objs += [cluster.node(node), cluster.gpu_slice(node, 2)]
     apiserver.seed(objs)
-    apiserver.seed([gpu_pod(f"low-{i}", low) for i in range(4)])
+    admitted(apiserver, [gpu_pod(f"low-{i}", low) for i in range(4)])
     wait_for(lambda: all(helpers.node_of(apiserver, f"low-{i}") for i in range(4)), what="the low pods bound")
     group = pod_group("big", 2)
     group["spec"]["priorityClassName"] = high
-    apiserver.seed([group])
+    admitted(apiserver, [group])
     members = []
     for i in range(2):
         found = member(f"big-{i}", "one-gpu", "big")
         found["spec"]["priorityClassName"] = high
         found["spec"]["terminationGracePeriodSeconds"] = 1
         members.append(found)
-    apiserver.seed(members)
+    admitted(apiserver, members)
     wait_for(lambda: all(helpers.node_of(apiserver, f"big-{i}") for i in range(2)), timeout=60,
              what="the gang bound")
     assert sum(1 for i in range(4) if helpers.pod(apiserver, f"low-{i}")) == 2
@@ -155,14 +175,14 @@ def test_a_pod_a_disruption_budget_protects_is_spared_before_a_more_important_on
                     priority_class(low, 10), priority_class(high, 1000)])
     guarded = gpu_pod("guarded", lowest)
     guarded["metadata"]["labels"] = {"app": "db"}
-    apiserver.seed([guarded, gpu_pod("free", low),
+    admitted(apiserver, [guarded, gpu_pod("free", low),
                     {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
                      "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}])
     wait_for(lambda: helpers.node_of(apiserver, "guarded") and helpers.node_of(apiserver, "free"),
              what="both pods bound")
     wait_for(lambda: (apiserver.get("policy/v1", "PodDisruptionBudget", "db", apiserver.namespace) or {}).get(
         "status", {}).get("expectedPods") == 1, what="the budget counting the guarded pod")
-    apiserver.seed([gpu_pod("important", high)])
+    admitted(apiserver, [gpu_pod("important", high)])
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
     assert helpers.pod(apiserver, "guarded") and not helpers.pod(apiserver, "free")
 
@@ -179,16 +199,17 @@ def test_a_pod_group_disrupted_as_one_is_removed_whole(apiserver: Cluster, opera
     group = pod_group("train", 2)
     group["spec"]["priorityClassName"] = low
     group["spec"]["disruptionMode"] = {"all": {}}
-    apiserver.seed([*objs, group])
+    apiserver.seed(objs)
+    admitted(apiserver, [group])
     members = []
     for i in range(2):
         found = member(f"train-{i}", "one-gpu", "train")
         found["spec"]["priorityClassName"] = low
         found["spec"]["terminationGracePeriodSeconds"] = 1
         members.append(found)
-    apiserver.seed(members)
+    admitted(apiserver, members)
     wait_for(lambda: all(helpers.node_of(apiserver, f"train-{i}") for i in range(2)), what="the gang bound")
-    apiserver.seed([gpu_pod("important", high)])
+    admitted(apiserver, [gpu_pod("important", high)])
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound")
     assert not any(helpers.pod(apiserver, f"train-{i}") for i in range(2))
     assert sorted(e["regarding"]["name"] for e in helpers.events(apiserver, "Preempted")) == ["train-0", "train-1"]
@@ -209,7 +230,7 @@ def test_a_victims_deletion_of_unknown_outcome_is_read_back_not_repeated_blindly
             faults.next("DELETE", path, 500)
         else:
             faults.applied_then("DELETE", path, 504)
-        apiserver.seed([gpu_pod("important", high)])
+        admitted(apiserver, [gpu_pod("important", high)])
         assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") \
             == node
         assert sum(1 for i in range(2) if helpers.pod(apiserver, f"low-{i}")) == 1

@@ -20,6 +20,7 @@ import pytest
 from tests.differential import preemption_scenarios as gen
 from tests.handlers import realcluster
 from tests.handlers.conftest import Cluster, wait_for
+from tests.handlers.test_preemption import admitted
 
 from dralloc.running import OperatorThread
 from dralloc.testing.cluster import crds
@@ -62,7 +63,7 @@ def test_dralloc_removes_the_pods_kube_scheduler_removes(apiserver: Cluster) -> 
     apiserver.seed(crds())
     apiserver.seed(gen.priority_classes(run))
     for (_, index), twin in twins.items():
-        apiserver.seed(gen.objects(scenarios[index], twin))
+        admitted(apiserver, gen.objects(scenarios[index], twin))
     nodes = [twin.node(n) for (_, index), twin in twins.items() for n in scenarios[index]["nodes"]]
 
     def ready() -> bool:
@@ -80,7 +81,7 @@ def test_dralloc_removes_the_pods_kube_scheduler_removes(apiserver: Cluster) -> 
         t.namespace for (side, _), t in twins.items() if side == "d"])).start(60)
     try:
         for (side, index), twin in twins.items():
-            apiserver.seed([gen.pending(scenarios[index], twin, "dralloc" if side == "d" else None)])
+            admitted(apiserver, [gen.pending(scenarios[index], twin, "dralloc" if side == "d" else None)])
         expected = {s["index"]: gen.expected(s) for s in scenarios}
 
         def settled() -> bool:
