@@ -402,3 +402,32 @@ class TestPodGroupVictims:
         members = self.members()
         found = preemption.potential_victims(pod("big", 100, node=None), [members[0]], {})
         assert [names([v]) for v in found] == [["train-0"]]
+
+
+def nominated(name: str, priority: int, node: str) -> pods.Pod:
+    found = pod(name, priority, node=None)
+    return found.model_copy(update={"status": found.status.model_copy(update={"nominated_node_name": node})})
+
+
+def test_pods_nominated_to_one_node_with_one_priority_do_not_hold_each_other_off() -> None:
+    """Two equal-priority pods nominated to n1 compete by fit there (kube-scheduler's nominated pods count
+    each other's requests); a third of that priority, nominated nowhere, is held off."""
+    placer_, _, _ = gpu_cluster({"n1": []})
+    first, second = nominated("first", 100, "n1"), nominated("second", 100, "n1")
+    placer_.hold("n1", first)
+    placer_.hold("n1", second)
+    item = placement.Item("second", claims=gpu_pod(0).claims, pod=second)
+    decision = placer_.place(item)
+    assert isinstance(decision, placement.Placement) and decision.node == "n1"
+    outsider = placement.Item("outsider", claims=gpu_pod(0).claims, pod=pod("outsider", 100, node=None))
+    assert isinstance(placer_.place(outsider), placement.NoPlacement)
+
+
+def test_a_node_held_for_another_pod_is_no_preemption_candidate() -> None:
+    """Room being made on n1 for one pod is not taken by another pod of its priority preempting there too
+    (two nominations to one node would each hold the other off)."""
+    placer_, _, held = gpu_cluster({"n1": [("a", 1, 2)], "n2": [("b", 5, 2)]})
+    placer_.hold("n1", nominated("first", 100, "n1"))
+    by_uid = {uid: [h] for h in held for uid in h.holders}
+    chosen = preemption.find(placer_, gpu_pod(100), lambda uid: by_uid.get(uid, ()))
+    assert chosen is not None and chosen.node == "n2"

@@ -660,11 +660,8 @@ class Placer:
     def _own_misfit(self, item: Item, index: int, requests: Mapping[str, int] | None = None, *,
                     binding: bool = False) -> str | None:
         """The item's own constraints and the node's resources (remembered per shape when they fail)."""
-        if item.pod is not None and not binding and index in self._held:
-            mine, group = item.pod.spec.priority or 0, _group_of(item.pod)
-            if any(priority >= mine and uid != item.pod.metadata.uid and (holder is None or holder != group)
-                   for priority, uid, holder in self._held[index]):
-                return HELD_FOR_NOMINATED
+        if item.pod is not None and not binding and self.held_against(item.pod, index):
+            return HELD_FOR_NOMINATED
         if item.pod is not None:
             wanted = requests if requests is not None else nodefit.pod_requests(item.pod)
             reason = nodefit.misfit(item.pod, self.nodes[index], self.usage[index], wanted,
@@ -934,6 +931,19 @@ class Placer:
             return all(check.with_pods(extra).reject(node) is None for check in checks[index])
 
         return allow
+
+    def held_against(self, pod: pods.Pod, index: int) -> bool:
+        """Whether node `index` is held for another nominated pod the pod must not overtake: one of higher
+        priority, or of equal priority when the pod is not nominated there itself (pods nominated to one
+        node with one priority compete by fit, as kube-scheduler's nominated pods do); never a member of
+        the pod's own PodGroup."""
+        held = self._held.get(index)
+        if not held:
+            return False
+        mine, group, uid = pod.spec.priority or 0, _group_of(pod), pod.metadata.uid
+        here = pod.status.nominated_node_name == self.nodes[index].metadata.name
+        return any((priority > mine or (priority == mine and not here)) and other != uid
+                   and (holder is None or holder != group) for priority, other, holder in held)
 
     def hold(self, node_name: str, pod: pods.Pod) -> None:
         """A pod nominated to the node (`status.nominatedNodeName`: room is being made there for it by

@@ -360,8 +360,8 @@ def victims_by_node(placer: placement.Placer, preemptor: pods.Pod,
     filter found unresolvable)."""
     found: dict[int, list[Victim]] = {}
     for index, node in enumerate(placer.nodes):
-        if nodefit.static_misfit(preemptor, node) is not None:
-            continue
+        if nodefit.static_misfit(preemptor, node) is not None or placer.held_against(preemptor, index):
+            continue  # what removing pods cannot change, or room being made there for another pod
         victims = potential_victims(preemptor, placer.placed.on(node.metadata.name), whole)
         if victims:
             found[index] = victims
@@ -434,10 +434,11 @@ def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_pr
     uids = {m.metadata.uid for m in members}
     found: list[Victim] = []
     groups: set[tuple[str, str]] = set()
-    for node in placer.nodes:
+    for index, node in enumerate(placer.nodes):
         if within is not None and not within(node):
             continue  # outside the domain tried
-        if all(nodefit.static_misfit(member, node) is not None for member in members):
+        if all(nodefit.static_misfit(member, node) is not None or placer.held_against(member, index)
+               for member in members):
             continue
         found += _collect(placer.placed.on(node.metadata.name), gang_priority, uids, whole, groups)
     victims = by_importance(found)
