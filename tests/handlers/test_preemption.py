@@ -55,6 +55,23 @@ def admitted(apiserver: Cluster, objs: list[Obj]) -> None:
     wait_for(attempt, timeout=30, what="the objects admitted (their PriorityClasses known to admission)")
 
 
+def seed_gang(apiserver: Cluster, group: str, priority_class_name: str, *, timeout: float = 30.0,
+              **group_spec: Any) -> None:
+    """A PodGroup (gang policy, minCount 2) of the PriorityClass, `group_spec` added to its spec, and its two
+    one-GPU members; waits until both are bound."""
+    found = pod_group(group, 2)
+    found["spec"].update(priorityClassName=priority_class_name, **group_spec)
+    admitted(apiserver, [found])
+    members = []
+    for i in range(2):
+        pod = member(f"{group}-{i}", "one-gpu", group)
+        pod["spec"].update(priorityClassName=priority_class_name, terminationGracePeriodSeconds=1)
+        members.append(pod)
+    admitted(apiserver, members)
+    wait_for(lambda: all(helpers.node_of(apiserver, f"{group}-{i}") for i in range(2)), timeout=timeout,
+             what=f"the gang {group} bound")
+
+
 def seed_full_node(apiserver: Cluster, gpus: int = 2) -> tuple[str, str, str]:
     """One node of `gpus` GPUs, the classes `low` (10) and `high` (1000); every GPU taken by a low pod.
     The node's name and the two PriorityClasses' names."""
@@ -146,18 +163,7 @@ def test_a_gang_preempts_as_one_for_all_its_members(apiserver: Cluster, operator
     apiserver.seed(objs)
     admitted(apiserver, [gpu_pod(f"low-{i}", low) for i in range(4)])
     wait_for(lambda: all(helpers.node_of(apiserver, f"low-{i}") for i in range(4)), what="the low pods bound")
-    group = pod_group("big", 2)
-    group["spec"]["priorityClassName"] = high
-    admitted(apiserver, [group])
-    members = []
-    for i in range(2):
-        found = member(f"big-{i}", "one-gpu", "big")
-        found["spec"]["priorityClassName"] = high
-        found["spec"]["terminationGracePeriodSeconds"] = 1
-        members.append(found)
-    admitted(apiserver, members)
-    wait_for(lambda: all(helpers.node_of(apiserver, f"big-{i}") for i in range(2)), timeout=60,
-             what="the gang bound")
+    seed_gang(apiserver, "big", high, timeout=60)
     assert sum(1 for i in range(4) if helpers.pod(apiserver, f"low-{i}")) == 2
     assert len(helpers.events(apiserver, "Preempted")) == 2
     allocated = [c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]
@@ -196,19 +202,8 @@ def test_a_pod_group_disrupted_as_one_is_removed_whole(apiserver: Cluster, opera
                        priority_class(low, 10), priority_class(high, 1000)]
     for node in nodes:
         objs += [cluster.node(node), cluster.gpu_slice(node, 1)]
-    group = pod_group("train", 2)
-    group["spec"]["priorityClassName"] = low
-    group["spec"]["disruptionMode"] = {"all": {}}
     apiserver.seed(objs)
-    admitted(apiserver, [group])
-    members = []
-    for i in range(2):
-        found = member(f"train-{i}", "one-gpu", "train")
-        found["spec"]["priorityClassName"] = low
-        found["spec"]["terminationGracePeriodSeconds"] = 1
-        members.append(found)
-    admitted(apiserver, members)
-    wait_for(lambda: all(helpers.node_of(apiserver, f"train-{i}") for i in range(2)), what="the gang bound")
+    seed_gang(apiserver, "train", low, disruptionMode={"all": {}})
     admitted(apiserver, [gpu_pod("important", high)])
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound")
     assert not any(helpers.pod(apiserver, f"train-{i}") for i in range(2))
