@@ -303,36 +303,30 @@ class Batch:
     def _wait_nodes_ready(self, count: int, timeout: float = 90.0) -> None:
         """Until no node of the run has the taint the API server gives a new node (the node lifecycle
         controller removes it once it sees the node Ready)."""
-        nodes = self.cluster.conn.resource("v1", "Node")
-        deadline = time.monotonic() + timeout
-        while True:
-            found = nodes.get(label_selector=f"{scenarios.RUN_LABEL}={self.run_id}").to_dict().get("items") or []
-            waiting = [n["metadata"]["name"] for n in found
-                       if any(t.get("key") in NOT_READY_TAINTS for t in (n.get("spec") or {}).get("taints") or [])]
-            if len(found) == count and not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"nodes still not ready after {timeout:.0f} s: {waiting[:5]} "
-                                     f"({len(found)} of {count} seen)")
-            time.sleep(0.5)
+        self._wait_all("Node", f"{scenarios.RUN_LABEL}={self.run_id}", count, "nodes still not ready", timeout,
+                       lambda n: any(t.get("key") in NOT_READY_TAINTS for t in (n.get("spec") or {}).get("taints") or []))
 
     def _wait_claims_bound(self, count: int, timeout: float = 90.0) -> None:
         """Until the PV controller has bound every pre-bound claim of the run (the scenarios' bound
         volumes: a claim not bound yet would be "unbound immediate" to both schedulers)."""
-        if not count:
-            return
-        claims = self.cluster.conn.resource("v1", "PersistentVolumeClaim")
-        selector = f"{scenarios.RUN_LABEL}={self.run_id},{scenarios.PREBOUND_LABEL}=true"
+        if count:
+            self._wait_all("PersistentVolumeClaim", f"{scenarios.RUN_LABEL}={self.run_id},{scenarios.PREBOUND_LABEL}=true",
+                           count, "claims still not bound", timeout,
+                           lambda c: (c.get("status") or {}).get("phase") != "Bound")
+
+    def _wait_all(self, kind: str, selector: str, count: int, what: str, timeout: float,
+                  waits: Callable[[Obj], bool]) -> None:
+        """Until `count` objects of the core/v1 `kind` match `selector` and none `waits`."""
+        resource = self.cluster.conn.resource("v1", kind)
         deadline = time.monotonic() + timeout
         while True:
-            found = claims.get(label_selector=selector).to_dict().get("items") or []
-            waiting = [f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in found
-                       if (c.get("status") or {}).get("phase") != "Bound"]
+            found = resource.get(label_selector=selector).to_dict().get("items") or []
+            waiting = ["/".join(filter(None, (o["metadata"].get("namespace"), o["metadata"]["name"])))
+                       for o in found if waits(o)]
             if len(found) == count and not waiting:
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"claims still not bound after {timeout:.0f} s: {waiting[:5]} "
-                                     f"({len(found)} of {count} seen)")
+                raise AssertionError(f"{what} after {timeout:.0f} s: {waiting[:5]} ({len(found)} of {count} seen)")
             time.sleep(0.5)
 
     # ---- running ----------------------------------------------------------------------------------
