@@ -34,6 +34,22 @@ def pods(server: Server, namespace: str | None = None) -> list[Obj]:
     return server.list_objects("v1", "Pod", _ns(server, namespace))
 
 
+# A new Node is created with `node.kubernetes.io/not-ready` (kube-apiserver's TaintNodesByCondition
+# admission) and kube-controller-manager lifts it once the node reports Ready; a lost node gets
+# `unreachable`. The sandbox taints neither.
+NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def nodes_schedulable(server: Server, names: list[str]) -> bool:
+    """Every named node exists without a not-ready or unreachable taint: a test that expects one
+    node of several to be chosen waits for this before creating its pods (on a real control plane,
+    a node still tainted would be passed over, and the test would see another, valid, choice)."""
+    found = {n["metadata"]["name"]: n for n in server.list_objects("v1", "Node")}
+    return all(name in found and not any(t.get("key") in NOT_READY_TAINTS
+                                         for t in (found[name].get("spec") or {}).get("taints") or [])
+               for name in names)
+
+
 def gone_or_deleting(server: Server, name: str, namespace: str | None = None) -> bool:
     """The pod no longer exists, or is terminating (on a real cluster that can take a while)."""
     found = server.get("v1", "Pod", name, _ns(server, namespace))

@@ -55,7 +55,13 @@ def _setup(server: Cluster, gpus: dict[str, int], labels: dict[str, dict[str, st
     for short, count in gpus.items():
         objs += [cluster.node(names[short], labels=(labels or {}).get(short)), cluster.gpu_slice(names[short], count)]
     server.seed(objs)
+    _wait_schedulable(server, list(names.values()))
     return names
+
+
+def _wait_schedulable(server: Cluster, nodes: list[str]) -> None:
+    """These tests check which nodes a gang lands on: its pods come once every node can take them."""
+    wait_for(lambda: helpers.nodes_schedulable(server, nodes), timeout=90, what="the nodes ready")
 
 
 def _nodes(server: Cluster, pods: list[str]) -> dict[str, str | None]:
@@ -160,6 +166,7 @@ def test_members_sharing_a_node_fit_its_cpu_together(apiserver: Cluster, operato
                     cluster.node(names["node-a"], cpu="1"), cluster.gpu_slice(names["node-a"], 2),
                     cluster.node(names["node-b"], cpu="4"), cluster.gpu_slice(names["node-b"], 4),
                     pod_group("cpus", 2)])
+    _wait_schedulable(apiserver, list(names.values()))
     pods = ["c0", "c1"]
     apiserver.seed([member(p, "gpus-1", "cpus", cpu="1") for p in pods])
     wait_for(lambda: _all_bound(apiserver, pods), what="the gang bound")

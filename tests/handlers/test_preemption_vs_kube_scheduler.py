@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from tests.differential import preemption_scenarios as gen
-from tests.handlers import realcluster
+from tests.handlers import helpers, realcluster
 from tests.handlers.conftest import Cluster, wait_for
 from tests.handlers.test_preemption import admitted
 
@@ -66,13 +66,7 @@ def test_dralloc_removes_the_pods_kube_scheduler_removes(apiserver: Cluster) -> 
         admitted(apiserver, gen.objects(scenarios[index], twin))
     nodes = [twin.node(n) for (_, index), twin in twins.items() for n in scenarios[index]["nodes"]]
 
-    def ready() -> bool:
-        found = {n["metadata"]["name"]: n for n in apiserver.list_objects("v1", "Node")}
-        return all(name in found and not any(t.get("key") == "node.kubernetes.io/not-ready"
-                                             for t in (found[name].get("spec") or {}).get("taints") or [])
-                   for name in nodes)
-
-    wait_for(ready, timeout=90, what="the twins' nodes ready")
+    wait_for(lambda: helpers.nodes_schedulable(apiserver, nodes), timeout=90, what="the twins' nodes ready")
     namespaces = [twin.namespace for twin in twins.values()]
     stop = threading.Event()
     finisher = threading.Thread(target=_finish_terminating, args=(apiserver, namespaces, stop), daemon=True)
