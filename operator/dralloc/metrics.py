@@ -136,6 +136,10 @@ preemption_attempts = Counter(
     ["result"], registry=REGISTRY)
 preemption_victims = Counter(
     "dralloc_preemption_victims_total", "Pods removed by dralloc's priority preemption.", registry=REGISTRY)
+gang_reservations = Counter(
+    "dralloc_gang_reservations_total",
+    "Nodes reserved for a waiting gang that may not preempt (preemption off, or its policy Never): its members "
+    "nominated there, so that no lower-priority pod takes what the gang waits for.", registry=REGISTRY)
 pass_failures = Counter(
     "dralloc_loop_pass_failures_total",
     "Whole passes of a control loop that failed and were retried: no object was decided in them.",
@@ -281,6 +285,10 @@ def observe_preemption(result: str, victims: int) -> None:
     preemption_attempts.labels(result).inc()
     if victims:
         preemption_victims.inc(victims)
+
+
+def observe_gang_reservation() -> None:
+    gang_reservations.inc()
 
 
 def observe_pass_failure(loop: str) -> None:

@@ -170,6 +170,57 @@ def test_a_gang_preempts_as_one_for_all_its_members(apiserver: Cluster, operator
     assert len(allocated) == 4
 
 
+@pytest.mark.parametrize("why", ["policy-never", "preemption-off"])
+def test_a_gang_that_may_not_preempt_is_not_overtaken_by_lower_priority_pods(
+        apiserver: Cluster, operator: OperatorThread, why: str) -> None:
+    """No starvation: both GPUs of the node are held by priority-10 pods, and a priority-1000 gang of two
+    one-GPU members may not preempt (its PriorityClass says `preemptionPolicy: Never`, or the AllocationPolicy
+    turns preemption off). The node is reserved for it: both members are nominated there and nobody is
+    removed. When one low pod finishes, a new low pod that asks for its GPU waits rather than take it (without
+    the reservation it would, again and again, and the gang would never fit); when the second finishes, the
+    gang is placed."""
+    if why == "preemption-off":
+        wait_for(lambda: apiserver.get("dralloc.io/v1alpha1", "AllocationPolicy", "default"), what="the default policy")
+        _preemption(apiserver, "Disabled")
+    try:
+        if why == "preemption-off":
+            wait_for(lambda: _in_effect(apiserver, "preemption off"), what="the policy accepted")
+        node, low, high = seed_full_node(apiserver)
+        if why == "policy-never":
+            high = apiserver.name("patient")
+            apiserver.seed([{**priority_class(high, 1000), "preemptionPolicy": "Never"}])
+        group = pod_group("big", 2)
+        group["spec"]["priorityClassName"] = high
+        admitted(apiserver, [group])
+        members = [member(f"big-{i}", "one-gpu", "big") for i in range(2)]
+        for pod in members:
+            pod["spec"]["priorityClassName"] = high
+        admitted(apiserver, members)
+        wait_for(lambda: all(helpers.pod(apiserver, f"big-{i}").get("status", {}).get("nominatedNodeName") == node
+                             for i in range(2)), timeout=60, what="both members nominated to the node")
+        wait_for(lambda: f"node(s) {node} reserved for the gang" in (
+            (condition(helpers.pod(apiserver, "big-0"), "PodScheduled") or {}).get("message") or ""),
+            what="the member told the node is reserved for its gang")
+        assert helpers.events(apiserver, "NodesReserved")
+        helpers.set_pod_phase(apiserver, "low-0", "Succeeded")
+        wait_for(lambda: len([c for c in helpers.claims(apiserver) if (c.get("status") or {}).get("allocation")]) == 1,
+                 timeout=60, what="the finished pod's GPU released")
+        admitted(apiserver, [gpu_pod("latecomer", low)])
+        wait_for(lambda: "held for a nominated pod" in ((condition(helpers.pod(apiserver, "latecomer"), "PodScheduled")
+                                                         or {}).get("message") or ""),
+                 what="the latecomer told the node is held")
+        assert not helpers.node_of(apiserver, "latecomer")
+        helpers.set_pod_phase(apiserver, "low-1", "Succeeded")
+        wait_for(lambda: all(helpers.node_of(apiserver, f"big-{i}") == node for i in range(2)), timeout=60,
+                 what="the gang placed on its reserved node")
+        assert not helpers.node_of(apiserver, "latecomer")
+        assert not helpers.events(apiserver, "Preempted")
+    finally:
+        if why == "preemption-off":
+            _preemption(apiserver, "Enabled")
+            wait_for(lambda: _in_effect(apiserver, "preemption on"), what="the policy accepted")
+
+
 def test_a_pod_a_disruption_budget_protects_is_spared_before_a_more_important_one(
         apiserver: Cluster, operator: OperatorThread) -> None:
     """kube-scheduler spares first the victims whose removal would break a PodDisruptionBudget: the
@@ -208,6 +259,46 @@ def test_a_pod_group_disrupted_as_one_is_removed_whole(apiserver: Cluster, opera
     assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound")
     assert not any(helpers.pod(apiserver, f"train-{i}") for i in range(2))
     assert sorted(e["regarding"]["name"] for e in helpers.events(apiserver, "Preempted")) == ["train-0", "train-1"]
+
+
+def test_a_gang_whose_members_priority_is_not_its_pod_groups_is_not_scheduled(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """kube-scheduler 1.37 refuses a PodGroup whose pods' priority differs from the PodGroup's (both come
+    from their priorityClassName): the members name the class `high`, the PodGroup none (priority 0).
+    Neither member is placed, and each says why in kube-scheduler's words, naming the pod."""
+    node, gpu, high = apiserver.name("node"), apiserver.name("gpu"), apiserver.name("high")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 2), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu), priority_class(high, 1000),
+                    pod_group("mixed", 2)])
+    members = []
+    for i in range(2):
+        pod = member(f"mixed-{i}", "one-gpu", "mixed")
+        pod["spec"]["priorityClassName"] = high
+        members.append(pod)
+    admitted(apiserver, members)
+    wanted = "all pods in a single pod group should have the same priority as the pod group's priority, got 1000"
+    for i in range(2):
+        wait_for(lambda i=i: wanted in ((condition(helpers.pod(apiserver, f"mixed-{i}"), "PodScheduled") or {})
+                                        .get("message") or ""), what=f"mixed-{i} saying its priority differs")
+    assert not any(helpers.node_of(apiserver, f"mixed-{i}") for i in range(2))
+
+
+def test_at_one_priority_a_lone_pod_goes_before_a_pod_groups_member(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """kube-scheduler 1.37 ranks a PodGroup's pods above a lone pod of the same priority (MoreImportantVictim,
+    before start time), and spares the more important first: a node of 3 GPUs holds a lone priority-10 pod,
+    placed first, and a priority-10 gang of two. A priority-1000 pod that needs one GPU removes the lone pod."""
+    node, gpu = apiserver.name("node"), apiserver.name("gpu")
+    low, high = apiserver.name("low"), apiserver.name("high")
+    apiserver.seed([cluster.node(node), cluster.gpu_slice(node, 3), cluster.gpu_class(gpu),
+                    cluster.template("one-gpu", device_class=gpu), priority_class(low, 10), priority_class(high, 1000)])
+    admitted(apiserver, [gpu_pod("lone", low)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "lone"), what="the lone pod bound") == node
+    seed_gang(apiserver, "team", low)
+    admitted(apiserver, [gpu_pod("important", high)])
+    assert wait_for(lambda: helpers.node_of(apiserver, "important"), timeout=60, what="the important pod bound") == node
+    assert [e["regarding"]["name"] for e in helpers.events(apiserver, "Preempted")] == ["lone"]
+    assert all(helpers.pod(apiserver, f"team-{i}") for i in range(2))
 
 
 @pytest.mark.parametrize("fault", ["refused-before", "applied-then-lost"])

@@ -380,28 +380,59 @@ def test_the_search_stops_once_it_has_enough_candidates(monkeypatch: pytest.Monk
 
 
 class TestPodGroupVictims:
-    """A PodGroup disrupted as one (`disruptionMode: all`) is a victim with every member, wherever they run."""
+    """A PodGroup disrupted as one (`disruptionMode: all`) is a victim with every member, wherever they run;
+    a PodGroup's pods have its priority (upstream's GetPodPriority with GenericWorkload on)."""
 
-    def members(self) -> tuple[pods.Pod, ...]:
-        group = {"schedulingGroup": {"podGroupName": "train"}}
-        return (pod("train-0", 10, node="n1", **group), pod("train-1", 10, node="n2", **group))
+    group = {"schedulingGroup": {"podGroupName": "train"}}
+
+    def members(self, *priorities: int) -> tuple[pods.Pod, ...]:
+        return tuple(pod(f"train-{i}", p, node=f"n{i + 1}", **self.group) for i, p in enumerate(priorities or (10, 10)))
+
+    def whole(self, members: tuple[pods.Pod, ...], priority: int = 10) -> preemption.Groups:
+        return preemption.Groups({("default", "train"): priority}, {("default", "train"): members})
 
     def test_one_member_on_the_node_brings_the_whole_group(self) -> None:
         members = self.members()
         found = preemption.potential_victims(pod("big", 100, node=None), [members[0], pod("solo", 5)],
-                                             {("default", "train"): members})
+                                             self.whole(members))
         assert [names([v]) for v in found] == [["train-0", "train-1"], ["solo"]]
 
     def test_a_group_with_a_member_the_preemptor_may_not_remove_is_no_victim(self) -> None:
-        group = {"schedulingGroup": {"podGroupName": "train"}}
-        members = (pod("train-0", 10, node="n1", **group), pod("train-1", 500, node="n2", **group))
-        assert preemption.potential_victims(pod("big", 100, node=None), [members[0]],
-                                            {("default", "train"): members}) == []
+        """Here a member already terminating: the group cannot go as one any more."""
+        members = (pod("train-0", 10, node="n1", **self.group),
+                   pod("train-1", 10, node="n2", terminating=True, **self.group))
+        assert preemption.potential_victims(pod("big", 100, node=None), [members[0]], self.whole(members)) == []
 
     def test_without_disruption_as_one_members_go_alone(self) -> None:
         members = self.members()
-        found = preemption.potential_victims(pod("big", 100, node=None), [members[0]], {})
+        found = preemption.potential_victims(pod("big", 100, node=None), [members[0]],
+                                             preemption.Groups({("default", "train"): 10}))
         assert [names([v]) for v in found] == [["train-0"]]
+
+    def test_a_member_has_its_pod_groups_priority_not_its_own(self) -> None:
+        """kube-scheduler 1.37 reads a grouped victim's priority from its PodGroup (0 when it has none): a
+        member whose own priority is 500 in a PodGroup of priority 0 may be removed by a pod of 100, and a
+        member of 5 in a PodGroup of 1000 may not."""
+        member = pod("train-0", 500, **self.group)
+        assert names(preemption.potential_victims(pod("big", 100, node=None), [member],
+                                                  preemption.Groups({("default", "train"): 0}))) == ["train-0"]
+        low = pod("train-0", 5, **self.group)
+        assert preemption.potential_victims(pod("big", 100, node=None), [low],
+                                            preemption.Groups({("default", "train"): 1000})) == []
+
+    def test_a_member_of_a_pod_group_that_does_not_exist_keeps_its_own_priority(self) -> None:
+        member = pod("train-0", 500, **self.group)
+        assert preemption.potential_victims(pod("big", 100, node=None), [member], preemption.Groups()) == []
+
+    def test_a_pod_groups_pod_outranks_a_lone_pod_of_its_priority(self) -> None:
+        """Upstream's MoreImportantVictim ranks PodGroup victims above Pod victims at one priority, a
+        `single`-mode member too, before size and start time: the lone pod, started earlier, goes first."""
+        member = pod("train-0", 10, started="2026-01-02T00:00:00Z", **self.group)
+        lone = pod("lone", 10, started="2026-01-01T00:00:00Z")
+        found = preemption.potential_victims(pod("big", 100, node=None), [lone, member],
+                                             preemption.Groups({("default", "train"): 10}))
+        assert [names([v]) for v in found] == [["train-0"], ["lone"]]
+        assert preemption.more_important(found[0], found[1])
 
 
 def nominated(name: str, priority: int, node: str) -> pods.Pod:

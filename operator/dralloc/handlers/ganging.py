@@ -93,6 +93,7 @@ from dralloc.kube import errors as kube_errors
 from dralloc.lifecycle import templates
 from dralloc.model import claims as model_claims
 from dralloc.model import nodes, pods
+from dralloc.model import scheduling as model_scheduling
 from dralloc.scheduling import nodefit, nodeports, placement, podaffinity, preemption, queueing
 
 logger = logging.getLogger(__name__)
@@ -248,6 +249,26 @@ class Prepared:
     gang_budget: int = gangs.DEFAULT_GANG_BUDGET  # allocator calls for the search (--gang-budget)
 
 
+def _priorities_differ(group: model_scheduling.PodGroup, members: Sequence[pods.Pod]) -> str | None:
+    """kube-scheduler's validatePodGroup (1.37): every member has the PodGroup's priority (spec.priority, 0
+    unset: both come from priorityClassName at admission), and one preemption policy, the PodGroup's when
+    it sets one (PodGroupPreemptionPolicy). Why not, in its words; None when they agree."""
+    wanted = group.spec.priority or 0
+    policy = group.spec.preemption_policy
+    for pod in members:
+        mine = pod.spec.priority or 0
+        if mine != wanted:
+            return (f"all pods in a single pod group should have the same priority as the pod group's priority, "
+                    f"got {mine} (pod {_ref(pod)}, spec.priority) and {wanted} (spec.priority of the PodGroup)")
+        own = pod.spec.preemption_policy or preemption.PREEMPT_LOWER
+        if policy is None:
+            policy = own
+        elif own != policy:
+            return (f"all pods in a single pod group should have the same preemption policy, got {own} "
+                    f"(pod {_ref(pod)}, spec.preemptionPolicy) and {policy}")
+    return None
+
+
 def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -> Prepared | NotPlaced | None:
     """The gang's inputs from the view, without any await; a NotPlaced when it cannot be decided now; None
     while a member is not ready (its claims are being created, or an earlier write of ours is not observed
@@ -264,6 +285,10 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
             return NotPlaced(key, pending, f"PodGroup {ref} cannot be used: {problem}", "error", None, held,
                              any_placed)
         return NotPlaced(key, pending, f"waiting for PodGroup {ref} to be created", "waiting", None, held,
+                         any_placed)
+    mismatch = _priorities_differ(group, [*pending, *(pod for pod, _ in members.placed)])
+    if mismatch is not None:
+        return NotPlaced(key, pending, f"PodGroup {ref} cannot be scheduled: {mismatch}", "error", None, held,
                          any_placed)
     min_count = group.spec.min_count()
     present = len(pending) + len(members.placed)
@@ -393,7 +418,7 @@ def search(placer: placement.Placer, prepared: Prepared) -> Decided | NotPlaced:
 
 def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemption.HeldBy,
                    budgets: Sequence[preemption.DisruptionBudget], gang_priority: int,
-                   whole: preemption.Whole | None = None) -> tuple[preemption.NodeVictims, Decided] | None:
+                   groups: preemption.Groups = preemption.NO_GROUPS) -> tuple[preemption.NodeVictims, Decided] | None:
     """The victims that would let the whole gang fit, and the gang's placement once they are gone (runs in
     the decider's thread, as `search`); None when removing lower-priority pods does not make room.
 
@@ -402,7 +427,7 @@ def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemp
     and the first where removing them makes room is taken (domains are not compared: each trial is a gang
     search, and a search over every domain's victims at once would not end within a decision's budget)."""
     if prepared.topology is None:
-        return _preempt_in(placer, prepared, held_by, budgets, gang_priority, whole, None)
+        return _preempt_in(placer, prepared, held_by, budgets, gang_priority, groups, None)
     key = prepared.topology
     domains = ([prepared.domain] if prepared.domain is not None
                else sorted({v.labels[key] for v in placer.views if key in v.labels}))
@@ -411,20 +436,20 @@ def preempt_search(placer: placement.Placer, prepared: Prepared, held_by: preemp
             return node.metadata.labels.get(key) == domain
 
         found = _preempt_in(placer, dataclasses.replace(prepared, domain=domain), held_by, budgets, gang_priority,
-                            whole, in_domain)
+                            groups, in_domain)
         if found is not None:
             return found
     return None
 
 
 def _preempt_in(placer: placement.Placer, prepared: Prepared, held_by: preemption.HeldBy,
-                budgets: Sequence[preemption.DisruptionBudget], gang_priority: int, whole: preemption.Whole | None,
+                budgets: Sequence[preemption.DisruptionBudget], gang_priority: int, groups: preemption.Groups,
                 within: Callable[[nodes.Node], bool] | None) -> tuple[preemption.NodeVictims, Decided] | None:
     def fits(fork: placement.Placer) -> Decided | None:
         found = search(fork, prepared)
         return found if isinstance(found, Decided) else None
 
-    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets, whole,
+    answer = preemption.find_for_gang(placer, prepared.pending, gang_priority, fits, held_by, budgets, groups,
                                       within=within)
     if answer is None:
         return None

@@ -20,6 +20,11 @@ already gone (its devices are on their way back: the claim lifecycle lags the po
 kube-scheduler's cpu and memory free at once). A write whose outcome is unknown is read back: a victim is
 taken as removed once it is gone or terminating, never before.
 
+A gang that may not preempt (preemption off, or its policy Never) gets its nodes reserved instead
+(`reserve_for_gang`): its members are nominated to the nodes preemption would choose, nobody is
+removed, and the hold keeps lower-priority pods off those nodes until the pods there finish and the
+gang fits (no starvation: otherwise pods of one device each keep taking what a gang needs at once).
+
 A decision-pass helper (layer 5): calls the runtime, `committing` (reading back) and `clock`.
 """
 
@@ -37,7 +42,7 @@ from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
 from dralloc.model import pods
-from dralloc.scheduling import placement, preemption
+from dralloc.scheduling import nodefit, placement, preemption
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +58,8 @@ class Inputs:
 
     held: dict[str, tuple[preemption.HeldClaim, ...]]  # by holding pod uid
     budgets: tuple[preemption.DisruptionBudget, ...]
-    # PodGroups disrupted as one (disruptionMode all): their members on nodes, taken together or not at all.
-    whole: dict[tuple[str, str], tuple[pods.Pod, ...]] = dataclasses.field(default_factory=dict)
+    # The PodGroups' priorities, and those disrupted as one (disruptionMode all) with their members on nodes.
+    groups: preemption.Groups = preemption.NO_GROUPS
 
     def held_by(self, uid: str) -> Sequence[preemption.HeldClaim]:
         return self.held.get(uid, ())
@@ -66,10 +71,10 @@ _cache: dict[int, tuple[tuple[int, ...], Inputs]] = {}
 def inputs(rt: Runtime) -> Inputs:
     """The allocated claims by the pods reserving them, the PodDisruptionBudgets, and the PodGroups
     disrupted as one with their members, from the view; rebuilt only when those changed."""
-    groups = {(g.metadata.namespace or "", g.metadata.name) for g in rt.cluster.pod_groups.all()
-              if g.spec.disrupted_whole()}
+    all_groups = list(rt.cluster.pod_groups.all())
+    whole = {(g.metadata.namespace or "", g.metadata.name) for g in all_groups if g.spec.disrupted_whole()}
     key = (rt.cluster.claims.version, rt.cluster.disruption_budgets.version, rt.cluster.pod_groups.version,
-           rt.cluster.pods.version if groups else 0)
+           rt.cluster.pods.version if whole else 0)
     known = _cache.get(id(rt))
     if known is not None and known[0] == key:
         return known[1]
@@ -87,13 +92,14 @@ def inputs(rt: Runtime) -> Inputs:
         disruptions_allowed=b.status.disruptions_allowed, disrupted=frozenset(b.status.disrupted_pods))
         for b in rt.cluster.disruption_budgets.all())
     members: dict[tuple[str, str], list[pods.Pod]] = {}
-    if groups:
+    if whole:
         for pod in rt.cluster.pods.all():
             group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
-            if group and (pod.namespace, group) in groups and pod.spec.node_name and not pod.finished():
+            if group and (pod.namespace, group) in whole and pod.spec.node_name and not pod.finished():
                 members.setdefault((pod.namespace, group), []).append(pod)
-    found = Inputs({uid: tuple(claims) for uid, claims in held.items()}, budgets,
-                   {key_: tuple(found_) for key_, found_ in members.items()})
+    priorities = {(g.metadata.namespace or "", g.metadata.name): g.spec.priority or 0 for g in all_groups}
+    groups = preemption.Groups(priorities, {key_: tuple(found_) for key_, found_ in members.items()})
+    found = Inputs({uid: tuple(claims) for uid, claims in held.items()}, budgets, groups)
     _cache.clear()  # one runtime per process; tests build many
     _cache[id(rt)] = (key, found)
     return found
@@ -195,6 +201,60 @@ async def _carry_out(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], v
                                          f"to make room: {listed}")
         except kube_errors.KubeError as exc:
             logger.warning("pod=%s/%s: cannot post the Preempting Event: %s", namespace, name, exc)
+    return True
+
+
+def reservation_of(placer: placement.Placer, members: Sequence[pods.Pod]) -> list[str] | None:
+    """The nodes a waiting gang's members are nominated to, while each still admits its member (it exists,
+    its own constraints allow it, no pod of higher priority is nominated there); None otherwise: the
+    reservation is to be made (again)."""
+    found: set[str] = set()
+    for pod in members:
+        node = pod.status.nominated_node_name
+        index = placer.index.get(node) if node else None
+        if node is None or index is None or nodefit.static_misfit(pod, placer.nodes[index]) is not None \
+                or placer.held_against(pod, index):
+            return None
+        found.add(node)
+    return sorted(found)
+
+
+def reserved_summary(nodes: Sequence[str], why: str) -> str:
+    """What a waiting gang's members say of the nodes reserved for it (the same on every pass, so the
+    condition is not rewritten while the gang waits)."""
+    return (f"node(s) {', '.join(nodes)} reserved for the gang ({why}): no pod of lower priority is placed there "
+            "until it is")
+
+
+async def reserve_for_gang(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], waiting_for: Sequence[pods.Pod],
+                           why: str) -> bool:
+    """Nominate every member of a gang that may not preempt to the node its placement gives it once the
+    lower-priority pods there (`waiting_for`) are gone, removing nobody: the nodes are then held for it
+    (`Placer.hold`) and fill up only with what the gang needs as those pods finish. True when every
+    nomination is written (or read back as written)."""
+    first = nominations[0][0]
+    nodes = sorted({node for _, node in nominations})
+    try:
+        for pod, node in nominations:
+            await _nominate(rt, pod, node)
+    except (committing.Refused, committing.Unknown, kube_errors.KubeError) as exc:
+        logger.warning("pod=%s/%s: reserving node(s) %s stopped: %s", first.metadata.namespace, first.metadata.name,
+                       ", ".join(nodes), exc)
+        return False
+    metrics.observe_gang_reservation()
+    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} on {p.spec.node_name} "
+                       f"(priority {preemption.priority(p)})" for p in waiting_for[:10])
+    more = f" and {len(waiting_for) - 10} more" if len(waiting_for) > 10 else ""
+    for pod, node in nominations:
+        raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
+        try:
+            await rt.events.post(rt.require_session(), regarding=raw, reason="NodesReserved", type_="Normal",
+                                 action="Reserving",
+                                 message=f"Nominated to node {node}; {reserved_summary(nodes, why)}; waiting for "
+                                         f"{len(waiting_for)} lower-priority pod(s) there to finish: {listed}{more}")
+        except kube_errors.KubeError as exc:
+            logger.warning("pod=%s/%s: cannot post the NodesReserved Event: %s", pod.metadata.namespace,
+                           pod.metadata.name, exc)
     return True
 
 

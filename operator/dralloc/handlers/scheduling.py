@@ -151,7 +151,7 @@ def _place(placer: placement.Placer, item: placement.Item,
     if preempt is None:
         return _NotPlaced(message, result, item)
     try:
-        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets, preempt.whole)
+        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets, preempt.groups)
     except interruption.Interrupted:
         return _NotPlaced(f"{message}; preemption: looking for pods to remove took longer than the decision's "
                           "CPU budget", result, item)
@@ -343,21 +343,36 @@ async def run_pass(rt: Runtime) -> PassResult:
     return result
 
 
-async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, prepared: ganging.Prepared,
-                            step: ganging.NotPlaced) -> tuple[ganging.NotPlaced, placement.Placer]:
+async def _make_room_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, prepared: ganging.Prepared,
+                              step: ganging.NotPlaced) -> tuple[ganging.NotPlaced, placement.Placer]:
+    """A gang that does not fit preempts as one when it may (`_preempt_for_gang`); when it may not
+    (preemption off, or its policy is Never) the nodes it would take once lower-priority pods there
+    finish are reserved for it (`_reserve_for_gang`), so that such pods do not keep taking what it waits
+    for. The step to report and the placer to go on with."""
+    group = rt.cluster.pod_groups.get(*key)
+    never = (group is not None and group.spec.preemption_policy == preemption.PREEMPT_NEVER) or not all(
+        preemption.may_preempt(pod) for pod in prepared.pending)
+    enabled = rt.settings.scheduling.preemption and rt.preemption
+    # Upstream's podGroupPreemptor: the PodGroup's priority, 0 when it has none (admission sets it from
+    # its priorityClassName; the members' own must equal it, `ganging.prepare` checks).
+    gang_priority = ((group.spec.priority or 0) if group is not None
+                     else min(preemption.priority(p) for p in prepared.pending))
+    if enabled and not never:
+        if not all(preempting.eligible(rt, placer, pod) for pod in prepared.pending):
+            return step, placer  # its victims are still terminating: it waits for them
+        return await _preempt_for_gang(rt, placer, prepared, step, gang_priority)
+    why = "its preemptionPolicy is Never" if enabled else "preemption is off"
+    return await _reserve_for_gang(rt, placer, prepared, step, gang_priority, why)
+
+
+async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, prepared: ganging.Prepared, step: ganging.NotPlaced,
+                            gang_priority: int) -> tuple[ganging.NotPlaced, placement.Placer]:
     """A gang that does not fit may preempt as one (handlers/preempting.py): victims chosen for the whole
     gang's placement (scheduling/preemption.find_for_gang), its members nominated to their nodes, the
     victims removed. The step to report, its message saying what was done, and the placer to go on with."""
-    if not all(preempting.eligible(rt, placer, pod) for pod in prepared.pending):
-        return step, placer
-    group = rt.cluster.pod_groups.get(*key)
-    if group is not None and group.spec.preemption_policy == preemption.PREEMPT_NEVER:
-        return step, placer
-    gang_priority = (group.spec.priority if group is not None and group.spec.priority is not None
-                     else min(preemption.priority(p) for p in prepared.pending))
     shared = preempting.inputs(rt)
     answer = await rt.decider.run(functools.partial(ganging.preempt_search, placer, prepared, shared.held_by,
-                                                    shared.budgets, gang_priority, shared.whole))
+                                                    shared.budgets, gang_priority, shared.groups))
     if isinstance(answer, deciding.TooCostly):
         return dataclasses.replace(step, message=f"{step.message}; preemption: looking for pods to remove took "
                                                  "longer than the decision's CPU budget"), placer
@@ -378,6 +393,40 @@ async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.
     else:
         message = f"{step.message}; preemption for the gang failed (a write was refused); retried after the backoff"
     return dataclasses.replace(step, message=message), rt.placer()
+
+
+async def _reserve_for_gang(rt: Runtime, placer: placement.Placer, prepared: ganging.Prepared,
+                            step: ganging.NotPlaced, gang_priority: int, why: str,
+                            ) -> tuple[ganging.NotPlaced, placement.Placer]:
+    """No starvation for a gang that may not preempt: lower-priority pods that keep taking devices as they
+    free up would otherwise overtake it for good (a gang needs many at once, each of them needs one). The
+    nodes the gang would take if the lower-priority pods there were gone, chosen as preemption chooses
+    them (fewest and least important such pods), are reserved: its members are nominated there, and no
+    pod of lower priority is placed there from then on (`Placer.hold`). Nobody is removed: the gang fits
+    once those pods finish. A reservation stays while its nodes still admit the members. kube-scheduler
+    has no such reservation: a non-preempting gang there waits until room appears by chance."""
+    kept = preempting.reservation_of(placer, prepared.pending)
+    if kept is not None:
+        return dataclasses.replace(step, message=f"{step.message}; {preempting.reserved_summary(kept, why)}"), placer
+    shared = preempting.inputs(rt)
+    # No budgets: nobody is evicted, so a PodDisruptionBudget has nothing to say about the choice.
+    answer = await rt.decider.run(functools.partial(ganging.preempt_search, placer, prepared, shared.held_by, (),
+                                                    gang_priority, shared.groups))
+    if isinstance(answer, deciding.Failed):
+        raise answer.error
+    if isinstance(answer, deciding.TooCostly) or answer.value is None:
+        return step, placer  # nothing of lower priority stands in its way (or finding it is too costly)
+    chosen, plan = answer.value
+    if not chosen.pods:
+        rt.scheduling_wakeup.set()  # room without anyone going: the cluster changed, try again
+        return step, placer
+    nominations = [(member.pod, member.placement.node) for member in plan.members]
+    nodes = sorted({node for _, node in nominations})
+    if await preempting.reserve_for_gang(rt, nominations, chosen.pods, why):
+        return dataclasses.replace(step, message=f"{step.message}; {preempting.reserved_summary(nodes, why)}"), \
+            rt.placer()
+    return dataclasses.replace(step, message=f"{step.message}; reserving nodes for the gang failed (a write was "
+                                             "refused); retried after the backoff"), rt.placer()
 
 
 async def _preempt(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
@@ -497,7 +546,7 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
             else:
                 step = answer.value
             if isinstance(step, ganging.NotPlaced) and step.result == "unfit":
-                step, placer = await _preempt_for_gang(rt, placer, key, prepared, step)
+                step, placer = await _make_room_for_gang(rt, placer, key, prepared, step)
         else:
             step = prepared
         if isinstance(step, ganging.Decided):

@@ -12,10 +12,13 @@ The steps, each as upstream takes it:
 
 - *Who may be a victim* (`potential_victims`): a pod on the node of strictly lower priority than
   the preemptor, not already terminating (it frees nothing new), whichever scheduler placed it.
-  A victim is a unit (`Victim`): one pod here; the pods of a PodGroup that goes whole later.
+  A victim is a unit (`Victim`): one pod, or every pod of a PodGroup disrupted as one
+  (`disruptionMode: all`). A pod of a PodGroup has its PodGroup's priority here (`Groups`), as
+  upstream's GetPodPriority gives it with GenericWorkload on (0 when the PodGroup has none).
 - *Per node* (`select_on_node`, upstream's SelectVictimsOnNode): remove every potential victim;
   if the pod still does not fit, the node is no candidate. Else reprieve, most important first
-  (`more_important`: higher priority, then the longer running), first the victims whose removal
+  (`more_important`: higher priority, then a PodGroup's pods before a lone pod, then the larger
+  unit, then the longer running), first the victims whose removal
   would break a PodDisruptionBudget, then the others: add the victim back, and keep it removed
   only if the pod no longer fits. What stays removed are the node's victims, with the number of
   PDB violations among them.
@@ -28,6 +31,13 @@ Differences, deliberate: the nodes whose own constraints admit the pod are exami
 until max(10 %, 100) candidates are found, one of them breaking no budget (upstream: the same count
 from a random offset), so the choice does not depend on chance;
 a pod that has not started counts as the latest started (upstream uses the current time).
+
+*Gangs* (`find_for_gang`, upstream's workload-aware preemption of a PodGroup, KEP-5710): the victims
+are the units of lower priority than the PodGroup on every node some member may use, all removed at
+once; if the whole gang then fits, they are reprieved most important first (PDB-violating first), as
+upstream does. Where upstream keeps each member on the node its first search chose while it reprieves,
+here each trial searches the gang's placement again (members may move), so a victim is spared whenever
+any placement of the gang allows it; and the devices a victim frees count.
 
 Pure: no I/O, no clock. The fit itself is the caller's (`Fits`): `NodeTrial` answers it for a
 Placer's node, with the victims' requests, neighbours and devices taken out.
@@ -46,6 +56,7 @@ from dralloc.model import nodes, pods
 from dralloc.scheduling import labels, nodefit, placement
 
 PREEMPT_NEVER = "Never"
+PREEMPT_LOWER = "PreemptLowerPriority"
 # Upstream adds MaxInt32+1 to every priority before summing, so that negative priorities order sums
 # as positive ones would.
 _PRIORITY_OFFSET = 2**31
@@ -62,12 +73,20 @@ def may_preempt(pod: pods.Pod) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Victim:
-    """What is removed at once: one pod (or, later, every pod of a PodGroup that goes whole)."""
+    """What is removed at once: one pod, or every pod of a PodGroup disrupted as one."""
 
     pods: tuple[pods.Pod, ...]
+    # The unit's priority when a PodGroup gives it (upstream's GetPodPriority); None: its pods' own.
+    group_priority: int | None = None
+    # A pod of a PodGroup (either disruption mode) ranks above a lone pod of the same priority: upstream
+    # types a `single`-mode member as a PodGroup victim too (NewPodVictim, a TODO there), and its
+    # MoreImportantVictim ranks PodGroup victims above Pod victims.
+    grouped: bool = False
 
     @property
     def priority(self) -> int:
+        if self.group_priority is not None:
+            return self.group_priority
         return max(priority(p) for p in self.pods)
 
     @property
@@ -86,19 +105,21 @@ def _start_key(started: str | None) -> tuple[int, str]:
     return (1, "") if started is None else (0, started)
 
 
+def _importance(victim: Victim) -> tuple[int, int, int, tuple[int, str]]:
+    """Smaller is more important: upstream's MoreImportantVictim (1.37) as a sort key."""
+    return (-victim.priority, -int(victim.grouped), -len(victim.pods), _start_key(victim.started))
+
+
 def more_important(a: Victim, b: Victim) -> bool:
-    """Upstream's MoreImportantVictim: higher priority, then more pods, then the earlier start."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    if len(a.pods) != len(b.pods):
-        return len(a.pods) > len(b.pods)
-    return _start_key(a.started) < _start_key(b.started)
+    """Upstream's MoreImportantVictim: higher priority, then a PodGroup's before a lone pod, then more
+    pods, then the earlier start."""
+    return _importance(a) < _importance(b)
 
 
 def by_importance(victims: Iterable[Victim]) -> list[Victim]:
     """Most important first; ties keep their given order (a stable sort, as the node's pod order)."""
     found = list(victims)
-    found.sort(key=lambda v: (-v.priority, -len(v.pods), _start_key(v.started)))
+    found.sort(key=_importance)
     return found
 
 
@@ -168,41 +189,69 @@ class NodeVictims:
         return tuple(p for v in self.victims for p in v.pods)
 
 
-# PodGroups disrupted as one (`disruptionMode: all`): (namespace, name) -> their members on nodes.
-Whole = Mapping[tuple[str, str], tuple[pods.Pod, ...]]
+GroupKey = tuple[str, str]  # a PodGroup: (namespace, name)
 
 
-def _removable(pod: pods.Pod, below: int, spared: Collection[str | None]) -> bool:
-    return (priority(pod) < below and pod.metadata.deletion_timestamp is None and not pod.finished()
-            and pod.metadata.uid not in spared)
+@dataclasses.dataclass(frozen=True)
+class Groups:
+    """What preemption reads of the PodGroups of the pods it may remove (GenericWorkload)."""
+
+    # Every PodGroup that exists: its spec.priority, 0 when unset (upstream's PodGroupPriority). A pod
+    # naming a PodGroup that does not exist keeps its own priority.
+    priorities: Mapping[GroupKey, int] = dataclasses.field(default_factory=dict)
+    # PodGroups disrupted as one (`disruptionMode: all`): their members on nodes.
+    whole: Mapping[GroupKey, tuple[pods.Pod, ...]] = dataclasses.field(default_factory=dict)
 
 
-def _collect(on_node: Iterable[pods.Pod], below: int, spared: Collection[str | None], whole: Whole | None,
-             groups: set[tuple[str, str]]) -> list[Victim]:
+NO_GROUPS = Groups()
+
+
+def _group_key(pod: pods.Pod) -> GroupKey | None:
+    group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+    return (pod.namespace, group) if group else None
+
+
+def victim_priority(pod: pods.Pod, groups: Groups) -> int:
+    """A pod's priority as a victim: its PodGroup's when the PodGroup exists (upstream's GetPodPriority)."""
+    key = _group_key(pod)
+    found = groups.priorities.get(key) if key is not None else None
+    return priority(pod) if found is None else found
+
+
+def _removable(pod: pods.Pod, below: int, spared: Collection[str | None], groups: Groups) -> bool:
+    return (victim_priority(pod, groups) < below and pod.metadata.deletion_timestamp is None
+            and not pod.finished() and pod.metadata.uid not in spared)
+
+
+def _collect(on_node: Iterable[pods.Pod], below: int, spared: Collection[str | None], groups: Groups,
+             taken: set[GroupKey]) -> list[Victim]:
     """The pods of priority below `below` (not in `spared`) as victims; a PodGroup disrupted as one once
-    (`groups`: those already taken), with all its members, if each may go."""
+    (`taken`: those already collected), with all its members, if each may go."""
     found: list[Victim] = []
     for pod in on_node:
-        if not _removable(pod, below, spared):
+        if not _removable(pod, below, spared, groups):
             continue
-        group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
-        members = (whole or {}).get((pod.namespace, group)) if group else None
+        key = _group_key(pod)
+        known = key is not None and key in groups.priorities
+        group_priority = groups.priorities[key] if key is not None and known else None
+        members = groups.whole.get(key) if key is not None else None
         if members is None:
-            found.append(Victim((pod,)))
+            found.append(Victim((pod,), group_priority, grouped=known))
             continue
-        key = (pod.namespace, group or "")
-        if key not in groups:
-            groups.add(key)
-            if all(_removable(m, below, spared) for m in members):
-                found.append(Victim(tuple(members)))
+        assert key is not None
+        if key not in taken:
+            taken.add(key)
+            if all(_removable(m, below, spared, groups) for m in members):
+                found.append(Victim(tuple(members), group_priority, grouped=True))
     return found
 
 
-def potential_victims(preemptor: pods.Pod, on_node: Iterable[pods.Pod], whole: Whole | None = None) -> list[Victim]:
-    """The node's pods the preemptor may remove: strictly lower priority, not terminating, not finished,
-    most important first. A pod of a PodGroup disrupted as one (`whole`) comes with every member of its
-    group, wherever they run, and only if the preemptor may remove each of them."""
-    return by_importance(_collect(on_node, priority(preemptor), (preemptor.metadata.uid,), whole, set()))
+def potential_victims(preemptor: pods.Pod, on_node: Iterable[pods.Pod], groups: Groups = NO_GROUPS) -> list[Victim]:
+    """The node's pods the preemptor may remove: strictly lower priority (a PodGroup's pods: their
+    PodGroup's), not terminating, not finished, most important first. A pod of a PodGroup disrupted as
+    one comes with every member of its group, wherever they run, and only if the preemptor may remove
+    each of them."""
+    return by_importance(_collect(on_node, priority(preemptor), (preemptor.metadata.uid,), groups, set()))
 
 
 def select_on_node(node: str, victims: Sequence[Victim], fits: Fits,
@@ -258,7 +307,8 @@ def rank(candidate: NodeVictims) -> Rank:
     started = _highest_start(candidate)
     # The latest start wins: not started counts as latest of all.
     latest: tuple[int, tuple[int, ...]] = (0, ()) if started is None else (1, _descending(started))
-    return (candidate.pdb_violations, max(priority(p) for p in pods_),
+    # Upstream reads the own priority of the first pod of the victims, most important first.
+    return (candidate.pdb_violations, priority(pods_[0]),
             sum(priority(p) + _PRIORITY_OFFSET for p in pods_), len(pods_), latest)
 
 
@@ -354,7 +404,7 @@ class NodeTrial:
 
 
 def victims_by_node(placer: placement.Placer, preemptor: pods.Pod,
-                    whole: Whole | None = None) -> Mapping[int, list[Victim]]:
+                    groups: Groups = NO_GROUPS) -> Mapping[int, list[Victim]]:
     """The potential victims of every node whose own constraints (node name, cordon, taints, node
     affinity) admit the preemptor: the nodes where removing pods may help (upstream skips the nodes a
     filter found unresolvable)."""
@@ -362,7 +412,7 @@ def victims_by_node(placer: placement.Placer, preemptor: pods.Pod,
     for index, node in enumerate(placer.nodes):
         if nodefit.static_misfit(preemptor, node) is not None or placer.held_against(preemptor, index):
             continue  # what removing pods cannot change, or room being made there for another pod
-        victims = potential_victims(preemptor, placer.placed.on(node.metadata.name), whole)
+        victims = potential_victims(preemptor, placer.placed.on(node.metadata.name), groups)
         if victims:
             found[index] = victims
     return found
@@ -384,7 +434,7 @@ HeldBy = Callable[[str], Sequence[HeldClaim]]
 
 
 def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
-         budgets: Sequence[DisruptionBudget] = (), whole: Whole | None = None) -> NodeVictims | None:
+         budgets: Sequence[DisruptionBudget] = (), groups: Groups = NO_GROUPS) -> NodeVictims | None:
     """The node and the victims kube-scheduler's DefaultPreemption would choose for the item's pod, with
     devices counted: every node whose own constraints admit the pod, its victims chosen by
     `select_on_node`, the best of them by `pick_one`. None when removing lower-priority pods helps
@@ -393,7 +443,7 @@ def find(placer: placement.Placer, item: placement.Item, held_by: HeldBy,
     if pod is None or not may_preempt(pod):
         return None
     candidates: list[NodeVictims] = []
-    potential = victims_by_node(placer, pod, whole)
+    potential = victims_by_node(placer, pod, groups)
     wanted = candidates_wanted(len(potential))
     for index, victims in potential.items():
         if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):
@@ -420,7 +470,7 @@ GangFits = Callable[[placement.Placer], object | None]  # a placement of the who
 
 
 def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_priority: int, fits: GangFits,
-                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = (), whole: Whole | None = None, *,
+                  held_by: HeldBy, budgets: Sequence[DisruptionBudget] = (), groups: Groups = NO_GROUPS, *,
                   within: Callable[[nodes.Node], bool] | None = None) -> tuple[NodeVictims, object] | None:
     """Victims for a gang that fits nowhere, chosen for the whole gang's joint placement: the pods of lower
     priority than the gang on every node some member may use (its own constraints admit it), removed all
@@ -428,19 +478,21 @@ def find_for_gang(placer: placement.Placer, members: Sequence[pods.Pod], gang_pr
     PodDisruptionBudget protects), as long as the gang still fits. The victims (`node` empty: they may
     span nodes) with the gang's placement once they are gone; None when removing every such pod does
     not make room. Each trial is a gang search on a fork of the placer; the decision's interruption check
-    bounds them all. `within`: only the pods of the nodes it accepts (one topology domain)."""
-    if not members or any(not may_preempt(m) for m in members):
+    bounds them all. `within`: only the pods of the nodes it accepts (one topology domain). Whether the
+    gang may preempt is the caller's to decide: the same search picks the nodes a gang that may not
+    preempt waits on (the caller reserves them, removing nobody)."""
+    if not members:
         return None
     uids = {m.metadata.uid for m in members}
     found: list[Victim] = []
-    groups: set[tuple[str, str]] = set()
+    taken: set[GroupKey] = set()
     for index, node in enumerate(placer.nodes):
         if within is not None and not within(node):
             continue  # outside the domain tried
         if all(nodefit.static_misfit(member, node) is not None or placer.held_against(member, index)
                for member in members):
             continue
-        found += _collect(placer.placed.on(node.metadata.name), gang_priority, uids, whole, groups)
+        found += _collect(placer.placed.on(node.metadata.name), gang_priority, uids, groups, taken)
     victims = by_importance(found)
     if not victims:
         return None
