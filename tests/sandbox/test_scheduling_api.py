@@ -71,6 +71,17 @@ async def test_a_pod_group_gets_upstreams_defaults_and_an_empty_status(http: Htt
     assert (await http.get(f"{PG}/g"))[0] == 404
 
 
+async def test_pod_groups_and_workloads_carry_no_generation_as_in_kube_apiserver(http: Http) -> None:
+    """kube-apiserver 1.37's PodGroup and Workload strategies leave metadata.generation unset (found on the
+    real control plane: kube-scheduler's observedGeneration on a PodGroup condition is then omitted), on
+    create and on a later write alike."""
+    _, group = await http.post(PG, pod_group("nogen"))
+    _, work = await http.post(WL, workload("nogen", template()))
+    assert "generation" not in group["metadata"] and "generation" not in work["metadata"]
+    _, labelled = await http.patch(f"{PG}/nogen", {"metadata": {"labels": {"a": "b"}}})
+    assert "generation" not in labelled["metadata"]
+
+
 async def test_gated_off_fields_are_dropped_as_upstream_drops_them(http: Http) -> None:
     _, group = await http.post(PG, pod_group(preemptionPolicy="Never", parentCompositePodGroupName="p"))
     assert "preemptionPolicy" not in group["spec"] and "parentCompositePodGroupName" not in group["spec"]

@@ -38,6 +38,9 @@ class ResourceType:
     storage_api: str = ""                     # apiVersion of stored objects; "" = this one
     strategic: bool = True                    # built-in: accepts strategic-merge-patch
     crd: bool = False
+    # metadata.generation set on create and bumped on spec changes: most kinds' strategies do; some leave
+    # it unset (PodGroup, Workload, CSIStorageCapacity in kube-apiserver 1.37).
+    generation: bool = True
     to_storage: Converter | None = None
     from_storage: Converter | None = None
     schema: Obj | None = dataclasses.field(default=None, compare=False, hash=False)  # a CRD's openAPIV3Schema
@@ -173,11 +176,12 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
         rt("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), status=True),
         rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),  # sandbox/csidrivers.py
         rt("storage.k8s.io", "v1", "csinodes", "CSINode", False, status=True),
-        rt("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),  # sandbox/storagecapacities.py
+        rt("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True,  # sandbox/storagecapacities.py
+           generation=False),
         rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
         # Gang scheduling (GenericWorkload, beta in 1.37; sandbox/workloads.py).
-        rt("scheduling.k8s.io", scheduling, "workloads", "Workload", True),
-        rt("scheduling.k8s.io", scheduling, "podgroups", "PodGroup", True, status=True),
+        rt("scheduling.k8s.io", scheduling, "workloads", "Workload", True, generation=False),
+        rt("scheduling.k8s.io", scheduling, "podgroups", "PodGroup", True, status=True, generation=False),
         # PriorityClasses (sandbox/priorities.py); listed after the gang API so that v1 is the
         # group's preferred version, as upstream's.
         rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),

@@ -31,10 +31,10 @@ the default table convertor, so printCSIStorageCapacity in pkg/printers is never
 Not reproduced, as for every kind the sandbox serves (store-wide, not this module's): the
 Warning headers the real server adds for deprecated node labels in `nodeTopology`
 (`beta.kubernetes.io/os is deprecated since v1.14; ...`) and for unknown fields of a
-non-strict write; a PUT without `metadata.resourceVersion`, which the real server refuses
+non-strict write; and a PUT without `metadata.resourceVersion`, which the real server refuses
 here (422 `metadata.resourceVersion: Invalid value: 0: must be specified for an update`:
-the strategy allows no unconditional update) and the sandbox applies; and
-`metadata.generation`, which the sandbox sets and counts and the real server leaves unset.
+the strategy allows no unconditional update) and the sandbox applies. Like the real server,
+the sandbox leaves `metadata.generation` unset (`ResourceType.generation`).
 """
 
 from __future__ import annotations

@@ -208,7 +208,9 @@ class Store:
         if not keep_status:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
-            meta["generation"] = 1
+            meta.pop("generation", None)
+            if rt.generation:
+                meta["generation"] = 1
             for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
                 meta.pop(field, None)
             if rt.status and rt.plural not in ("nodes", "namespaces"):
@@ -216,7 +218,8 @@ class Store:
         else:
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", now())
-            meta.setdefault("generation", 1)
+            if rt.generation:
+                meta.setdefault("generation", 1)
         self._admit(rt, obj, None)
         if key[1:] in self.objects[rt.storage]:  # after admission: kube-apiserver validates first, etcd refuses last
             raise errors.already_exists(rt.plural, meta["name"], rt.group)
@@ -296,7 +299,7 @@ class Store:
             return rt.outward(old)  # a no-op write: no new resourceVersion, no event
         self._check_finalizers(rt, new, old)
         self._admit(rt, new, old, subresource)
-        if subresource != "status" and spec_of(new) != spec_of(old):  # after defaulting
+        if subresource != "status" and spec_of(new) != spec_of(old) and rt.generation:  # after defaulting
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         if new == old:
             return rt.outward(old)
@@ -388,7 +391,8 @@ class Store:
         if not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = now(grace)
             meta["deletionGracePeriodSeconds"] = grace
-            meta["generation"] = meta.get("generation", 1) + 1
+            if "generation" in meta:
+                meta["generation"] += 1
         return self.put_internal(key, new, old)
 
     def orphan(self, owner_uid: str) -> None:
