@@ -37,6 +37,8 @@ QUEUE_STATES = ("pending", "waiting-for-claim", "backoff", "unschedulable", "err
 # whole pass fails (pass_failures) only on a bug of ours, never because of one object.
 LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election",
          "coexistence")
+# dralloc's own CRDs (crds/): without them it places pods under the default policy (handlers/watching.py).
+CRDS = ("allocationpolicies.dralloc.io", "devicehealthpolicies.dralloc.io")
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 TAINT_SOURCES = ("slice", "rule", "policy")  # policy: a DeviceTaintRule a DeviceHealthPolicy created
 EVICTION_OUTCOMES = ("deleted", "dry-run", "failed")
@@ -140,6 +142,11 @@ gang_reservations = Counter(
     "dralloc_gang_reservations_total",
     "Nodes reserved for a waiting gang that may not preempt (preemption off, or its policy Never): its members "
     "nominated there, so that no lower-priority pod takes what the gang waits for.", registry=REGISTRY)
+crd_missing = Gauge(
+    "dralloc_crd_missing",
+    "1 while the active replica finds this CRD of dralloc's not installed (not served at the version dralloc "
+    "uses): pods are placed under the default policy, no DeviceHealthPolicy applies; 0 otherwise and on a standby.",
+    ["crd"], registry=REGISTRY)
 pass_failures = Counter(
     "dralloc_loop_pass_failures_total",
     "Whole passes of a control loop that failed and were retried: no object was decided in them.",
@@ -148,6 +155,8 @@ pass_failures = Counter(
 for _loop in LOOPS:
     object_errors.labels(_loop)
     pass_failures.labels(_loop)
+for _crd in CRDS:
+    crd_missing.labels(_crd)
 for _outcome in EVICTION_OUTCOMES:
     eviction_outcomes.labels(_outcome)
 for _effect in TAINT_EFFECTS:
@@ -271,6 +280,13 @@ def set_leader(lease: str, active: bool) -> None:
 def set_duty_owner(duty: str, owner: str) -> None:
     for candidate in ("dralloc", "kube-controller-manager"):
         duty_owner.labels(duty, candidate).set(1 if candidate == owner else 0)
+
+
+def set_crds_missing(missing: Iterable[str]) -> None:
+    """Which of dralloc's CRDs (CRDS) the cluster does not serve; the others are 0."""
+    gone = set(missing)
+    for crd in CRDS:
+        crd_missing.labels(crd).set(1 if crd in gone else 0)
 
 
 def observe_object_error(loop: str) -> None:

@@ -7,7 +7,9 @@ run only on the replica that holds the leader Lease (handlers/leading.py), or al
 with `--standalone`. They start after a relist of everything (objects deleted while
 this replica was not acting must not linger in its view) and stop when the Lease is
 lost. The `default` AllocationPolicy is only read by kopf's event handler; the active
-replica creates it when missing and writes its status.
+replica creates it when missing and writes its status. A cluster without dralloc's CRDs
+still gets its pods placed, under the default policy; the policy loop says which CRD is
+missing and creates `default` once its CRD is installed (watching.look_for_crds).
 
 The top layer of handlers/: `ControlLoops` starts every loop of the layers below
 (scheduling, lifecycle, evicting, health, coexisting, watching's feeds) and `leading`'s
@@ -121,6 +123,16 @@ async def synced(memo: Runtime, **_: Any) -> bool:
     return memo.synced.is_set()
 
 
+@kopf.on.probe(id="crds", registry=REGISTRY)
+async def crds(memo: Runtime, **_: Any) -> str:
+    """Whether dralloc's CRDs are installed, as the active replica last looked (in /healthz)."""
+    if memo.missing_crds is None:
+        return "not looked for (the active replica looks)"
+    if not memo.missing_crds:
+        return "installed"
+    return f"missing: {', '.join(memo.missing_crds)} (install: {watching.INSTALL_CRDS})"
+
+
 @kopf.on.probe(id="leader", registry=REGISTRY)
 async def leader(memo: Runtime, **_: Any) -> dict[str, Any]:
     """Whether this replica acts, who it is, and who holds the Lease (in /healthz)."""
@@ -134,8 +146,10 @@ async def leader(memo: Runtime, **_: Any) -> dict[str, Any]:
             "duties": duties}
 
 
-async def ensure_default_policy(rt: Runtime) -> None:
-    """The loops run as a daemon of the `default` AllocationPolicy: make sure it exists."""
+async def ensure_default_policy(rt: Runtime) -> bool:
+    """Make sure the `default` AllocationPolicy exists; False when it cannot be created (its CRD is not
+    installed, which the policy loop has said: watching.look_for_crds); pods are placed under the default
+    policy meanwhile."""
     session = rt.require_session()
     body = {"apiVersion": "dralloc.io/v1alpha1", "kind": "AllocationPolicy", "metadata": {"name": POLICY_NAME},
             "spec": {"strategy": "FirstFit"}}
@@ -145,7 +159,12 @@ async def ensure_default_policy(rt: Runtime) -> None:
     except kube_errors.ConflictError:
         pass  # exists already
     except kube_errors.NotFoundError:
-        logger.error("the AllocationPolicy CRD is not installed (kubectl apply -k manifests/): dralloc stays idle")
+        return False  # the CRD went away between discovery and the create: looked for again
+    except kube_errors.KubeError as exc:  # tried again on the policy loop's next pass (a minute at most)
+        logger.warning("AllocationPolicy %s: cannot create it: %s", POLICY_NAME, exc)
+        metrics.observe_object_error("policy")
+        return False
+    return True
 
 
 def _strategy(spec: dict[str, Any]) -> tuple[str, str | None]:
@@ -203,11 +222,19 @@ async def _policy_status(rt: Runtime) -> None:
 
 
 async def policy_loop(rt: Runtime, stopped: asyncio.Event) -> None:
-    """The active replica's AllocationPolicy duties: make sure `default` exists, keep its status true."""
-    await ensure_default_policy(rt)
+    """The active replica's AllocationPolicy duties: make sure `default` exists, keep its status true.
+
+    Each pass first looks for dralloc's CRDs (watching.look_for_crds: logged once per change): at the
+    start, on every policy event, and every NOT_SERVED_RETRY seconds while one is missing. Without the
+    AllocationPolicy CRD pods are placed under the default policy; once it is installed, `default` is
+    created (kopf, which watches the CRDs, has started watching the policies by itself: no restart)."""
+    ensured = False
     while not stopped.is_set():
         rt.policy_wakeup.clear()
         try:
+            missing = await watching.look_for_crds(rt)
+            if not ensured and watching.crd_name(resources.ALLOCATION_POLICIES) not in missing:
+                ensured = await ensure_default_policy(rt)
             await _policy_status(rt)
         except kube_errors.KubeError as exc:
             logger.warning("AllocationPolicy %s: cannot write status: %s", POLICY_NAME, exc)
@@ -220,7 +247,8 @@ async def policy_loop(rt: Runtime, stopped: asyncio.Event) -> None:
             await asyncio.sleep(1.0)
             rt.policy_wakeup.set()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(rt.policy_wakeup.wait(), timeout=60.0)
+            await asyncio.wait_for(rt.policy_wakeup.wait(),
+                                   timeout=watching.NOT_SERVED_RETRY if rt.missing_crds else 60.0)
 
 
 
@@ -264,7 +292,7 @@ class ControlLoops:
         rt, stop = self.rt, self.stop_event
         try:
             for kind, resource in RELISTED:  # objects deleted while this replica was not acting must go
-                await watching.relist(rt, kind, resource)
+                await watching.relist_or_none(rt, kind, resource)  # no DeviceHealthPolicy CRD: none
             fed_versions = {kind: await watching.relist_or_none(rt, kind, resource)
                             for kind, resource in watching.FED_DIRECTLY}
             rules_version = await watching.relist_taint_rules(rt)  # before any placement: rules are in effect
@@ -326,6 +354,8 @@ class ControlLoops:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         rt.synced.clear()
+        rt.missing_crds = None  # looked for again by the next active replica; a standby exports 0
+        metrics.set_crds_missing(())
         logger.info("control loops stopped (replica %s)", rt.identity)
 
 

@@ -101,6 +101,9 @@ class Runtime:
         # The `default` AllocationPolicy as kopf last delivered it (None: none), and its status writer's wake-up.
         self.policy_body: dict[str, Any] | None = None
         self.policy_wakeup = asyncio.Event()
+        # dralloc's CRDs (their names) the cluster does not serve, as the active replica last looked
+        # (None: not looked yet; handlers/watching.py `look_for_crds`).
+        self.missing_crds: tuple[str, ...] | None = None
         self.placements = 0  # pods this process placed (bound or ungated)
         # Device health (handlers/evicting.py, handlers/health.py): the DeviceTaintRule version
         # this cluster serves (None: none), the loops' wake-ups, and the eviction limits

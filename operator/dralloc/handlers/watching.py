@@ -33,6 +33,7 @@ from typing import Any
 
 import kopf
 
+from dralloc import metrics
 from dralloc.handlers import reclaiming
 from dralloc.handlers.registry import REGISTRY
 from dralloc.handlers.runtime import Runtime
@@ -197,9 +198,60 @@ async def pod_group_feed(rt: Runtime, stopped: asyncio.Event, resource_version: 
         await object_feed(rt, stopped, "PodGroup", resource, resource_version)
 
 
-# Kinds a cluster may not serve (a trimmed API server, an older sandbox): listed as none then.
+# Kinds a cluster may not serve (a trimmed API server, an older sandbox): listed as none then. So is
+# dralloc's own DeviceHealthPolicy, whose CRD may not be installed yet (CRDS below).
 OPTIONAL = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
-                      "CSIStorageCapacity", "PodDisruptionBudget"})
+                      "CSIStorageCapacity", "PodDisruptionBudget", "DeviceHealthPolicy"})
+
+# dralloc's own kinds (crds/). Without their CRDs the operator still places pods: under the default
+# policy (FirstFit, preemption Enabled) without the AllocationPolicy, with no DeviceHealthPolicy without
+# the other (an OPTIONAL kind, relisted as none). kopf watches both kinds and starts on its own once a
+# CRD is there (it watches the CRDs themselves; manifests/rbac.yaml lets it). The policy loop
+# (handlers/operating.py) calls `look_for_crds`: at its start, on every policy event, then every
+# NOT_SERVED_RETRY seconds while one is missing (to create the `default` policy once it can); what it
+# finds is logged once per change, and exported (dralloc_crd_missing, /healthz probe `crds`).
+CRDS = (("AllocationPolicy", resources.ALLOCATION_POLICIES), ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES))
+WITHOUT_CRD = {"AllocationPolicy": "pods are placed with the default policy (FirstFit, preemption Enabled)",
+               "DeviceHealthPolicy": "no DeviceHealthPolicy taints devices"}
+INSTALL_CRDS = "`kubectl apply -f crds/` (the CRDs only) or `kubectl apply -k manifests/` (dralloc's whole deployment)"
+
+
+def crd_name(resource: resources.Resource) -> str:
+    """The name of the CRD that serves `resource` (`allocationpolicies.dralloc.io`)."""
+    return f"{resource.plural}.{resource.group}"
+
+
+async def look_for_crds(rt: Runtime) -> tuple[str, ...]:
+    """The names of dralloc's CRDs this cluster does not serve (at the version dralloc uses), through
+    discovery; logged and exported when that changes. When the server cannot be asked: as last seen."""
+    session = rt.require_session()
+    try:
+        missing = tuple([crd_name(r) for _, r in CRDS if not await session.serves(r.group, r.version, r.plural)])
+    except (kube_errors.KubeError, OSError) as exc:
+        logger.warning("looking for dralloc's CRDs failed (%s); looking again in %.0fs", exc, NOT_SERVED_RETRY)
+        return rt.missing_crds or ()
+    before, rt.missing_crds = rt.missing_crds, missing
+    metrics.set_crds_missing(missing)
+    if missing != before:
+        if missing:
+            logger.warning("%s", missing_crds_message(missing))
+        installed = [name for name in before or () if name not in missing]
+        if installed:
+            logger.info("CRD %s installed now: watching %s (no restart needed)", " and ".join(installed),
+                        "it" if len(installed) == 1 else "them")
+    return missing
+
+
+def missing_crds_message(missing: tuple[str, ...]) -> str:
+    """The log line for dralloc's CRDs that are not installed: which, what it means, how to install them."""
+    kinds = [(kind, crd_name(r)) for kind, r in CRDS if crd_name(r) in missing]
+    one = len(kinds) == 1
+    names = " and ".join(f"{name} ({kind})" for kind, name in kinds)
+    effects = " and ".join(WITHOUT_CRD[kind] for kind, _ in kinds)
+    it = "it" if one else "them"
+    return (f"dralloc's CRD{'' if one else 's'} {names} {'is' if one else 'are'} not installed: {effects} "
+            f"until {'it is' if one else 'they are'}. Install {it} with {INSTALL_CRDS}; dralloc starts "
+            f"watching {it} without a restart")
 
 
 async def relist(rt: Runtime, kind: str, resource: resources.Resource) -> str:

@@ -202,6 +202,11 @@ class Session:
                 return version
         return None
 
+    async def serves(self, group: str, version: str, kind_plural: str) -> bool:
+        """Whether this server serves `kind_plural` at `group`/`version` (discovery): a CRD that is not
+        installed (or not at that version) is not served."""
+        return kind_plural in await self._resource_names(f"/apis/{group}/{version}" if group else f"/api/{version}")
+
     async def _resource_names(self, path: str) -> set[str]:
         try:
             doc = await self.request("GET", path)
