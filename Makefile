@@ -97,10 +97,14 @@ clean:
 
 # The upstream allocator as a live oracle (oracle/, a Go module of ours): oracle/bin/oracle
 # links k8s.io/dynamic-resource-allocation v0.37.2 (kube-scheduler 1.37); with
-# ORACLE_DRA_VERSION=v0.36 the 1.36.6 release (oracle/go.136.mod) into oracle/bin/oracle-v0.36.
+# ORACLE_DRA_VERSION=v0.36 the 1.36.6 release (oracle/go.136.mod) into oracle/bin/oracle-v0.36; with
+# ORACLE_DRA_VERSION=v0.38 the 1.38.0-beta.0 release (oracle/go.138.mod) into oracle/bin/oracle-v0.38,
+# opt-in only (no test or CI target builds it). 1.38 needs Go 1.27: GOTOOLCHAIN is set to go.138.mod's
+# toolchain line, which the go command fetches (as a module) when it is not cached.
 .PHONY: oracle
 ORACLE_DRA_VERSION ?= v0.37
-ORACLE := $(if $(filter v0.36% 1.36%,$(ORACLE_DRA_VERSION)),oracle/bin/oracle-v0.36,oracle/bin/oracle)
+ORACLE := $(if $(filter v0.36% 1.36%,$(ORACLE_DRA_VERSION)),oracle/bin/oracle-v0.36,$(if \
+	$(filter v0.38% 1.38%,$(ORACLE_DRA_VERSION)),oracle/bin/oracle-v0.38,oracle/bin/oracle))
 ORACLE_GO := $(wildcard oracle/*.go)
 ORACLE_BUILD := cd oracle && nice -n 19 go build -trimpath -buildvcs=false
 oracle/bin/oracle.built: $(ORACLE_GO) oracle/go.mod oracle/go.sum
@@ -108,6 +112,10 @@ oracle/bin/oracle.built: $(ORACLE_GO) oracle/go.mod oracle/go.sum
 	touch $@
 oracle/bin/oracle-v0.36.built: $(ORACLE_GO) oracle/go.136.mod oracle/go.136.sum
 	$(ORACLE_BUILD) -modfile=go.136.mod -tags dra136 -o bin/oracle-v0.36 .
+	touch $@
+oracle/bin/oracle-v0.38.built: $(ORACLE_GO) oracle/go.138.mod oracle/go.138.sum
+	cd oracle && GOTOOLCHAIN=$$(awk '$$1 == "toolchain" {print $$2}' go.138.mod) \
+		nice -n 19 go build -trimpath -buildvcs=false -modfile=go.138.mod -tags dra138 -o bin/oracle-v0.38 .
 	touch $@
 oracle: $(ORACLE).built
 

@@ -104,7 +104,7 @@ func featuresOf(enabled []string) (structured.Features, error) {
 func newAllocatedState() structured.AllocatedState {
 	return structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
-		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+		AllocatedSharedDeviceIDs: sets.New[sharedDeviceKey](),
 		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
 	}
 }
@@ -114,6 +114,7 @@ func newAllocatedState() structured.AllocatedState {
 // capacity on, a result with a shareID is one share of a shared device (its
 // consumed capacity is added to the device's total); every other result makes
 // the device exclusively in use. With the gate off every result is exclusive.
+// (1.38 keeps the shared device's ID without the share ID: sharedKey.)
 func addAllocation(state *structured.AllocatedState, allocation *resourceapi.AllocationResult, consumableCapacity bool) {
 	if allocation == nil {
 		return
@@ -124,7 +125,7 @@ func addAllocation(state *structured.AllocatedState, allocation *resourceapi.All
 		}
 		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
 		if consumableCapacity && r.ShareID != nil {
-			state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+			state.AllocatedSharedDeviceIDs.Insert(sharedKey(id, r.ShareID))
 			if r.ConsumedCapacity != nil {
 				state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
 			}

@@ -1,9 +1,10 @@
-//go:build !dra136
+//go:build !dra136 && !dra138
 
 package main
 
 // What only the 1.37 allocator knows: its alpha gates and the node's declared features.
-// The 1.36 build (-tags dra136, `make oracle ORACLE_DRA_VERSION=v0.36`) uses features_136.go.
+// The 1.36 build (-tags dra136, `make oracle ORACLE_DRA_VERSION=v0.36`) uses features_136.go,
+// the 1.38 build (-tags dra138) features_138.go.
 
 import (
 	v1 "k8s.io/api/core/v1"

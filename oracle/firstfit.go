@@ -113,7 +113,11 @@ func cmdFirstFit(args []string) error {
 	if err != nil {
 		return err
 	}
-	slices, err := readAll[resourceapi.ResourceSlice](filepath.Join(*dir, "resourceslices.yaml"))
+	apiSlices, err := readAll[resourceapi.ResourceSlice](filepath.Join(*dir, "resourceslices.yaml"))
+	if err != nil {
+		return err
+	}
+	slices, err := allocatorSlices(apiSlices)
 	if err != nil {
 		return err
 	}
@@ -126,6 +130,9 @@ func cmdFirstFit(args []string) error {
 		callCap = time.Duration(*proto.CapSeconds * float64(time.Second))
 	}
 
+	if err := allocatedStateError(claims, features.ConsumableCapacity); err != nil {
+		return fmt.Errorf("gather allocation state: %w", err)
+	}
 	state := newAllocatedState()
 	var work []*resourceapi.ResourceClaim
 	for _, c := range withDefaults(claims) {

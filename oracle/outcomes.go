@@ -96,13 +96,23 @@ func runCase(ctx context.Context, c *Case, timeout time.Duration) Outcome {
 	if err != nil {
 		return inputError(out, err)
 	}
+	slices, err := allocatorSlices(c.Objects.ResourceSlices)
+	if err != nil {
+		return inputError(out, err)
+	}
+	if err := allocatedStateError(c.Objects.AllocatedClaims, features.ConsumableCapacity); err != nil {
+		// PreFilter fails before it makes an allocator (1.38's claim tracker).
+		out.Status, out.Message = "error", "gather allocation state: "+err.Error()
+		out.Expect = map[string]any{"error": out.Message}
+		return out
+	}
 	state := newAllocatedState()
 	for _, claim := range c.Objects.AllocatedClaims {
 		addAllocation(&state, claim.Status.Allocation, features.ConsumableCapacity)
 	}
 	claims := withDefaults(c.Objects.Claims)
 	allocator, err := structured.NewAllocator(ctx, features, state, newClassLister(c.Objects.DeviceClasses),
-		c.Objects.ResourceSlices, celCacheFor(features))
+		slices, celCacheFor(features))
 	if err != nil {
 		out.Status, out.Message = "error", err.Error()
 		out.Expect = map[string]any{"error": err.Error()}

@@ -16,15 +16,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BINARIES = {"v0.37": ROOT / "oracle" / "bin" / "oracle", "v0.36": ROOT / "oracle" / "bin" / "oracle-v0.36"}
+BINARIES = {"v0.37": ROOT / "oracle" / "bin" / "oracle", "v0.36": ROOT / "oracle" / "bin" / "oracle-v0.36",
+            "v0.38": ROOT / "oracle" / "bin" / "oracle-v0.38"}
 
 
 def binary(version: str | None = None) -> pathlib.Path:
-    """The oracle binary for a release ('v0.37' default, 'v0.36'; also $ORACLE, a path)."""
+    """The oracle binary for a release ('v0.37' default, 'v0.36', 'v0.38'; also $ORACLE, a path)."""
     if version is None and os.environ.get("ORACLE"):
         return pathlib.Path(os.environ["ORACLE"])
     key = (version or os.environ.get("ORACLE_DRA_VERSION") or "v0.37").removeprefix("1.")
-    key = "v0.36" if key.startswith(("v0.36", "36")) else "v0.37"
+    key = next((k for k in ("v0.36", "v0.38") if key.startswith((k, k[3:]))), "v0.37")
     return BINARIES[key]
 
 
