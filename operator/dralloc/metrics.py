@@ -31,8 +31,9 @@ GANG_COMMIT_RESULTS = ("committed", "rolled-back", "unknown", "incomplete")
 CLAIM_CREATE_STATUSES = ("success", "failure")
 API_OPERATIONS = ("claim-status", "bind", "pod-patch", "claim-create", "claim-delete", "pod-status",
                   "volume-binding")
-# waiting-for-claim: a claim of the pod is not there yet (to be created from its template, or named and absent).
-QUEUE_STATES = ("pending", "waiting-for-claim", "backoff", "unschedulable", "error")
+# waiting-for-claim: a claim of the pod is not there yet (to be created from its template, or named and absent);
+# gated: scheduling gates not dralloc's (Kueue's, say) hold it back (kube-scheduler's pending_pods{queue="gated"}).
+QUEUE_STATES = ("pending", "waiting-for-claim", "backoff", "unschedulable", "error", "gated")
 # The control loops; each isolates errors per object (counted in object_errors) so that a
 # whole pass fails (pass_failures) only on a bug of ours, never because of one object.
 LOOPS = ("scheduling", "lifecycle", "eviction", "health", "policy", "metrics", "leader-election",

@@ -226,6 +226,30 @@ class TestPods:
         assert code == 200
 
 
+    async def test_a_gated_pod_says_so_and_its_gates_go_one_by_one(self, http: Http) -> None:
+        """As kube-apiserver: a pod created with gates gets PodScheduled=False, reason SchedulingGated; a
+        strategic merge patch removes one gate by name (the list merges on `name`), the others stay, and
+        the condition stays until a scheduler writes another."""
+        pod = await self._pod(http, schedulingGates=[{"name": "dralloc.io/allocate"},
+                                                     {"name": "kueue.x-k8s.io/admission"}])
+        (scheduled,) = pod["status"]["conditions"]
+        assert (scheduled["type"], scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+            "PodScheduled", "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+        code, pod = await http.patch(f"{PODS}/p", {"spec": {"schedulingGates": [
+            {"$patch": "delete", "name": "kueue.x-k8s.io/admission"}]}}, STRATEGIC)
+        assert code == 200 and pod["spec"]["schedulingGates"] == [{"name": "dralloc.io/allocate"}]
+        assert pod["status"]["conditions"][0]["reason"] == "SchedulingGated"
+        code, _ = await http.post(f"{PODS}/p/binding", {"target": {"kind": "Node", "name": "n1"}})
+        assert code == 409, "a pod with a gate left is not bound"
+        code, pod = await http.patch(f"{PODS}/p", {"spec": {"schedulingGates": [
+            {"$patch": "delete", "name": "dralloc.io/allocate"}]}}, STRATEGIC)
+        assert code == 200 and not pod["spec"].get("schedulingGates")
+
+    async def test_a_pod_without_gates_gets_no_condition_on_create(self, http: Http) -> None:
+        pod = await self._pod(http)
+        assert not pod["status"].get("conditions")
+
+
 async def test_admin_access_needs_the_namespace_label(http: Http) -> None:
     code, status = await http.post(CLAIMS, claim("admin", adminAccess=True))
     assert code == 422 and fields(status) == ["spec.devices.requests[0].adminAccess"]

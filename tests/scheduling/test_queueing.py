@@ -80,6 +80,27 @@ class TestHints:
     def test_which_changes_wake_which_pods(self, wants: Wants, change: Change, woken: bool) -> None:
         assert wants.woken_by(change) is woken
 
+    def test_a_gated_pod_waits_only_for_its_own_object_and_is_then_tried_at_once(self) -> None:
+        """Held by another scheduling gate (Kueue's): no attempt counted, nothing but a change of the pod
+        itself (a gate removed) wakes it, and then it is ready without a backoff, as kube-scheduler
+        moves a pod whose gates are gone straight to its active queue."""
+        queue = _queue()
+        queue.add("u", ("ns", "p"))
+        queue.add("v", ("ns", "q"))
+        queue.gated("u", now=10.0)
+        queue.unschedulable("v", now=10.0, wants=_wants("q"))
+        assert queue.note(queueing.EVERYTHING) == 1 and queue.entries["u"].place is Place.UNSCHEDULABLE
+        assert queue.note(Change(any_pod=True, pods=frozenset({("ns", "p")}))) == 1
+        assert queue.entries["u"].attempts == 0
+        assert [e.uid for e in queue.ready(10.0)] == ["u"]
+
+    def test_a_gated_pod_is_flushed_as_any_parked_pod(self) -> None:
+        queue = _queue()
+        queue.add("u", ("ns", "p"))
+        queue.gated("u", now=0.0)
+        assert queue.ready(299.0) == [] and queue.flush(300.0) == 1
+        assert [e.uid for e in queue.ready(300.0)] == ["u"]
+
     def test_pods_parked_longer_than_five_minutes_are_flushed(self) -> None:
         queue = _queue()
         queue.add("u", ("ns", "p"))

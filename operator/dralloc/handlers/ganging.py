@@ -14,7 +14,12 @@ priority, then age) and decides it whole, without an await:
    the gang wait). Members already placed count toward `minCount`; with a topology key, the
    new members must join their domain.
 2. *Wait* until at least `minCount` members exist (placed or pending); members beyond
-   minCount that exist are placed too.
+   minCount that exist are placed too. Then wait while a pending member is held back by
+   a scheduling gate not ours (Kueue's, say: `items.held_by`): as in kube-scheduler 1.37,
+   where such a member counts as existing (the PodGroup's state holds every unscheduled
+   pod) but gates the gang's whole queue entry ("if any pod is gated, the whole entity is
+   gated"), so no member is placed until its gates are gone. The held member itself is
+   told `SchedulingGated` (handlers/reporting.py), the others why the gang waits.
 3. *Decide* with `allocation.gangs.place_gang` against the pass's snapshot (ledger
    included), `node_allows` being the Placer's node fit for each member (selectors,
    affinity, taints, resources, shared claims' node selectors) and `node_holds` the same
@@ -276,25 +281,36 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
     namespace, name = key
     ref = f"{namespace or 'default'}/{name}"
     pending = tuple(members.pending)
+    gate = rt.settings.scheduling.gate
+    gated = [(pod, gates) for pod in pending if (gates := items.held_by(pod, gate=gate))]
+    # Who is told why the gang waits: a member held back by other scheduling gates is told those instead.
+    told = tuple(pod for pod in pending if not items.held_by(pod, gate=gate))
     group = rt.cluster.pod_groups.get(*key)
     held = _held(rt, pending, group.metadata.uid if group is not None else None)
     any_placed = bool(members.placed)
     if group is None:
         problem = rt.cluster.pod_groups.problems.get(key)
         if problem is not None:
-            return NotPlaced(key, pending, f"PodGroup {ref} cannot be used: {problem}", "error", None, held,
+            return NotPlaced(key, told, f"PodGroup {ref} cannot be used: {problem}", "error", None, held,
                              any_placed)
-        return NotPlaced(key, pending, f"waiting for PodGroup {ref} to be created", "waiting", None, held,
+        return NotPlaced(key, told, f"waiting for PodGroup {ref} to be created", "waiting", None, held,
                          any_placed)
     mismatch = _priorities_differ(group, [*pending, *(pod for pod, _ in members.placed)])
     if mismatch is not None:
-        return NotPlaced(key, pending, f"PodGroup {ref} cannot be scheduled: {mismatch}", "error", None, held,
+        return NotPlaced(key, told, f"PodGroup {ref} cannot be scheduled: {mismatch}", "error", None, held,
                          any_placed)
     min_count = group.spec.min_count()
     present = len(pending) + len(members.placed)
     if present < min_count:
-        return NotPlaced(key, pending, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
-                                       f"pods (minCount) exist", "waiting", None, held, any_placed)
+        return NotPlaced(key, told, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
+                                    f"pods (minCount) exist", "waiting", None, held, any_placed)
+    if gated:
+        pod, gates = gated[0]
+        more = f" (and {len(gated) - 1} more member(s))" if len(gated) > 1 else ""
+        return NotPlaced(key, told, f"PodGroup {ref}: waiting for the gang: member {_ref(pod)}{more} is held back "
+                                    f"by scheduling gate(s) {', '.join(gates)} (no member is placed while one of "
+                                    f"them has a scheduling gate other than {gate})", "waiting", None, held,
+                         any_placed)
     member_items: list[placement.Item] = []
     for pod in pending:
         try:

@@ -1,5 +1,6 @@
-"""What a pod asks of the scheduler, read from the cluster view: whether it is ours, its claims as a
-placement item, what it waits for, and which changes may make it fit.
+"""What a pod asks of the scheduler, read from the cluster view: whether it is ours (`owned`), whether
+scheduling gates other than ours still hold it back (`held_by`), its claims as a placement item, what
+it waits for, and which changes may make it fit.
 
 `item_for` is the one place that turns a pod's `spec.resourceClaims` (names, templates,
 DRA extended resources) into the `placement.Item` the placer decides on: the claims to
@@ -26,12 +27,35 @@ MAX_RESERVATIONS = 256  # ResourceClaimReservedForMaxSize: status.reservedFor ho
 
 
 def owned(pod: pods.Pod, *, scheduler_name: str, gate: str) -> bool:
+    """The pod is dralloc's to place: it carries our gate (gate mode), or names our scheduler and has no
+    node (scheduler mode); now, or once its other scheduling gates are gone (`held_by`)."""
     if pod.finished() or pod.metadata.deletion_timestamp:
         return False
-    gates = [g.name for g in pod.spec.scheduling_gates]
-    if gate in gates:
+    if gate in [g.name for g in pod.spec.scheduling_gates]:
         return True
-    return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name and not gates
+    return pod.spec.scheduler_name == scheduler_name and not pod.spec.node_name
+
+
+def held_by(pod: pods.Pod, *, gate: str) -> tuple[str, ...]:
+    """The scheduling gates that hold a pod of ours back: every gate but ours (Kueue's
+    `kueue.x-k8s.io/admission`, any admission controller's). kube-scheduler does not even queue a
+    pod with a gate; dralloc places a gate-mode pod once our gate is its only one, a scheduler-mode
+    pod once it has none, and allocates nothing for it before."""
+    return tuple(g.name for g in pod.spec.scheduling_gates if g.name != gate)
+
+
+# kube-apiserver's PodScheduled message for a pod created with scheduling gates (reason SchedulingGated).
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def gated_message(gates: tuple[str, ...], *, gate_mode: bool, gate: str) -> str:
+    """What a held pod's PodScheduled condition (reason SchedulingGated) says: kube-apiserver's words, then
+    which gates dralloc waits for."""
+    names = ", ".join(gates)
+    if gate_mode:
+        return (f"{GATED_MESSAGE}: dralloc allocates this pod's devices once {gate} is its only scheduling gate; "
+                f"waiting for the removal of {names}")
+    return f"{GATED_MESSAGE}: dralloc places this pod once it has no scheduling gates; waiting for the removal of {names}"
 
 
 class Waiting(str):

@@ -411,7 +411,9 @@ def cluster_metrics(rt: Runtime) -> dict[str, list[tuple[tuple[str, ...], float]
         failure = memory.failure if memory is not None and entry is not None else ""
         # How its last attempt ended counts until the next one ends otherwise: a change that sends an
         # unschedulable pod back to the queue does not make it schedulable (nor reset the alert's clock).
-        if failure == "error":
+        if items.held_by(pod, gate=settings.gate):
+            queue["gated"] += 1  # not tried at all until its other scheduling gates are gone
+        elif failure == "error":
             queue["error"] += 1
         elif failure in ("unschedulable", "too-costly"):
             queue["unschedulable"] += 1

@@ -4,6 +4,8 @@ record about how the attempt ended.
 
 - `record_unschedulable`: it fits nowhere, waits for an object, or its decision was too
   costly; the pod is parked until a change it `wants` (handlers/items.py), after its backoff.
+- `record_gated`: scheduling gates not ours (Kueue's, say) hold it back: `SchedulingGated`,
+  as kube-apiserver says it of a gated pod, naming those gates; no Event, no attempt counted.
 - `record_error`: an input error (named object and field) or a bug of ours met while deciding
   for it: `SchedulerError`, backed off.
 - `report_unreadable`: pods of ours that do not even parse.
@@ -150,6 +152,28 @@ async def record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, want
     await report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
                   event_reason="DecisionTooCostly" if failure == "too-costly" else "AllocationFailed",
                   message=text, event=event)
+
+
+async def record_gated(rt: Runtime, pod: pods.Pod, gates: tuple[str, ...]) -> None:
+    """Scheduling gates not ours hold the pod back (`items.held_by`): parked without an attempt until its
+    own object changes (a gate removed); `PodScheduled=False`, reason `SchedulingGated` (kube-apiserver's
+    reason and words for a gated pod) naming the gates dralloc waits for, written when that changed. No
+    Event: a pod held by its quota system is not failing."""
+    uid = pod.metadata.uid or ""
+    memory = rt.memory(uid)
+    if uid in rt.queue:
+        rt.queue.gated(uid, time.monotonic())
+    settings = rt.settings.scheduling
+    gate_mode = settings.gate in [g.name for g in pod.spec.scheduling_gates]
+    text = items.gated_message(gates, gate_mode=gate_mode, gate=settings.gate)
+    if text in (memory.last_message, said(rt, pod, "SchedulingGated")):
+        memory.last_message = text
+        return
+    memory.last_message = text
+    logger.info("pod=%s/%s: waits for scheduling gate(s) %s to be removed", pod.metadata.namespace,
+                pod.metadata.name, ", ".join(gates))
+    await report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="SchedulingGated",
+                 event_reason="", message=text, event=False)
 
 
 async def group_event(rt: Runtime, key: tuple[str, str], reason: str, type_: str, message: str) -> None:

@@ -4,7 +4,12 @@ A pod is ours when it has `spec.schedulerName: <ours>` and no node yet (schedule
 or carries our scheduling gate (gate mode): `items.owned`. Every pending pod of ours is in
 the runtime's queue (active, backoff, unschedulable, as kube-scheduler's). A pass takes the
 ready ones in the queue's fair order (round-robin across namespaces, then priority, then
-age) for at most PASS_SLICE seconds, and for each:
+age) for at most PASS_SLICE seconds. Those that scheduling gates not ours still hold back
+(Kueue's `kueue.x-k8s.io/admission`, any admission controller's: `items.held_by`) are
+only told so (`PodScheduled=False`, reason `SchedulingGated`) and parked until a gate is
+removed, as kube-scheduler does not queue a gated pod: nothing is allocated for a workload
+its quota system has not admitted (a gang with such a member waits whole,
+handlers/ganging.py). For each of the others:
 
 1. prepare, on the loop: the pod's item from the view (`items.item_for`): the claims to
    allocate, or why it waits;
@@ -209,6 +214,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     now = time.monotonic()
     pods_now = ready_pods(rt, now)
     await reporting.report_unreadable(rt)
+    pods_now = await _hold_gated(rt, pods_now, result)
     if not pods_now:
         return result
     placer = rt.placer()
@@ -442,6 +448,23 @@ async def _preempt(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
         return dataclasses.replace(step, message=f"{step.message}; {preempting.summary(step.preempt)}")
     return dataclasses.replace(step, message=f"{step.message}; preemption on node {step.preempt.node} failed "
                                              "(a write was refused); retried after the backoff")
+
+
+async def _hold_gated(rt: Runtime, pods_: list[pods.Pod], result: PassResult) -> list[pods.Pod]:
+    """The pods to decide for in this pass. Those held back by scheduling gates not ours (`items.held_by`)
+    are parked until a gate is removed and told which gates they wait for (`reporting.record_gated`); a
+    gate can only be removed, so a pod free of them at the start of the pass stays so."""
+    gate = rt.settings.scheduling.gate
+    free: list[pods.Pod] = []
+    for pod in pods_:
+        fresh = _current(rt, pod)
+        gates = items.held_by(fresh, gate=gate) if fresh is not None else ()
+        if fresh is None or not gates:
+            free.append(pod)
+            continue
+        result.waiting += 1
+        await reporting.record_gated(rt, fresh, gates)
+    return free
 
 
 def _current(rt: Runtime, pod: pods.Pod) -> pods.Pod | None:

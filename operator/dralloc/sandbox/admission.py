@@ -226,6 +226,7 @@ class Admission:
                 obj["status"] = {}
             if isinstance(obj["status"], dict):
                 obj["status"].setdefault("phase", "Pending")
+                pods.mark_gated(obj)  # the strategy's PrepareForCreate
             pods.merge_label_keys(obj)  # the strategy's PrepareForCreate
         elif rt.storage == "/pods" and subresource == "":
             priorities.admit_pod(obj, old, self.objects)

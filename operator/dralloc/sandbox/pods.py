@@ -7,6 +7,12 @@ a pod already bound, still gated or being deleted is refused with 409, as upstre
 Grace periods only exist where a kubelet will finish the deletion, i.e. with
 `--simulate-pods` for a pod running on a node; `gracePeriodSeconds: 0` forces.
 
+On create, a pod with scheduling gates gets `PodScheduled=False`, reason `SchedulingGated`,
+message "Scheduling is blocked due to non-empty scheduling gates" (unless it brings a
+PodScheduled condition of its own), as the pod strategy's PrepareForCreate writes it; gates
+may then only be removed (admission.py), and the condition stays until a scheduler writes
+another.
+
 On create, as the pod strategy's PrepareForCreate does in 1.37 (MatchLabelKeysInPodAffinity
 GA, MatchLabelKeysInPodTopologySpreadSelectorMerge beta, both on): the `matchLabelKeys` of
 each podAffinity/podAntiAffinity term (required and preferred) and of each topology spread
@@ -35,6 +41,18 @@ def set_condition(pod: Obj, kind: str, status: str, reason: str = "", message: s
     if message:
         condition["message"] = message
     pod["status"]["conditions"] = [*conditions, condition]
+
+
+def mark_gated(pod: Obj) -> None:
+    """A new pod with scheduling gates: PodScheduled=False, reason SchedulingGated (upstream's
+    applySchedulingGatedCondition), unless it has a PodScheduled condition already."""
+    if not (pod.get("spec") or {}).get("schedulingGates"):
+        return
+    if any(isinstance(c, dict) and c.get("type") == "PodScheduled"
+           for c in (pod.get("status") or {}).get("conditions") or []):
+        return
+    set_condition(pod, "PodScheduled", "False", "SchedulingGated",
+                  "Scheduling is blocked due to non-empty scheduling gates")
 
 
 def bind(pod: Obj, node: str, uid: str | None = None) -> None:

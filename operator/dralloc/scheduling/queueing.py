@@ -16,6 +16,10 @@ template or a PodGroup only the pods that use it. A pod of another tenant being 
 (devices taken, a pod bound) never makes anyone fit, so it wakes nobody: a flood of
 unschedulable pods costs nothing while the rest of the cluster is scheduled.
 
+A pod held by scheduling gates other than ours (Kueue's, say) is parked as kube-scheduler
+keeps a gated pod: not tried, no attempt counted, and woken only by a change of its own
+object (a gate removed) or the periodic flush; it is tried at once when that comes.
+
 Fairness: `order` takes ready pods round-robin across namespaces (the namespace after the
 one served first last time goes first, so none is always first), and within a namespace
 by priority, then age, then name — so one namespace's thousand pods delay another
@@ -114,6 +118,7 @@ class Entry:
     last_attempt: float | None = None
     parked_at: float = 0.0
     wants: Wants | None = None
+    gated: bool = False  # parked for scheduling gates not ours: only its own object wakes it
 
 
 class PodQueue:
@@ -181,7 +186,7 @@ class PodQueue:
                     waiting.discard(entry.uid)
                     if not waiting:
                         del self._waiting_on[key]
-        entry.wants = None
+        entry.wants, entry.gated = None, False
         if place is not None:
             entry.place = place
 
@@ -197,6 +202,15 @@ class PodQueue:
         entry = self._attempted(uid, now)
         self._park(entry, wants, now)
         return self.backoff_of(entry)
+
+    def gated(self, uid: str, now: float) -> None:
+        """Held by scheduling gates not ours: parked without an attempt (its backoff does not grow) until
+        its own object changes (a gate removed: it is tried at once) or the periodic flush."""
+        entry = self.entries.get(uid)
+        if entry is None:
+            raise KeyError(f"pod {uid} is not in the queue")
+        self._park(entry, Wants(pod=entry.key), now)
+        entry.gated = True
 
     def back_off(self, uid: str, now: float) -> float:
         """Tried and failed for a reason a change does not fix (an error, a failed write): retried
@@ -231,8 +245,9 @@ class PodQueue:
     def note(self, change: Change) -> int:
         """A cluster change: every parked pod it may make fit moves to backoff (ready once its backoff
         is over). How many moved."""
-        if change.any_pod:
-            woken = list(self._parked)
+        if change.any_pod:  # a gated pod waits for its gates whatever else frees up
+            woken = [uid for uid, entry in self._parked.items()
+                     if not entry.gated or entry.key in change.pods]
         else:
             woken = sorted({uid for key in change.keys() for uid in self._waiting_on.get(key, ())})
         for uid in woken:
