@@ -156,6 +156,39 @@ def test_a_gang_that_cannot_fit_leaves_nothing_reserved_and_every_member_says_wh
     assert set(helpers.allocated_devices(apiserver).values()) == {1}
 
 
+def _group_scheduled(server: Cluster, name: str) -> Obj:
+    """The PodGroup's condition kube-scheduler writes (`PodGroupInitiallyScheduled` in v1beta1)."""
+    group = server.get("scheduling.k8s.io/v1beta1", "PodGroup", name, server.namespace) or {}
+    found = helpers.condition(group, "PodGroupInitiallyScheduled") or {}
+    return {**found, "generation": (group.get("metadata") or {}).get("generation")}
+
+
+def test_the_pod_group_says_whether_the_gang_was_scheduled_as_kube_scheduler_writes_it(
+        apiserver: Cluster, operator: OperatorThread) -> None:
+    """kube-scheduler 1.37 records a gang's scheduling on its PodGroup: `PodGroupInitiallyScheduled` False
+    (reason Unschedulable, why, observedGeneration) while it does not fit, True (reason Scheduled) once it
+    is placed, and never False again: a member leaving later does not undo it."""
+    _setup(apiserver, {"node-a": 1})
+    apiserver.seed([pod_group("pair", 2)])
+    pods = ["pair-0", "pair-1"]
+    apiserver.seed([member(p, "gpus-1", "pair") for p in pods])
+    wait_for(lambda: _group_scheduled(apiserver, "pair").get("reason") == "Unschedulable",
+             what="the PodGroup told the gang does not fit")
+    said = _group_scheduled(apiserver, "pair")
+    assert said["status"] == "False" and "gang of 2" in said["message"], said
+    assert said.get("observedGeneration") == said["generation"]  # a PodGroup has no generation in 1.37
+    node_b = apiserver.name("node-b")
+    apiserver.seed([cluster.node(node_b), cluster.gpu_slice(node_b, 2)])
+    wait_for(lambda: _all_bound(apiserver, pods), what="the gang placed once it fits")
+    wait_for(lambda: _group_scheduled(apiserver, "pair").get("status") == "True", what="the PodGroup told it is placed")
+    placed = _group_scheduled(apiserver, "pair")
+    assert placed["reason"] == "Scheduled" and "gang of 2 placed" in placed["message"], placed
+    helpers.delete_pod(apiserver, "pair-1")
+    apiserver.seed([member("pair-2", "gpus-1", "pair")])
+    wait_for(lambda: helpers.node_of(apiserver, "pair-2"), what="the replacement member placed")
+    assert _group_scheduled(apiserver, "pair")["status"] == "True"
+
+
 def test_members_sharing_a_node_fit_its_cpu_together(apiserver: Cluster, operator: OperatorThread) -> None:
     """node-a (the tightest: 2 GPUs) has cpu for one member, node-b (4 GPUs) for four: the search must
     not put both members on node-a for its GPUs, it puts the second on node-b (before, the gang was

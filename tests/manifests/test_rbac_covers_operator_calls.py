@@ -142,7 +142,7 @@ DYNAMIC = {("scheduling.py", "list_objects"): [r for _, r in operating.RELISTED]
                                              resources.PERSISTENT_VOLUMES, resources.PERSISTENT_VOLUME_CLAIMS],
            # scheduler mode's volume binding: a PV's claimRef, a claim's selected-node annotation
            ("committing.py", "merge_patch"): [resources.PERSISTENT_VOLUMES, resources.PERSISTENT_VOLUME_CLAIMS],
-           # a gang's binds recorded on its PodGroup, at the served version (Runtime.pod_group_resource)
+           # a gang's binds and its scheduled condition on its PodGroup, at the served version (Runtime.pod_group_resource)
            ("intents.py", "merge_patch"): [resources.POD_GROUPS],
            # the names of a PodGroup's template claims recorded in its status, at the served version
            ("lifecycle.py", "merge_patch"): [resources.POD_GROUPS]}

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dralloc.handlers import committing, intents, items
+from dralloc.handlers import committing, intents, items, reporting
 from dralloc.handlers.intents import Bind, Intent
 from dralloc.handlers.runtime import Runtime
 from dralloc.model import claims as model_claims
@@ -177,5 +177,6 @@ async def complete(rt: Runtime, key: Key, checked: Checked) -> int:
             committing.backoff(rt, pod, "claim-status", RuntimeError("giving back reservations failed"))
     if not still_open:
         await intents.clear(rt, key)
+        await reporting.group_scheduled(rt, key, True, "Scheduled", f"gang of {len(intent.binds)} placed")
     return bound
 

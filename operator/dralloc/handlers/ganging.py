@@ -55,7 +55,10 @@ what cannot be completed any more (handlers/completing.py).
 
 A gang that does not fit: each member's `PodScheduled=False` (reason `Unschedulable`)
 carries `GangUnfit.message`, and a Warning Event `GangUnfit` on the PodGroup says the same
-(once per distinct message). An error met while deciding for one member (a claim that
+(once per distinct message), as does the PodGroup's condition `PodGroupInitiallyScheduled`
+(`PodGroupScheduled` on 1.36's v1alpha2) as kube-scheduler writes it: False with reason
+`Unschedulable` (or `SchedulerError`), then True with reason `Scheduled` once the gang is
+placed, never back to False. An error met while deciding for one member (a claim that
 cannot be read, a class that does not exist, CEL that fails) is reported on that member
 (`SchedulerError`) and on the others as the reason the gang waits; nothing else of the
 pass is affected.
@@ -564,6 +567,7 @@ async def commit(rt: Runtime, decided: Decided) -> int:
         await intents.clear(rt, decided.key)
         rt.gang_messages.pop(decided.key, None)
         where = f" in domain {decided.domain}" if decided.domain is not None else ""
+        await reporting.group_scheduled(rt, decided.key, True, "Scheduled", f"gang of {placed} placed{where}")
         await reporting.group_event(rt, decided.key, "GangPlaced", "Normal",
                            f"gang of {placed} placed{where}: " + ", ".join(
                                f"{m.pod.metadata.name}={m.placement.node}" for m in decided.members))
@@ -614,6 +618,9 @@ async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants])
                                                    wants=wants[pod.metadata.uid or ""],
                                                    failure="too-costly" if step.result == "too-costly"
                                                    else "unschedulable")
+    if step.result != "waiting":  # kube-scheduler does not try a gang before minCount pods exist
+        await reporting.group_scheduled(rt, step.key, False, "SchedulerError" if step.result == "error"
+                                        else "Unschedulable", step.message)
     if rt.gang_messages.get(step.key) != step.message:
         rt.gang_messages[step.key] = step.message
         reason = {"waiting": "GangWaiting", "error": "GangError", "too-costly": "DecisionTooCostly"}.get(
@@ -631,6 +638,7 @@ async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: 
         if pod.metadata.uid != error.pod.metadata.uid:
             await reporting.record_unschedulable(rt, pod, text, nodes=False, event=False,
                                                    wants=wants[pod.metadata.uid or ""])
+    await reporting.group_scheduled(rt, key, False, "SchedulerError", text)
     if rt.gang_messages.get(key) != text:
         rt.gang_messages[key] = text
         await reporting.group_event(rt, key, "GangUnfit", "Warning", text)

@@ -83,9 +83,13 @@ def intent_of(rt: Runtime, key: Key) -> Intent | None:
         return None
 
 
-async def _patch(rt: Runtime, key: Key, value: str | None) -> Raw:
-    """Set (or, with None, remove) the record in the PodGroup's status, keeping every other condition;
-    the write carries the resourceVersion it was made from (a conflict: read again and retry)."""
+async def patch_group_condition(rt: Runtime, key: Key, kind: str, condition: Raw | None) -> Raw:
+    """Set (or, with None, remove) the condition `kind` in the PodGroup's status, keeping every other one;
+    `condition` without type and lastTransitionTime (added here, kept while the status stays;
+    observedGeneration too). The write
+    carries the resourceVersion it was made from: a conflict reads the PodGroup again and retries. Raises
+    Refused when the cluster serves no PodGroups or it is gone, Unknown when it kept changing, and the
+    API's errors as they come."""
     resource = rt.pod_group_resource
     if resource is None:
         raise committing.Refused(f"PodGroup {key[0]}/{key[1]}: this cluster no longer serves PodGroups")
@@ -94,10 +98,14 @@ async def _patch(rt: Runtime, key: Key, value: str | None) -> Raw:
         if raw is None:
             raise committing.Refused(f"PodGroup {key[0]}/{key[1]} is gone")
         meta = raw.get("metadata") or {}
-        conditions = [c for c in _conditions(raw) if c.get("type") != CONDITION]
-        if value is not None:
-            conditions.append({"type": CONDITION, "status": "True", "reason": REASON, "message": value,
-                               "lastTransitionTime": clock.stamp(),
+        every = (raw.get("status") or {}).get("conditions") or []
+        before = next((c for c in every if c.get("type") == kind), None)
+        conditions = [c for c in every if c.get("type") != kind]
+        if condition is not None:
+            # As apimeta.SetStatusCondition: the transition time moves only when the status does.
+            since = (before or {}).get("lastTransitionTime") if (before or {}).get("status") == condition.get(
+                "status") else None
+            conditions.append({"type": kind, **condition, "lastTransitionTime": since or clock.stamp(),
                                **({"observedGeneration": meta["generation"]} if meta.get("generation") else {})})
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": conditions}}
         try:
@@ -108,8 +116,13 @@ async def _patch(rt: Runtime, key: Key, value: str | None) -> Raw:
             continue
         committing.into_view(rt, "PodGroup", stored)
         return stored
-    raise committing.Unknown(f"PodGroup {key[0]}/{key[1]}: its status kept changing while the gang's binds "
-                             "were recorded")
+    raise committing.Unknown(f"PodGroup {key[0]}/{key[1]}: its status kept changing while condition {kind} was written")
+
+
+async def _patch(rt: Runtime, key: Key, value: str | None) -> Raw:
+    """Set (or, with None, remove) the record in the PodGroup's status, keeping every other condition."""
+    return await patch_group_condition(
+        rt, key, CONDITION, None if value is None else {"status": "True", "reason": REASON, "message": value})
 
 
 async def record(rt: Runtime, key: Key, intent: Intent) -> None:

@@ -25,7 +25,7 @@ import time
 
 from dralloc import metrics
 from dralloc.allocation import errors as allocation_errors
-from dralloc.handlers import clock, committing, deciding, failures, items
+from dralloc.handlers import clock, committing, deciding, failures, intents, items
 from dralloc.handlers.runtime import Runtime
 from dralloc.kube import errors as kube_errors
 from dralloc.kube import resources, writing
@@ -152,6 +152,36 @@ async def record_unschedulable(rt: Runtime, pod: pods.Pod, message: str, *, want
     await report(rt, pod.metadata.namespace or "", pod.metadata.name, reason="Unschedulable",
                   event_reason="DecisionTooCostly" if failure == "too-costly" else "AllocationFailed",
                   message=text, event=event)
+
+
+# kube-scheduler's PodGroup condition: `PodGroupInitiallyScheduled` in scheduling.k8s.io/v1beta1 (1.37),
+# `PodGroupScheduled` in v1alpha2 (1.36); its reasons.
+GROUP_SCHEDULED = {"v1beta1": "PodGroupInitiallyScheduled", "v1alpha2": "PodGroupScheduled"}
+GROUP_SCHEDULED_REASONS = ("Scheduled", "Unschedulable", "SchedulerError")
+
+
+async def group_scheduled(rt: Runtime, key: tuple[str, str], status: bool, reason: str, message: str) -> None:
+    """The PodGroup's scheduled condition, as kube-scheduler writes it (schedule_one_podgroup.go,
+    updatePodGroupCondition): True with reason Scheduled once the gang is placed, else False with reason
+    Unschedulable or SchedulerError and why; with observedGeneration; never back to False once True
+    (it records the first success: members may go later). Written only when it changes. Failures are
+    logged, never raised: the members' own conditions say the same."""
+    resource = rt.pod_group_resource
+    raw = rt.cluster.pod_groups.raw(*key)
+    if resource is None or raw is None:
+        return
+    kind = GROUP_SCHEDULED.get(resource.version)
+    if kind is None:
+        return
+    found = next((c for c in ((raw.get("status") or {}).get("conditions") or []) if c.get("type") == kind), None)
+    wanted = {"status": "True" if status else "False", "reason": reason, "message": message}
+    if found is not None and ((found.get("status") == "True" and not status)
+                              or all(found.get(k) == v for k, v in wanted.items())):
+        return
+    try:
+        await intents.patch_group_condition(rt, key, kind, wanted)
+    except (kube_errors.KubeError, committing.Refused, committing.Unknown) as exc:
+        logger.warning("podgroup=%s/%s: cannot write its %s condition: %s", key[0], key[1], kind, exc)
 
 
 async def record_gated(rt: Runtime, pod: pods.Pod, gates: tuple[str, ...]) -> None:
