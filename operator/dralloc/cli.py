@@ -58,11 +58,11 @@ def _feature_flags(p: argparse.ArgumentParser, *, discover: bool = False) -> Non
     p.add_argument("--features", default="", metavar="GATE=true,...",
                    help="DRA feature gates; gates not named keep their Kubernetes defaults")
     if discover:
-        p.add_argument("--kubernetes-version", default="auto", choices=("auto", "1.36", "1.37"),
+        p.add_argument("--kubernetes-version", default="auto", choices=("auto", "1.36", "1.37", "1.38"),
                        help="whose allocator semantics to follow where upstream changed them "
                        "(docs/allocation.md; default auto: the API server's version, from GET /version)")
     else:
-        p.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
+        p.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37", "1.38"),
                        help="whose allocator semantics to follow where upstream changed them "
                        "(docs/allocation.md; default 1.37)")
 

@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
     parser.add_argument("--features", default="", metavar="GATE=true,...",
                         help="DRA feature gates; gates not named keep their Kubernetes defaults")
-    parser.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37"),
+    parser.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37", "1.38"),
                         help="whose allocator semantics to follow where upstream changed them")
     parser.add_argument("-o", "--output", default="table", choices=("table", "json"))
     sub = parser.add_subparsers(dest="command", required=True)

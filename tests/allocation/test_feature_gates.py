@@ -112,7 +112,7 @@ class TestReleases:
 
     def test_unknown_release_is_an_input_error_listing_the_supported_ones(self) -> None:
         """A release dralloc does not reproduce is refused, naming the supported ones."""
-        with pytest.raises(errors.UnknownReleaseError, match=r"'1.35'; supported: 1.36, 1.37"):
+        with pytest.raises(errors.UnknownReleaseError, match=r"'1.35'; supported: 1.36, 1.37, 1.38"):
             Features(release="1.35")
 
 
@@ -138,7 +138,8 @@ class TestUpstreamVariant:
 
 
 @pytest.mark.parametrize(("version", "release", "warns"), [
-    ((1, 37), "1.37", False), ((1, 36), "1.36", False), ((1, 38), "1.37", True), ((1, 35), "1.36", True)])
+    ((1, 37), "1.37", False), ((1, 36), "1.36", False), ((1, 38), "1.38", False), ((1, 39), "1.38", True),
+    ((1, 35), "1.36", True)])
 def test_the_release_of_an_api_server(version: tuple[int, int], release: str, warns: bool) -> None:
     """A server dralloc reproduces is followed as it is; any other by the nearest release, with a warning."""
     from dralloc.allocation.features import release_of_server
@@ -147,3 +148,59 @@ def test_the_release_of_an_api_server(version: tuple[int, int], release: str, wa
     assert (found, warning is not None) == (release, warns)
     if warning:
         assert f"Kubernetes {version[0]}.{version[1]}" in warning and release in warning
+
+
+class TestKubernetes138:
+    """1.38 (v0.38.0-beta.0): new defaults, locked gates, rotated variants."""
+
+    def test_defaults(self) -> None:
+        """1.37's defaults with DRAFractionalCapacityRange on (GA); the default release stays 1.37."""
+        from dralloc.allocation.features import DEFAULT_RELEASE, DEFAULTS_1_38
+
+        assert DEFAULT_RELEASE == "1.37"
+        assert Features(release="1.38", fractional_capacity_range=True).gates() == dict(DEFAULTS_1_38)
+        assert Features.from_gates({}, release="1.38").gates() == {**DEFAULTS_1_37, "DRAFractionalCapacityRange": True}
+
+    @pytest.mark.parametrize("gate", ["DRADeviceBindingConditions", "DRADeviceTaints", "DRAPartitionableDevices",
+                                      "DRAAdminAccess", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus"])
+    def test_a_locked_gate_cannot_be_turned_off(self, gate: str) -> None:
+        """kube-scheduler 1.38 refuses it in component-base's words; 1.37 still accepts it."""
+        with pytest.raises(errors.UnknownFeatureGateError) as info:
+            Features.from_gates({gate: False}, release="1.38")
+        assert str(info.value) == f"cannot set feature gate {gate} to false, feature is locked to true"
+        assert Features.from_gates({gate: True}, release="1.38") == Features.from_gates({}, release="1.38")
+        assert Features.from_gates({gate: False}, release="1.37").gates()[gate] is False
+
+    def test_several_locked_gates_are_refused_together(self) -> None:
+        """As apimachinery's error aggregate prints several errors."""
+        with pytest.raises(errors.UnknownFeatureGateError) as info:
+            Features.from_gates({"DRADeviceTaints": False, "DRAAdminAccess": False}, release="1.38")
+        assert str(info.value) == ("[cannot set feature gate DRAAdminAccess to false, feature is locked to true, "
+                                   "cannot set feature gate DRADeviceTaints to false, feature is locked to true]")
+
+    def test_unlocked_ga_gates_can_be_turned_off(self) -> None:
+        """DRAConsumableCapacity and DRAFractionalCapacityRange are GA but not locked."""
+        features = Features.from_gates({"DRAConsumableCapacity": False, "DRAFractionalCapacityRange": False},
+                                       release="1.38")
+        assert not features.consumable_capacity and not features.fractional_capacity_range
+
+    def test_the_vectors_may_turn_locked_gates_off(self) -> None:
+        """Features.only asks the library as the oracle does: every gate as stated."""
+        assert Features.only([], release="1.38").gates()["DRADeviceTaints"] is False
+
+    @pytest.mark.parametrize(("gates", "variant", "code"), [
+        ([], "stable", "incubating"),
+        (["DRAAdminAccess", "DRADeviceTaints"], "stable", "incubating"),
+        (["DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"], "stable",
+         "incubating"),
+        (["DRAFractionalCapacityRange"], "stable", "incubating"),
+        (["DRAListTypeAttributes"], "incubating", "experimental"),
+        (["DRADerivedAttributes", "DRAConsumableCapacity"], "incubating", "experimental"),
+    ])
+    def test_variants_rotate(self, gates: list[str], variant: str, code: str) -> None:
+        """1.38's stable is 1.37's incubating code, its incubating 1.37's experimental: none of the old
+        stable code's quirks is left."""
+        features = Features.only(gates, release="1.38")
+        assert (features.variant, features.code) == (variant, code)
+        assert features.beyond_stable_channel is True
+        assert features.counter_slices_everywhere is False

@@ -3,7 +3,8 @@
 The vector becomes one multi-document YAML file (classes, slices, allocated
 claims, the claims to allocate, and the Node); gates are passed explicitly
 (every gate not listed off), `--kubernetes-version` is the newest release the vector
-lists (`vectors.releases`) and `--node` names the vector's node. The JSON
+lists (`vectors.releases`) whose kube-scheduler accepts those gates (1.38 locks six gates on:
+a vector turning one off runs at the release before) and `--node` names the vector's node. The JSON
 output is compared with the same rules as the library test; errors must exit 2
 with the distinctive phrase on stderr, unschedulable must exit 1.
 """
@@ -22,7 +23,7 @@ import pytest
 import yaml
 from tests.conformance import vectors
 
-from dralloc.allocation.features import DEFAULTS
+from dralloc.allocation.features import DEFAULTS, LOCKED
 
 CASES = vectors.load_all()
 
@@ -41,7 +42,8 @@ def _write_input(case: dict[str, Any], directory: pathlib.Path) -> pathlib.Path:
 
 def _run(case: dict[str, Any], directory: pathlib.Path) -> subprocess.CompletedProcess[str]:
     enabled = set(case.get("features") or [])
-    release = vectors.releases(case)[-1]
+    listed = vectors.releases(case)
+    release = next((r for r in reversed(listed) if LOCKED[r] <= enabled), listed[-1])
     gates = ",".join(f"{g}={'true' if g in enabled else 'false'}" for g in DEFAULTS[release])
     path = _write_input(case, directory)
     return subprocess.run(

@@ -228,7 +228,7 @@ class TestKubernetesVersion:
         else:
             assert (tuple(flag.choices), flag.default) == (RELEASES, DEFAULT_RELEASE)
 
-    @pytest.mark.parametrize(("release", "requests"), [("1.36", ["gpu"]), ("1.37", None)])
+    @pytest.mark.parametrize(("release", "requests"), [("1.36", ["gpu"]), ("1.37", None), ("1.38", None)])
     def test_a_config_for_every_request_lists_them_only_in_1_36(
             self, dralloc: Invoke, tmp_path: pathlib.Path, release: str, requests: list[str] | None) -> None:
         """1.37 gives a config entry that covers every request no `requests` ("empty means all")."""
@@ -238,12 +238,19 @@ class TestKubernetesVersion:
         config = run.json()["claims"][0]["allocation"]["devices"]["config"]
         assert [c.get("requests") for c in config] == [requests]
 
+    def test_a_locked_gate_is_refused_at_1_38(self, cluster: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """1.38 locks DRADeviceTaints on: turning it off is refused as kube-scheduler refuses it."""
+        assert cli.main(["allocate", "-f", cluster, "--kubernetes-version", "1.38",
+                         "--features", "DRADeviceTaints=false"]) == 2
+        assert ("error: --features: cannot set feature gate DRADeviceTaints to false, feature is locked to true"
+                in capsys.readouterr().err)
+
     def test_unknown_release_is_refused(self, cluster: str, capsys: pytest.CaptureFixture[str]) -> None:
         """A release dralloc does not reproduce: a usage error (exit 2) listing the choices."""
         with pytest.raises(SystemExit) as exited:
             cli.main(["allocate", "-f", cluster, "--kubernetes-version", "1.35"])
         assert exited.value.code == 2
-        assert "--kubernetes-version: invalid choice: '1.35' (choose from '1.36', '1.37')" in capsys.readouterr().err
+        assert "--kubernetes-version: invalid choice: '1.35' (choose from '1.36', '1.37', '1.38')" in capsys.readouterr().err
 
 
 class TestInputErrors:

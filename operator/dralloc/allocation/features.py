@@ -1,10 +1,11 @@
 """DRA feature gates and the Kubernetes release, as an explicit input to the allocator.
 
 Gates change what the allocator accepts and considers; they are never read from
-the environment. The release (1.36 or 1.37) picks the semantics where upstream's
-allocator changed between the two (docs/allocation.md, "Kubernetes 1.36 and 1.37").
-1.37 knows four more (alpha) allocator gates, and DRANodeAllocatableResources in its 1.37
-form (the scheduler's node-resource accounting); the defaults of the others are the same.
+the environment. The release (1.36, 1.37 or 1.38) picks the semantics where upstream's
+allocator changed between them (docs/allocation.md, "Kubernetes 1.36 and 1.37" and
+"Kubernetes 1.38"). 1.37 knows four more (alpha) allocator gates, and DRANodeAllocatableResources
+in its 1.37 form (the scheduler's node-resource accounting); the defaults of the others are the
+same. 1.38 turns DRAFractionalCapacityRange on and locks six gates on (LOCKED_1_38).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from dralloc.allocation import errors
 
 # The releases whose allocator dralloc reproduces, oldest first.
-RELEASES: tuple[str, ...] = ("1.36", "1.37")
+RELEASES: tuple[str, ...] = ("1.36", "1.37", "1.38")
+# 1.38 is not released yet (dralloc follows k8s.io/dynamic-resource-allocation v0.38.0-beta.0).
 DEFAULT_RELEASE = "1.37"
 
 # Gate name -> Kubernetes 1.36 default.
@@ -42,7 +44,20 @@ DEFAULTS_1_37: Mapping[str, bool] = {
     "DRANodeAllocatableResources": False,
 }
 
-DEFAULTS: Mapping[str, Mapping[str, bool]] = {"1.36": DEFAULTS_1_36, "1.37": DEFAULTS_1_37}
+# 1.38 (k8s.io/kubernetes v1.38.0-beta.0 pkg/features/kube_features.go): DRAConsumableCapacity
+# and DRAFractionalCapacityRange are GA and on (not locked); the same gates otherwise.
+DEFAULTS_1_38: Mapping[str, bool] = {**DEFAULTS_1_37, "DRAFractionalCapacityRange": True}
+
+# Gates 1.38's kube-scheduler refuses to turn off (GA, LockToDefault: DRADeviceBindingConditions,
+# DRADeviceTaints and DRAPartitionableDevices from 1.38, the other three from 1.36/1.37).
+# dralloc refuses them at 1.38 only: at 1.36 and 1.37 it keeps accepting them off, as before.
+LOCKED_1_38: frozenset[str] = frozenset({
+    "DRAAdminAccess", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus",
+    "DRADeviceBindingConditions", "DRADeviceTaints", "DRAPartitionableDevices",
+})
+LOCKED: Mapping[str, frozenset[str]] = {"1.36": frozenset(), "1.37": frozenset(), "1.38": LOCKED_1_38}
+
+DEFAULTS: Mapping[str, Mapping[str, bool]] = {"1.36": DEFAULTS_1_36, "1.37": DEFAULTS_1_37, "1.38": DEFAULTS_1_38}
 
 # What upstream's node declares (node.status.declaredFeatures) for DRAOptionalNodeOperations.
 OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
@@ -79,7 +94,21 @@ class Features:
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool], *, release: str = DEFAULT_RELEASE) -> Features:
-        """Features from gate names; gates not named keep their default."""
+        """Features from gate names; gates not named keep their default. A gate the release locks
+        may not be set to another value (kube-scheduler's --feature-gates refuses it the same way)."""
+        cls._check_known(gates, release)
+        locked = sorted(name for name, value in gates.items()
+                        if name in LOCKED.get(release, ()) and value != DEFAULTS[release][name])
+        if locked:
+            # k8s.io/component-base featuregate (unsafeSetFromMap): one error per gate; several are
+            # joined as apimachinery's error aggregate prints them, "[a, b]".
+            refused = [f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
+                       f"{str(DEFAULTS[release][name]).lower()}" for name in locked]
+            raise errors.UnknownFeatureGateError(refused[0] if len(refused) == 1 else f"[{', '.join(refused)}]")
+        return cls._from_known(gates, release)
+
+    @classmethod
+    def _check_known(cls, gates: Mapping[str, bool], release: str) -> None:
         known = DEFAULTS.get(release, DEFAULTS_1_37)
         unknown = sorted(set(gates) - set(known))
         if release == "1.36" and gates.get("DRANodeAllocatableResources"):
@@ -92,12 +121,18 @@ class Features:
                 f"unknown feature gate(s) {', '.join(unknown)} in Kubernetes {release}; "
                 f"known gates: {', '.join(sorted(known))}"
             )
-        merged = {**known, **gates}
+
+    @classmethod
+    def _from_known(cls, gates: Mapping[str, bool], release: str) -> Features:
+        merged = {**DEFAULTS.get(release, DEFAULTS_1_37), **gates}
         return cls(**{_FIELD_OF[name]: value for name, value in merged.items()}, release=release)
 
     @classmethod
     def only(cls, enabled: Iterable[str], *, release: str = DEFAULT_RELEASE) -> Features:
-        """Exactly these gates on, every other gate off (how the conformance vectors state gates)."""
+        """Exactly these gates on, every other gate off (how the conformance vectors state gates).
+
+        Locked gates may be off here: the vectors ask the allocator library itself, which honours
+        every gate whatever kube-scheduler allows (as the oracle does)."""
         enabled = set(enabled)
         known = DEFAULTS.get(release, DEFAULTS_1_37)
         unknown = sorted(enabled - set(known))
@@ -106,7 +141,9 @@ class Features:
                 f"unknown feature gate(s) {', '.join(unknown)} in Kubernetes {release}; "
                 f"known gates: {', '.join(sorted(known))}"
             )
-        return cls.from_gates({name: name in enabled for name in known}, release=release)
+        gates = {name: name in enabled for name in known}
+        cls._check_known(gates, release)
+        return cls._from_known(gates, release)
 
     @property
     def binding_conditions(self) -> bool:
@@ -122,36 +159,55 @@ class Features:
         """Which of upstream's allocator variants these features select: stable, incubating or
         experimental (the first whose supported features cover the enabled ones).
 
-        stable supports AdminAccess, PrioritizedList, PartitionableDevices and DeviceTaints;
-        incubating adds ConsumableCapacity, DeviceBindingAndStatus (both of its gates) and, in
-        1.37, FractionalCapacityRange; experimental supports everything, among it
+        Up to 1.37, stable supports AdminAccess, PrioritizedList, PartitionableDevices and
+        DeviceTaints; incubating adds ConsumableCapacity, DeviceBindingAndStatus (both of its
+        gates) and, in 1.37, FractionalCapacityRange; experimental supports everything, among it
         ListTypeAttributes and 1.37's CompatibilityGroups, OptionalNodeOperations and
-        DerivedAttributes. Semantics differ in a few places (see the properties using this).
+        DerivedAttributes. 1.38 rotates them: stable supports 1.37's incubating set, incubating
+        everything, so experimental is never picked. Semantics follow the code each variant
+        runs: see `code`.
         """
-        if (self.list_type_attributes or self.compatibility_groups or self.optional_node_operations
-                or self.derived_attributes):
+        alpha = (self.list_type_attributes or self.compatibility_groups or self.optional_node_operations
+                 or self.derived_attributes)
+        if self.release == "1.38":
+            return "incubating" if alpha else "stable"
+        if alpha:
             return "experimental"
         if self.consumable_capacity or self.binding_conditions or self.fractional_capacity_range:
             return "incubating"
         return "stable"
 
     @property
+    def code(self) -> str:
+        """Which generation of upstream's allocator code answers, named by its 1.36/1.37 variant.
+
+        "stable": 1.36/1.37's stable variant (no distinctAttribute, no capacity requests, pools in
+        input order); "incubating": their incubating variant, and 1.38's stable (1.37's incubating
+        code with fixes); "experimental": their experimental variant, and 1.38's incubating (1.37's
+        experimental code with the same fixes). 1.38's fixes are gated on the release itself.
+        """
+        if self.release == "1.38":
+            return {"stable": "incubating", "incubating": "experimental"}[self.variant]
+        return self.variant
+
+    @property
     def counter_slices_everywhere(self) -> bool:
         """Whether a slice with sharedCounters is read for every node, whatever its node fields.
 
-        So in 1.36 and in 1.37's stable variant; 1.37's incubating and experimental variants
-        read it only where it selects the node.
+        So in 1.36 and in 1.37's stable variant; 1.37's incubating and experimental variants, and
+        every 1.38 variant, read it only where it selects the node.
         """
         return not (self.at_least_1_37 and self.beyond_stable_channel)
 
     @property
     def beyond_stable_channel(self) -> bool:
-        """Whether upstream would run its incubating or experimental allocator, not the stable one.
+        """Whether upstream runs code newer than 1.36/1.37's stable variant (`code`).
 
-        The stable variant knows no distinctAttribute, no capacity requests and no
+        That old stable code knows no distinctAttribute, no capacity requests and no
         `allowMultipleAllocations`, so a claim using them is read as if the field were absent.
+        Always true at 1.38, whose stable variant is 1.37's incubating code.
         """
-        return self.variant != "stable"
+        return self.code != "stable"
 
     def gates(self) -> dict[str, bool]:
         """The gates of this release by name (the release is not a gate: see `release`)."""
@@ -179,7 +235,7 @@ def release_of_server(major: int, minor: int) -> tuple[str, str | None]:
     """The release whose semantics to follow for an API server of this version, and a warning
     when dralloc does not reproduce that version itself (the nearest one is used)."""
     wanted = f"{major}.{minor}"
-    if wanted in RELEASES:
+    if wanted in RELEASES:  # 1.38 too: followed as v0.38.0-beta.0 has it
         return wanted, None
     nearest = RELEASES[0] if (major, minor) < (1, 36) else RELEASES[-1]
     return nearest, (f"the API server is Kubernetes {wanted}; dralloc reproduces the allocator of "

@@ -44,7 +44,7 @@ def _result_entry(
     if pick.shared:
         fields["share_id"] = share_id(claim_index, request.name, info.id, pick.share_index)
         fields["consumed_capacity"] = dict(pick.amounts or {})
-    if features.at_least_1_37 and features.variant == "experimental" and info.slice.spec.skip_node_operations:
+    if features.at_least_1_37 and features.code == "experimental" and info.slice.spec.skip_node_operations:
         fields["skip_node_operations"] = info.slice.spec.skip_node_operations
     return claims.DeviceRequestAllocationResult(**fields)
 

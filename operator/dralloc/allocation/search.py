@@ -88,9 +88,9 @@ class Search:
         self.allocated = allocated
         self.features = features
         self.cel_view = selectors.view_of(features)
-        # A device whose slice skips node operations (1.37) needs the experimental variant with
+        # A device whose slice skips node operations (1.37) needs the experimental code (1.38: incubating) with
         # DRAOptionalNodeOperations and a node that declares it; other variants ignore the field.
-        self.node_operations_optional = not features.at_least_1_37 or features.variant != "experimental" or (
+        self.node_operations_optional = not features.at_least_1_37 or features.code != "experimental" or (
             features.optional_node_operations and OPTIONAL_NODE_OPERATIONS in node.declared_features)
         self.extra_taints = extra_taints
         self.budget = budget
