@@ -4,7 +4,8 @@ The vector becomes one multi-document YAML file (classes, slices, allocated
 claims, the claims to allocate, and the Node); gates are passed explicitly
 (every gate not listed off), `--kubernetes-version` is the newest release the vector
 lists (`vectors.releases`) whose kube-scheduler accepts those gates (1.38 locks six gates on:
-a vector turning one off runs at the release before) and `--node` names the vector's node. The JSON
+a vector turning one off runs at the release before, and is skipped when it lists only 1.38)
+and `--node` names the vector's node. The JSON
 output is compared with the same rules as the library test; errors must exit 2
 with the distinctive phrase on stderr, unschedulable must exit 1.
 """
@@ -40,10 +41,16 @@ def _write_input(case: dict[str, Any], directory: pathlib.Path) -> pathlib.Path:
     return path
 
 
+def _release(case: dict[str, Any]) -> str | None:
+    """The newest listed release whose kube-scheduler accepts the vector's gates (None: none does)."""
+    enabled = set(case.get("features") or [])
+    return next((r for r in reversed(vectors.releases(case)) if LOCKED[r] <= enabled), None)
+
+
 def _run(case: dict[str, Any], directory: pathlib.Path) -> subprocess.CompletedProcess[str]:
     enabled = set(case.get("features") or [])
-    listed = vectors.releases(case)
-    release = next((r for r in reversed(listed) if LOCKED[r] <= enabled), listed[-1])
+    release = _release(case)
+    assert release is not None
     gates = ",".join(f"{g}={'true' if g in enabled else 'false'}" for g in DEFAULTS[release])
     path = _write_input(case, directory)
     return subprocess.run(
@@ -59,12 +66,15 @@ def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.C
     """All vectors at once, two at a time: one subprocess each is most of this file's cost."""
     directory = tmp_path_factory.mktemp("vectors")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {c["name"]: pool.submit(_run, c, directory) for c in CASES}
+        futures = {c["name"]: pool.submit(_run, c, directory) for c in CASES if _release(c) is not None}
         return {name: f.result() for name, f in futures.items()}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_vector_through_cli(case: dict[str, Any], cli_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    if _release(case) is None:
+        pytest.skip("only 1.38 is listed and the vector turns a gate off that 1.38 locks on: the CLI refuses "
+                    "it as kube-scheduler does (test_vectors_library runs it)")
     done = cli_runs[case["name"]]
     expect = case["expect"]
     if "error" in expect:

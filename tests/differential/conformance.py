@@ -47,7 +47,8 @@ CHANGED_IN_1_37 = {
 }
 
 # Vectors that the 1.38 allocator (k8s.io/dynamic-resource-allocation v0.38.0-beta.0) answers
-# differently from 1.37, read in its source. Only a report: no vector lists 1.38 yet.
+# differently from 1.37, read in its source. They do not claim 1.38; each has a `-1-38` twin with
+# 1.38's answer (list-attributes-disabled-distinct-constraint-with-lists lists 1.38 again).
 CHANGED_IN_1_38 = {
     "list-attributes-disabled-distinct-constraint-with-lists-1-37":
         "matchAttribute/distinctAttribute on a value they cannot compare (here a list, DRAListTypeAttributes "

@@ -82,6 +82,10 @@ def impossible(
             # The search could end in an error instead: a constraint error (All), or a derived
             # attribute that fails on a device a constraint looks at (DRADerivedAttributes).
             return False
+        if any(c.strict for c in claim.constraints) and any(
+                c.may_fail_on(device_at(position)) for position in range(order_len) for c in claim.constraints):
+            # 1.38: a constraint that meets a value it cannot compare stops the allocation.
+            return False
         for alternatives in claim.requests:
             if any(p.admin_access for p in alternatives):
                 continue

@@ -22,6 +22,12 @@ constraint covering the request first looks at the device (`selectors.derived_at
 
 A value that cannot be compared (an attribute without a value; a list with
 DRAListTypeAttributes off) equals nothing: see `Constraint._elements`.
+
+Kubernetes 1.38 (`strict`): such a value (also an empty list, or a version that does not
+parse as semver) is an error that stops the allocation, `device D: unsupported attribute
+value for A` (`UnsupportedValue`, turned into the error by the search, which knows the claim);
+versions compare by semver equality, which ignores build metadata (`1.0.0+a` == `1.0.0+b`),
+as scalars and as list elements.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 
 from dralloc.allocation import selectors
 from dralloc.allocation.pools import DeviceInfo
+from dralloc.cel.versions import Semver
 
 Element = tuple[str, object]
 
@@ -44,12 +51,24 @@ class UnsupportedValue(Exception):
     """An attribute without a value of a type this allocator understands."""
 
 
+def _version_element(raw: object) -> str:
+    """1.38: a version as semver equality sees it (no build metadata); UnsupportedValue when it
+    does not parse (upstream's slice conversion then keeps no value)."""
+    try:
+        version = Semver.parse(str(raw))
+    except (ValueError, TypeError):
+        raise UnsupportedValue() from None
+    return str(Semver(version.major, version.minor, version.patch, version.prerelease))
+
+
 def elements(info: DeviceInfo, attribute: str, *, list_types: bool,
-             derived: Mapping[str, str] | None = None) -> frozenset[Element] | None:
+             derived: Mapping[str, str] | None = None, strict: bool = False) -> frozenset[Element] | None:
     """The typed elements of the attribute, None when the device lacks it.
 
     `derived`: the request's derived attributes (name -> CEL expression); one of them with
     this name is computed for the device instead of reading what the driver published.
+    `strict` (1.38): versions without build metadata; an empty list or a version that does
+    not parse is an UnsupportedValue.
     """
     expression = derived.get(attribute) if derived else None
     found: tuple[str, Any] | None
@@ -63,6 +82,14 @@ def elements(info: DeviceInfo, attribute: str, *, list_types: bool,
     if found is None:
         raise UnsupportedValue(attribute)
     kind, raw = found
+    if strict:
+        if kind == "version":
+            raw = _version_element(raw)
+        elif kind in _LIST_KINDS:
+            if not raw:
+                raise UnsupportedValue(attribute)
+            if kind == "versions":
+                raw = tuple(_version_element(item) for item in raw)
     if kind in _SCALAR_KINDS:
         return frozenset({(kind, raw)})
     if list_types and kind in _LIST_KINDS:
@@ -73,11 +100,13 @@ def elements(info: DeviceInfo, attribute: str, *, list_types: bool,
 class Constraint(abc.ABC):
     """Common request scoping: which requests (or `req/sub`) a constraint covers."""
 
-    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str,
+                 strict: bool = False) -> None:
         self.requests = frozenset(requests)
         self.attribute = attribute
         self.list_types = list_types
         self.owner = owner
+        self.strict = strict  # Kubernetes 1.38: an uncomparable value raises UnsupportedValue
 
     def covers(self, request: str, subrequest: str | None) -> bool:
         if not self.requests:
@@ -96,20 +125,34 @@ class Constraint(abc.ABC):
         it still lets such a device be the first one (upstream records the first device before
         comparing), with an element of its own that nothing else shares; with the gate on
         (sets of elements) a device without a value never satisfies the constraint.
+        With `strict` (1.38) UnsupportedValue is raised instead, for the caller to stop on.
         """
         try:
-            return elements(info, self.attribute, list_types=self.list_types, derived=derived)
+            return elements(info, self.attribute, list_types=self.list_types, derived=derived, strict=self.strict)
         except UnsupportedValue:
+            if self.strict:
+                raise
             if first and not self.list_types:
                 return frozenset({("unsupported", info.id)})
             return None
+
+    def may_fail_on(self, info: DeviceInfo) -> bool:
+        """Whether looking at the device's published value could stop the allocation (1.38)."""
+        if not self.strict:
+            return False
+        try:
+            elements(info, self.attribute, list_types=self.list_types, strict=True)
+        except UnsupportedValue:
+            return True
+        return False
 
     @abc.abstractmethod
     def add(self, info: DeviceInfo, derived: Mapping[str, str] | None = None) -> bool:
         """Take the device into account; False (and nothing recorded) when it breaks the constraint.
 
         `derived`: the derived attributes of the request the device is taken for.
-        Raises InvalidDerivedAttributeError when one of them cannot be computed for the device.
+        Raises InvalidDerivedAttributeError when one of them cannot be computed for the device,
+        and (1.38, `strict`) UnsupportedValue when its value cannot be compared.
         """
 
     @abc.abstractmethod
@@ -122,8 +165,9 @@ class Constraint(abc.ABC):
 
 
 class MatchAttribute(Constraint):
-    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
-        super().__init__(requests, attribute, list_types=list_types, owner=owner)
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str,
+                 strict: bool = False) -> None:
+        super().__init__(requests, attribute, list_types=list_types, owner=owner, strict=strict)
         self._stack: list[frozenset[Element]] = []
 
     def add(self, info: DeviceInfo, derived: Mapping[str, str] | None = None) -> bool:
@@ -150,8 +194,9 @@ class MatchAttribute(Constraint):
 
 
 class DistinctAttribute(Constraint):
-    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str) -> None:
-        super().__init__(requests, attribute, list_types=list_types, owner=owner)
+    def __init__(self, requests: Iterable[str], attribute: str, *, list_types: bool, owner: str,
+                 strict: bool = False) -> None:
+        super().__init__(requests, attribute, list_types=list_types, owner=owner, strict=strict)
         self._taken: Counter[Element] = Counter()
         self._stack: list[frozenset[Element]] = []
 

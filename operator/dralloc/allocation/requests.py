@@ -195,11 +195,11 @@ def _constraints(claim: claims.ResourceClaim, ref: str, features: Features) -> l
         if constraint.match_attribute:
             result.append(constraints_.MatchAttribute(
                 constraint.requests, constraint.match_attribute,
-                list_types=features.list_type_attributes, owner=owner))
+                list_types=features.list_type_attributes, owner=owner, strict=features.release == "1.38"))
         elif constraint.distinct_attribute and (features.consumable_capacity or features.beyond_stable_channel):
             result.append(constraints_.DistinctAttribute(
                 constraint.requests, constraint.distinct_attribute,
-                list_types=features.list_type_attributes, owner=owner))
+                list_types=features.list_type_attributes, owner=owner, strict=features.release == "1.38"))
         else:
             raise errors.UnsupportedFieldError(f"{owner}: empty constraint (unsupported constraint type?)")
     return result

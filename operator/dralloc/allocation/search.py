@@ -269,7 +269,19 @@ class Search:
         for constraint in claim.constraints:
             if not constraint.covers(request.base_name, request.sub_name):
                 continue
-            if constraint.add(info, request.derived):
+            try:
+                fits = constraint.add(info, request.derived)
+            except constraints_.UnsupportedValue:
+                # 1.38: an uncomparable value stops the allocation. Its stable variant names the
+                # claim and request; its incubating one (1.37's experimental code) does not.
+                for done in reversed(added):
+                    done.remove()
+                if info.consumes:
+                    self.counters.release(pool, info, shared=shared)
+                where = f"claim {claim.ref}, request {request.name}: " if self.features.code == "incubating" else ""
+                raise errors.DeviceConstraintError(
+                    f"{where}device {info.id}: unsupported attribute value for {constraint.attribute}") from None
+            if fits:
                 added.append(constraint)
                 continue
             for done in reversed(added):
