@@ -62,7 +62,8 @@ def _all_devices(search_pools: tuple[Pool, ...], search: Search, plan: RequestPl
             if plan.capacity is not None or search.features.consumable_capacity:
                 # 1.36 leaves out a device with too little capacity left; 1.37 keeps every device
                 # whose declared capacity could serve the request, so the request then fails.
-                fits, _ = search.capacity_amounts(plan, info, in_call=False, static=search.features.at_least_1_37)
+                fits, _ = search.capacity_amounts(plan, info, in_call=False, static=search.features.at_least_1_37,
+                                                  all_mode=True)
                 if not fits:
                     continue
             chosen.append((pool, info))

@@ -107,15 +107,83 @@ def violates_policy(amount: Quantity, policy: devices.CapacityRequestPolicy | No
     return False
 
 
+class CapacityRequestProblem(Exception):
+    """1.38: a capacity request that stops the allocation (the caller names claim, request, device)."""
+
+
+def qualified(name: str, driver: str) -> str:
+    """A capacity name with the driver as its default domain (1.38): `mem` -> `driver/mem`."""
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def _resolved_1_38(
+    requests: Mapping[str, Quantity],
+    capacity: Mapping[str, devices.DeviceCapacity],
+    driver: str,
+) -> tuple[dict[str, tuple[str, devices.DeviceCapacity]], dict[str, Quantity]] | None:
+    """1.38's name resolution: the device's capacities by qualified name (a qualified entry wins
+    over a plain one of the same name), each with the name the slice spells it with, and the
+    request's amounts by qualified name; None when the device lacks a requested capacity.
+    Raises CapacityRequestProblem for a capacity requested under both spellings."""
+    device: dict[str, tuple[str, devices.DeviceCapacity]] = {}
+    for name, cap in capacity.items():
+        key = qualified(name, driver)
+        if key not in device or "/" in name:
+            device[key] = (name, cap)
+    wanted: dict[str, Quantity] = {}
+    spelled: dict[str, str] = {}
+    for name, amount in requests.items():
+        key = qualified(name, driver)
+        if key not in device:
+            return None
+        if key in wanted:
+            raise CapacityRequestProblem(
+                f"capacity {_go_quote(key.partition('/')[2])} requested both as {_go_quote(name)} "
+                f"and as {_go_quote(spelled[key])}")
+        wanted[key] = amount
+        spelled[key] = name
+    return device, wanted
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def consumption(
     requests: Mapping[str, Quantity] | None,
     capacity: Mapping[str, devices.DeviceCapacity],
     *,
     step_format: bool = True,
     fractional: bool = False,
+    driver: str | None = None,
 ) -> dict[str, Quantity] | None:
-    """What a request would consume of each declared capacity; None if it cannot (policy, unknown name)."""
+    """What a request would consume of each declared capacity; None if it cannot (policy, unknown name).
+
+    `driver` (Kubernetes 1.38): request names take the driver as their default domain (`mem`
+    and `driver/mem` name the same capacity; both in one request is an error), the amounts
+    are keyed as the slice spells each capacity, and a negative request or consumed amount
+    stops the allocation (CapacityRequestProblem), even where a policy would round it up.
+    """
     requests = requests or {}
+    if driver is not None:
+        found = _resolved_1_38(requests, capacity, driver)
+        if found is None:
+            return None
+        device, wanted = found
+        amounts_1_38: dict[str, Quantity] = {}
+        for key, (name, cap) in device.items():
+            requested = wanted.get(key)
+            if requested is not None and requested.value < 0:
+                raise CapacityRequestProblem(
+                    f"capacity {_go_quote(key)}: capacity value is negative: request {requested}")
+            amount = consumed_amount(requested, cap, step_format=step_format, fractional=fractional)
+            if amount.value < 0:
+                raise CapacityRequestProblem(f"capacity {_go_quote(key)}: capacity value is negative")
+            amounts_1_38[name] = amount
+        for name, cap in device.values():
+            if violates_policy(amounts_1_38[name], cap.request_policy, fractional=fractional):
+                return None
+        return amounts_1_38
     if any(name not in capacity for name in requests):
         return None
     amounts: dict[str, Quantity] = {}
@@ -133,7 +201,16 @@ def fits(
     *,
     already: Mapping[str, Fraction] | None,
     in_call: Mapping[str, Fraction] | None,
+    driver: str | None = None,
 ) -> bool:
+    """`driver` (1.38): what existing shares consume is matched by qualified name, whichever
+    spelling their results use."""
+    if already and driver is not None:
+        merged: dict[str, Fraction] = {}
+        for name, held_amount in already.items():
+            key = qualified(name, driver)
+            merged[key] = merged.get(key, Fraction(0)) + held_amount
+        already = {name: merged.get(qualified(name, driver), Fraction(0)) for name in amounts}
     for name, amount in amounts.items():
         total = amount.value
         held = already.get(name, 0) if already else 0

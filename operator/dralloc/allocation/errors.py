@@ -57,6 +57,10 @@ class ConstraintError(AllocationInputError):
     """An `allocationMode: All` request cannot satisfy a claim constraint, or an attribute has no value."""
 
 
+class CapacityRequestError(AllocationInputError):
+    """1.38: a capacity request that cannot be honoured (negative, or one capacity named twice)."""
+
+
 class InvalidPoolError(AllocationInputError):
     """An `All` request met an incomplete or invalid pool, or no solution exists and an invalid pool was seen."""
 
@@ -92,3 +96,7 @@ class DeviceConstraintError(ConstraintError, DeviceError):
 
 class DeviceSliceError(InvalidSliceError, DeviceError):
     """A device's slice node selector that cannot be evaluated."""
+
+
+class DeviceCapacityError(CapacityRequestError, DeviceError):
+    """1.38: a capacity request met on one device that stops the allocation."""

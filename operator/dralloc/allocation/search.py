@@ -193,11 +193,14 @@ class Search:
             ) from exc
 
     def capacity_amounts(self, request: RequestPlan, info: DeviceInfo, *, in_call: bool,
-                         static: bool = False) -> tuple[bool, dict[str, Quantity] | None]:
+                         static: bool = False, all_mode: bool = False) -> tuple[bool, dict[str, Quantity] | None]:
         """(fits, amounts) under consumable capacity; amounts is None when nothing is consumed.
 
         `static`: against the device's declared capacity only, ignoring what existing shares
-        consume (how 1.37 decides which devices an `All` request covers).
+        consume (how 1.37 decides which devices an `All` request covers). 1.38 reads request
+        names with the driver as default domain and stops on a negative request
+        (DeviceCapacityError naming the device: its name only while an `All` request gathers
+        its devices, `all_mode`, as upstream).
         """
         if not self.features.consumable_capacity:
             return True, None
@@ -207,14 +210,22 @@ class Search:
             fits = static or (info.id not in self.allocated.consumed_capacity and (
                 not in_call or info.id not in self.in_call_capacity))
             return fits, None
-        amounts = capacity.consumption(request.capacity, info.capacity, step_format=self.features.at_least_1_37,
-                                       fractional=self.features.fractional_capacity_range)
+        driver = info.driver if self.features.release == "1.38" else None
+        try:
+            amounts = capacity.consumption(request.capacity, info.capacity, step_format=self.features.at_least_1_37,
+                                           fractional=self.features.fractional_capacity_range, driver=driver)
+        except capacity.CapacityRequestProblem as exc:
+            device = info.device.name if all_mode else info.id
+            raise errors.DeviceCapacityError(
+                f"claim {request.claim_ref}, request {request.name}: checking capacity for device {device}: {exc}"
+            ) from None
         if amounts is None:
             return False, None
         ok = capacity.fits(
             amounts, info.capacity,
             already=None if static else self.allocated.consumed_capacity.get(info.id),
             in_call=self.in_call_capacity.get(info.id) if in_call else None,
+            driver=driver,
         )
         return ok, amounts
 
