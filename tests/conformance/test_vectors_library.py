@@ -48,6 +48,8 @@ def test_vector(case: dict[str, Any], release: str) -> None:
         with pytest.raises(errors.AllocationInputError) as info:
             run_vector(case, release)
         assert expect["error"] in str(info.value)
+        if "failedOnNode" in expect:  # upstream's ErrFailedAllocationOnNode: only this node is ruled out
+            assert isinstance(info.value, errors.InvalidPoolOnNodeError) == expect["failedOnNode"], info.value
         return
     outcome = run_vector(case, release)
     if expect.get("unschedulable"):

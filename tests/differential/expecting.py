@@ -24,6 +24,8 @@ def difference(expect: dict[str, Any], outcome: dict[str, Any], *, strict: bool 
             return f"expected error {expect['error']!r}, got {status}: {_summary(outcome)}"
         if expect["error"] not in outcome["message"]:
             return f"expected error {expect['error']!r}, got error {outcome['message']!r}"
+        if "failedOnNode" in expect and bool(outcome.get("failedOnNode")) != expect["failedOnNode"]:
+            return f"expected failedOnNode {expect['failedOnNode']}, got {bool(outcome.get('failedOnNode'))}"
         return None
     if expect.get("unschedulable"):
         return None if status == "unschedulable" else f"expected unschedulable, got {status}: {_summary(outcome)}"

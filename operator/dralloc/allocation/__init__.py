@@ -45,14 +45,16 @@ def deterministic_share_ids(claim_list: Sequence[model_claims.ResourceClaim]) ->
 
 def _all_devices(search_pools: tuple[Pool, ...], search: Search, plan: RequestPlan) -> list[tuple[Pool, DeviceInfo]]:
     chosen: list[tuple[Pool, DeviceInfo]] = []
+    # 1.38 wraps ErrFailedAllocationOnNode: such a pool rules out this node only.
+    pool_error = errors.InvalidPoolOnNodeError if search.features.release == "1.38" else errors.InvalidPoolError
     for pool in search_pools:
         if pool.incomplete:
-            raise errors.InvalidPoolError(
+            raise pool_error(
                 f"claim {plan.claim_ref}, request {plan.name}: asks for all devices, "
                 f"but resource pool {pool.id} is currently being updated"
             )
         if pool.invalid:
-            raise errors.InvalidPoolError(
+            raise pool_error(
                 f"claim {plan.claim_ref}, request {plan.name}: asks for all devices, "
                 f"but resource pool {pool.id} is currently invalid"
             )
