@@ -37,8 +37,12 @@ from dralloc.model import conversion
 from dralloc.model import pods as model_pods
 from dralloc.offline import inputs, simulating
 from dralloc.scheduling import placement
+from dralloc.settings import SchedulingSettings
 
 EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_ERROR = 0, 1, 2
+# Which pods are dralloc's (`dralloc run --scheduler-name/--gate`): `why` takes the same flags.
+DEFAULT_SCHEDULER = SchedulingSettings().scheduler_name
+DEFAULT_GATE = SchedulingSettings().gate
 # What the reports read; DeviceTaintRules only where the cluster serves them (1.37 and later).
 KINDS = (resources.DEVICE_CLASSES, resources.RESOURCE_SLICES, resources.RESOURCE_CLAIMS,
          resources.RESOURCE_CLAIM_TEMPLATES, resources.NODES, resources.PODS)
@@ -130,8 +134,11 @@ def _pod_item(cluster: inputs.Cluster, pod: model_pods.Pod) -> placement.Item:
                           allocated=item.allocated)
 
 
-def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) -> dict[str, Any]:
-    """The pod's placement now: bound (with its devices), where it would go, or why it fits nowhere."""
+def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features, *,
+        scheduler_name: str = DEFAULT_SCHEDULER, gate: str = DEFAULT_GATE) -> dict[str, Any]:
+    """The pod's placement now: bound (with its devices), where it would go, or why it fits nowhere; or
+    that it is not dralloc's to place (neither `scheduler_name` nor `gate`), or that scheduling gates
+    other than dralloc's hold it (dralloc allocates nothing for it before they are gone)."""
     pod = next((p for p in cluster.pods if p.metadata.name == name and (p.metadata.namespace or "default") == namespace),
                None)
     if pod is None:
@@ -144,6 +151,15 @@ def why(cluster: inputs.Cluster, namespace: str, name: str, features: Features) 
     if pod.spec.node_name:
         return {"pod": f"{namespace}/{name}", "status": "bound", "node": pod.spec.node_name, "devices": devices,
                 **gang}
+    ours = pod.spec.scheduler_name == scheduler_name or gate in [g.name for g in pod.spec.scheduling_gates]
+    pinned = (pod.metadata.annotations or {}).get(model_pods.PINNED_NODE_ANNOTATION)
+    if not ours and not pinned:
+        return {"pod": f"{namespace}/{name}", "status": "not-dralloc's",
+                "scheduler": pod.spec.scheduler_name or "default-scheduler", "gate": gate, **gang}
+    held = [g.name for g in pod.spec.scheduling_gates if g.name != gate]
+    if ours and held:
+        return {"pod": f"{namespace}/{name}", "status": "gated", "gates": held, "gate": gate,
+                "gateMode": gate in [g.name for g in pod.spec.scheduling_gates], **gang}
     refused = _refused_by_its_scheduler(pod)
     if refused is not None:
         return {"pod": f"{namespace}/{name}", "status": "refused", "scheduler": refused[0], "message": refused[1],
@@ -201,6 +217,14 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
     pod = answer["pod"]
     if answer["status"] == "bound":
         out.write(f"pod {pod} is bound to node {answer['node']}\n")
+    elif answer["status"] == "not-dralloc's":
+        out.write(f"pod {pod} is not dralloc's to place: its schedulerName is {answer['scheduler']} and it has no "
+                  f"{answer['gate']} scheduling gate; {answer['scheduler']} decides where it goes\n")
+    elif answer["status"] == "gated":
+        what = ("dralloc allocates its devices once " + answer["gate"] + " is its only scheduling gate"
+                if answer["gateMode"] else "dralloc places it once it has no scheduling gates")
+        out.write(f"pod {pod} is held by scheduling gate(s) {', '.join(answer['gates'])}: {what}; nothing is "
+                  "allocated for it before\n")
     elif answer["status"] == "fits":
         out.write(f"pod {pod} fits now: node {answer['node']}\n")
     elif answer["status"] == "refused":
@@ -220,8 +244,9 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
             out.write(f"nominated to node {answer['nominated']} by priority preemption; {len(victims)} pod(s) "
                       f"removed for it are still terminating: {', '.join(victims)}\n")
         else:
-            out.write(f"nominated to node {answer['nominated']} by priority preemption; the pods removed for it "
-                      "are gone: it goes there once their devices are released\n")
+            out.write(f"nominated to node {answer['nominated']}: priority preemption removed pods there for it "
+                      "(they are gone: it goes there once their devices are released), or the node is reserved "
+                      "for its gang until lower-priority pods there finish\n")
     if answer.get("podGroup"):
         out.write(f"the pod is a member of PodGroup {answer['podGroup']}: placed with its gang, all members or "
                   "none (the above is for the pod alone)\n")
@@ -244,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     why_ = sub.add_parser("why", help="where the pod would go now, or why it fits nowhere")
     why_.add_argument("pod", metavar="POD")
     why_.add_argument("-n", "--namespace", default="default")
+    why_.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER,
+                      help="the schedulerName dralloc places pods for (dralloc run --scheduler-name)")
+    why_.add_argument("--gate", default=DEFAULT_GATE,
+                      help="the scheduling gate dralloc allocates for beside kube-scheduler (dralloc run --gate)")
     return parser
 
 
@@ -266,7 +295,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             else:
                 print_status(report, server, out)
             return EXIT_OK
-        answer = why(cluster, args.namespace, args.pod, features)
+        answer = why(cluster, args.namespace, args.pod, features, scheduler_name=args.scheduler_name,
+                     gate=args.gate)
     except (PluginError, inputs.InputError, allocation_errors.AllocationInputError) as exc:
         err.write(f"error: {exc}\n")
         return EXIT_ERROR
@@ -274,4 +304,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         out.write(json.dumps(answer, indent=2) + "\n")
     else:
         print_why(answer, out)
-    return EXIT_UNSCHEDULABLE if answer["status"] in ("unschedulable", "refused") else EXIT_OK
+    return EXIT_UNSCHEDULABLE if answer["status"] in ("unschedulable", "refused", "gated") else EXIT_OK

@@ -72,10 +72,16 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Pat
         server.seed([member])
         pinned = cluster.pod("pinned", template_name="two", namespace_=NAMESPACE, scheduler=None)
         pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-b"}
+        pinned["metadata"]["annotations"] = {pods.PINNED_NODE_ANNOTATION: "node-b"}  # as dralloc pins
         pinned["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                             "message": "0/2 nodes are available: 1 node(s) didn't match pod "
                                                        "anti-affinity rules."}]}
         server.seed([pinned])
+        queued = cluster.pod("queued", template_name="two", namespace_=NAMESPACE, scheduler=None,
+                             gate="dralloc.io/allocate")
+        queued["spec"]["schedulingGates"].append({"name": "kueue.x-k8s.io/admission"})
+        server.seed([cluster.pod("someone-elses", template_name="two", namespace_=NAMESPACE, scheduler=None),
+                     queued])
         yield path
     finally:
         server.stop()
@@ -181,6 +187,27 @@ def test_why_a_pinned_pod_its_scheduler_refuses_reports_that_scheduler_s_blocker
     assert ("is waiting for default-scheduler, which refuses it on node node-b, where dralloc pinned it: "
             "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.") in text
     assert "fits now" not in text
+
+
+def test_why_a_pod_dralloc_does_not_place_says_so_not_where_it_would_fit(kubeconfig: pathlib.Path) -> None:
+    """No schedulerName dralloc, no dralloc gate: the pod is its own scheduler's (it used to say "fits now")."""
+    done = plugin(kubeconfig, "why", "someone-elses", "-n", NAMESPACE)
+    assert done.returncode == 0, done.stderr
+    assert ("is not dralloc's to place: its schedulerName is default-scheduler and it has no dralloc.io/allocate "
+            "scheduling gate") in done.stdout
+    assert "fits now" not in done.stdout
+    mine = plugin(kubeconfig, "-o", "json", "why", "someone-elses", "-n", NAMESPACE, "--scheduler-name",
+                  "default-scheduler")
+    assert json.loads(mine.stdout)["status"] == "fits"  # dralloc run --scheduler-name default-scheduler
+
+
+def test_why_a_pod_another_gate_holds_names_the_gate(kubeconfig: pathlib.Path) -> None:
+    """Gate mode with Kueue's gate still on: dralloc allocates nothing before it goes; `why` says so (exit 1:
+    the pod goes nowhere now)."""
+    done = plugin(kubeconfig, "why", "queued", "-n", NAMESPACE)
+    assert done.returncode == 1, done.stderr
+    assert ("is held by scheduling gate(s) kueue.x-k8s.io/admission: dralloc allocates its devices once "
+            "dralloc.io/allocate is its only scheduling gate; nothing is allocated for it before") in done.stdout
 
 
 def test_why_a_nominated_pod_names_its_node_and_the_victims_still_terminating() -> None:

@@ -62,9 +62,8 @@ Raw = dict[str, Any]
 RESENDS = 3  # how often a write with an unknown outcome is sent again after a read showed it did not apply
 RESOLVE_EVERY = 2.0  # seconds between read-backs of a claim whose write outcome is still unknown
 FENCE_ANNOTATION = "dralloc.io/fenced-write"
-# Gate mode: the node dralloc pinned a pod to, written with the pin, so that a later process (after a
-# restart or a leader change) still knows which ungated pods it pinned (handlers/reclaiming.py).
-PINNED_ANNOTATION = "dralloc.io/pinned-node"
+# Gate mode: the node dralloc pinned a pod to (handlers/reclaiming.py reads it after a restart).
+PINNED_ANNOTATION = pods.PINNED_NODE_ANNOTATION
 
 
 class Refused(Exception):

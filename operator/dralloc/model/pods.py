@@ -14,6 +14,10 @@ from dralloc.model.base import ApiModel, Object
 from dralloc.model.nodes import NodeSelector, NodeSelectorTerm
 from dralloc.model.quantities import Quantity
 
+# Gate mode: the node dralloc pinned a pod to, written with the pin (handlers/committing.py), so that a
+# later process, and `kubectl dralloc why`, still know which ungated pods dralloc pinned.
+PINNED_NODE_ANNOTATION = "dralloc.io/pinned-node"
+
 
 class Toleration(ApiModel):
     key: str | None = None
