@@ -129,7 +129,9 @@ class Admission:
         node: Callable[[str], Obj | None] | None = None,  # None: no NodeDeclaredFeatureValidator
         nodes: Callable[[], list[Obj]] | None = None,
         objects: Callable[[str], list[Obj]] | None = None,  # storage -> stored objects; None: no lookups
+        release: str = "1.37",  # whose rules apply where 1.38 changed them (DRA kinds, PodGroups)
     ) -> None:
+        self.release = release
         self.validate_schemas = validate_schemas
         self.namespace_labels = namespace_labels
         self.node = node
@@ -148,7 +150,7 @@ class Admission:
         causes += found
         if rt.group == "resource.k8s.io":
             if not causes or checked:
-                causes += dra.validate(new, old, subresource)
+                causes += dra.validate(new, old, subresource, self.release)
             if not causes and old is None and self.namespace_labels is not None:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
@@ -258,7 +260,7 @@ class Admission:
         elif rt.storage == disruptionbudgets.STORAGE:
             disruptionbudgets.default(obj, old)
         elif rt.group == workloads.GROUP:
-            workloads.default(obj, old, self.objects)
+            workloads.default(obj, old, self.objects, release=self.release)
         elif rt.plural == "nodes" and rt.group == "":
             status = obj.get("status")
             if isinstance(status, dict) and status.get("declaredFeatures") == []:

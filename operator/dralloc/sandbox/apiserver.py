@@ -79,7 +79,7 @@ class ApiServer:
         history: int = 20_000,  # watch events kept for resuming
         bookmark_interval: float = 30.0,
         validate_schemas: bool = True,
-        kubernetes_version: str = "1.37",  # the release it runs as: 1.36 serves scheduling.k8s.io/v1alpha2
+        kubernetes_version: str = "1.37",  # the release it runs as: 1.36 serves scheduling.k8s.io/v1alpha2; 1.38: its DRA rules
         pv_binder: bool = True,  # play the PV controller's binding (volumebinding.py), as KCM runs it by default
         disruption_controller: bool = True,  # play KCM's disruption controller (disruption.py): PDB status
     ) -> None:
@@ -92,7 +92,8 @@ class ApiServer:
         self.hub = watches.Hub(history)
         self.admission = admission.Admission(validate_schemas=validate_schemas,
                                              namespace_labels=self._namespace_labels, node=self._node,
-                                             nodes=self._nodes, objects=self._objects)
+                                             nodes=self._nodes, objects=self._objects,
+                                             release=kubernetes_version)
         self.store = store_.Store(self.registry, self.hub, self.admission)
         self.collector = collecting.Collector(self.store)
         self.volume_binder = volumebinding.VolumeBinder(self.store) if pv_binder else None

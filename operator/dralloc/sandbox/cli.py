@@ -18,7 +18,7 @@ import logging
 import signal
 import sys
 
-from dralloc.sandbox import apiserver, errors, seeds
+from dralloc.sandbox import apiserver, errors, resources, seeds
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
                                                                 "dralloc.io/sim-duration makes them finish")
     p.add_argument("--token", action="append", metavar="T",
                    help="require this bearer token (repeatable: any of them; the kubeconfig gets the first)")
+    p.add_argument("--kubernetes-version", default="1.37", choices=resources.RELEASES,
+                   help="the release to answer as (default 1.37; 1.36 serves scheduling.k8s.io/v1alpha2, "
+                        "1.38 validates DRA objects and PodGroups by 1.38's rules)")
     p.add_argument("--bookmark-interval", type=float, default=30.0, help=argparse.SUPPRESS)
     return p
 
@@ -56,7 +59,8 @@ async def serve(args: argparse.Namespace) -> None:
             loop.add_signal_handler(sig, stop.set)
     server = apiserver.ApiServer(host=args.listen, port=args.port, token=args.token, seed=objects,
                                  state_file=args.state, simulate_pods=args.simulate_pods, faults=args.faults,
-                                 faults_seed=args.faults_seed, bookmark_interval=args.bookmark_interval)
+                                 faults_seed=args.faults_seed, bookmark_interval=args.bookmark_interval,
+                                 kubernetes_version=args.kubernetes_version)
     await server.start()
     # A long-lived server holds many small dicts: fewer full collections keep writes steady.
     gc.freeze()

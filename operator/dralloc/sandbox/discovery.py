@@ -28,7 +28,7 @@ VERSION_INFO: Obj = {
 
 
 def version_info(release: str) -> Obj:
-    """GET /version of a sandbox running as `release` ("1.36", "1.37")."""
+    """GET /version of a sandbox running as `release` ("1.36", "1.37", "1.38")."""
     minor = release.split(".")[1]
     return {**VERSION_INFO, "minor": minor, "gitVersion": f"v1.{minor}.0-dralloc-sandbox"}
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dralloc.sandbox import celerrors, drafields, errors, names, slices
+from dralloc.sandbox import celerrors, drafields, errors, names, quantities, slices
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
@@ -33,6 +33,7 @@ MAX_CONSTRAINTS = 32
 MAX_CONFIGS = 32
 MAX_CEL_LENGTH = 10 * 1024
 MAX_RESULTS = 32
+MAX_CAPACITY_REQUESTS = 32  # 1.38: a request's capacity.requests (and a result's consumedCapacity)
 MAX_RESERVED_FOR = 256
 MAX_DERIVED_ATTRIBUTES = 32
 
@@ -162,6 +163,46 @@ def _request_body(req: Obj, path: str, causes: Causes) -> None:
     _tolerations(req.get("tolerations"), f"{path}.tolerations", causes)
 
 
+def _capacity_requests(requests: Any, old: Any, path: str, causes: Causes, declared: Causes) -> None:
+    """1.38: capacity request names are qualified names (unless unchanged from the old template's:
+    ratcheting), at most 32 of them, each at least zero (the last two declarative)."""
+    if not drafields.since_138() or not isinstance(requests, dict):
+        return
+    if old is None or requests != old:
+        for key in requests:
+            drafields.qualified_name(key, path, causes)
+    _capacity_values(requests, path, declared)
+
+
+def _capacity_values(requests: Obj, path: str, declared: Causes) -> None:
+    if len(requests) > MAX_CAPACITY_REQUESTS:  # short-circuits the values' check
+        declared.append((path, f"Too many: {len(requests)}: must have at most {MAX_CAPACITY_REQUESTS} items"))
+        return
+    for key, value in requests.items():
+        quantity = quantities.parse(value)
+        if quantity is not None and quantity.value < 0:
+            declared.append((f"{path}[{key}]", f"Invalid value: {errors.go_value(str(quantity))}: "
+                                               "must be greater than or equal to 0"))
+
+
+def _old_request(old_spec: Obj | None, name: str) -> Obj | None:
+    for req in ((old_spec or {}).get("devices") or {}).get("requests") or []:
+        if isinstance(req, dict) and req.get("name") == name:
+            return dict(req)
+    return None
+
+
+def _old_capacity(old_req: Obj | None, subrequest: str | None = None) -> Any:
+    if old_req is None:
+        return None
+    if subrequest is None:
+        return ((old_req.get("exactly") or {}).get("capacity") or {}).get("requests")
+    for sub in old_req.get("firstAvailable") or []:
+        if sub.get("name") == subrequest:
+            return (sub.get("capacity") or {}).get("requests")
+    return None
+
+
 def _configs(configs: Any, path: str, refs: set[str] | None, causes: Causes) -> None:
     drafields.too_many(configs, MAX_CONFIGS, path, causes)
     for i, config in enumerate(configs or []):
@@ -186,7 +227,8 @@ def _request_refs(refs: Any, known: set[str], path: str, causes: Causes) -> None
             causes.append((f"{path}[{j}]", f"Invalid value: {errors.go_value(ref)}: {_REQUEST_REF}"))
 
 
-def claim_spec(spec: Obj, path: str) -> Causes:
+def claim_spec(spec: Obj, path: str, old_spec: Obj | None = None) -> Causes:
+    """`old_spec`: the old template's, on its update (1.38 validates it again, ratcheting new checks)."""
     causes: Causes = []
     devices = spec.get("devices") or {}
     requests = devices.get("requests") or []
@@ -210,8 +252,11 @@ def claim_spec(spec: Obj, path: str) -> Causes:
         elif exactly is not None and first:
             causes.append((where, "Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, "
                                   "but multiple fields are set"))
+        old_req = _old_request(old_spec, name) if old_spec is not None else None
         if exactly is not None:
             _request_body(exactly, f"{where}.exactly", causes)
+            _capacity_requests((exactly.get("capacity") or {}).get("requests"), _old_capacity(old_req),
+                               f"{where}.exactly.capacity.requests", causes, declared)
             _derived_attributes(exactly.get("derivedAttributes"), f"{where}.exactly.derivedAttributes", name, used,
                                 causes, declared)
         drafields.too_many(first, MAX_SUBREQUESTS, f"{where}.firstAvailable", causes)
@@ -225,6 +270,8 @@ def claim_spec(spec: Obj, path: str) -> Causes:
             subnames.add(subname)
             known.add(f"{name}/{subname}")
             _request_body(sub, f"{where}.firstAvailable[{j}]", causes)
+            _capacity_requests((sub.get("capacity") or {}).get("requests"), _old_capacity(old_req, subname),
+                               f"{where}.firstAvailable[{j}].capacity.requests", causes, declared)
             _derived_attributes(sub.get("derivedAttributes"), f"{where}.firstAvailable[{j}].derivedAttributes",
                                 f"{name}/{subname}", used, causes, declared)
     drafields.too_many(constraints, MAX_CONSTRAINTS, f"{path}.devices.constraints", causes)
@@ -286,6 +333,11 @@ def _claim_status(obj: Obj, old: Obj | None) -> Causes:
             drafields.invalid(f"{where}.pool", pool, details, causes)
         declared: Causes = []
         slices.skip_node_operations(res.get("skipNodeOperations"), f"{where}.skipNodeOperations", causes, declared)
+        consumed = res.get("consumedCapacity")
+        if drafields.since_138() and isinstance(consumed, dict):  # 1.38: names checked, <= 32, none negative
+            for key in consumed:
+                drafields.qualified_name(key, f"{where}.consumedCapacity", causes)
+            _capacity_values(consumed, f"{where}.consumedCapacity", declared)
         causes += declared
         allocated.add((res.get("driver"), res.get("pool"), res.get("device")))
     for i, dev in enumerate(status.get("devices") or []):
@@ -310,8 +362,16 @@ def _device_class(spec: Obj) -> Causes:
     return causes
 
 
-def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
-    """Causes for one decoded resource.k8s.io object (empty when it is fine)."""
+def validate(obj: Obj, old: Obj | None, subresource: str, release: str = "1.37") -> Causes:
+    """Causes for one decoded resource.k8s.io object (empty when it is fine), by `release`'s rules."""
+    token = drafields.RELEASE.set(release)
+    try:
+        return _validate(obj, old, subresource)
+    finally:
+        drafields.RELEASE.reset(token)
+
+
+def _validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     if kind == "DeviceClass":
@@ -322,6 +382,13 @@ def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
         checked = claim_spec(spec, "spec") if old is None else []  # an unchanged spec was checked before
         return checked + _claim_status(obj, old)
     if kind == "ResourceClaimTemplate":
+        if old is not None and drafields.since_138():
+            # 1.38 validates the spec again (new checks accept unchanged old values), then immutability.
+            old_spec = old.get("spec") or {}
+            again = claim_spec(spec.get("spec") or {}, "spec.spec", old_spec.get("spec") or {})
+            if spec != old_spec:
+                again.append(("spec", f"Invalid value: {errors.go_json(spec)}: field is immutable"))
+            return again
         if old is not None and spec != (old.get("spec") or {}):
             # Upstream prints the new spec as its internal Go struct; this is its JSON.
             return [("spec", f"Invalid value: {errors.go_json(spec)}: field is immutable")]

@@ -8,6 +8,7 @@ label value, one of three effects), used by slices, taint rules and claims alike
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 from dralloc.sandbox import errors, names
@@ -19,6 +20,13 @@ MAX_TAINTS = 16
 MAX_DRIVER_NAME = 63
 MAX_ID_LENGTH = 32
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
+
+# The release whose rules apply (`dra.validate` sets it for one object): 1.38 changed a few.
+RELEASE: contextvars.ContextVar[str] = contextvars.ContextVar("release", default="1.37")
+
+
+def since_138() -> bool:
+    return RELEASE.get() not in ("1.36", "1.37")
 
 
 def invalid(path: str, value: Any, details: list[str], causes: Causes) -> None:
@@ -61,7 +69,11 @@ def identifier(value: str, path: str, causes: Causes) -> None:
 
 
 def qualified_name(key: str, path: str, causes: Causes) -> None:
-    """An attribute or capacity name: a C identifier, optionally behind a driver-like domain and '/'."""
+    """An attribute or capacity name: a C identifier, optionally behind a driver-like domain and '/'
+    (1.38 rejects more than one '/' outright)."""
+    if since_138() and key.count("/") > 1:
+        causes.append((path, f"Invalid value: {errors.go_value(key)}: must not contain more than one slash"))
+        return
     domain, slash, ident = key.rpartition("/")
     if slash:
         if len(domain) > MAX_DRIVER_NAME:

@@ -136,7 +136,7 @@ _MODERN_EVENT_FIELDS = tuple((f, f) for f in (
 _RES = "resource.k8s.io"
 
 
-RELEASES = ("1.36", "1.37")  # what a sandbox can run as (`ApiServer(kubernetes_version=...)`)
+RELEASES = ("1.36", "1.37", "1.38")  # what a sandbox can run as (`ApiServer(kubernetes_version=...)`)
 
 
 def builtin_types(release: str = "1.37") -> list[ResourceType]:
@@ -144,7 +144,7 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
     if release not in RELEASES:
         raise ValueError(f"kubernetes_version {release!r}: the sandbox runs as one of {', '.join(RELEASES)}")
     # GenericWorkload's gang API: v1beta1 from 1.37, v1alpha2 in 1.36 (another shape; sandbox/workloads.py).
-    scheduling = "v1beta1" if release == "1.37" else "v1alpha2"
+    scheduling = "v1alpha2" if release == "1.36" else "v1beta1"
     rt = ResourceType
     types = [
         rt("", "v1", "namespaces", "Namespace", False, ("ns",), status=True,

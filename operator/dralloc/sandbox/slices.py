@@ -31,6 +31,9 @@ MAX_VALID_VALUES = 10
 SKIP_NODE_OPERATIONS = ("*", "NodePrepareResources", "NodeUnprepareResources")
 NODE_ALLOCATABLE_FEATURE = "DRANodeAllocatableResources"  # what a Node declares to take such devices
 
+_SEMVER_138 = re.compile(r"^(0|[1-9]\d{0,17})\.(0|[1-9]\d{0,17})\.(0|[1-9]\d{0,17})"
+                         r"(-(0|[1-9]\d{0,17}|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d{0,17}|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
+                         r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")  # 1.38: numbers of at most 18 digits
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 _ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 _ATTRIBUTE_LIST = ", ".join(f"`{k}`" for k in _ATTRIBUTE_KINDS)
@@ -92,7 +95,10 @@ def validate(obj: Obj, old: Obj | None = None) -> Causes:
             causes.append((f"{where}.counters", "Required value"))
         drafields.too_many(cs.get("counters"), MAX_COUNTERS, f"{where}.counters", causes)
     seen: set[str] = set()
-    for i, dev in enumerate(devices):
+    old_spec = (old or {}).get("spec") or {}
+    unchanged = old is not None and devices == (old_spec.get("devices") or []) and \
+        spec.get("perDeviceNodeSelection") == old_spec.get("perDeviceNodeSelection")
+    for i, dev in enumerate([] if unchanged and drafields.since_138() else devices):  # 1.38 ratchets the list
         _device(dev, f"spec.devices[{i}]", seen, causes, declared, old_devices.get(dev.get("name")))
     if "partitionTypeAttribute" in spec:
         _partition_type(spec, causes, declared)
@@ -187,6 +193,20 @@ def _device(dev: Obj, where: str, seen: set[str], causes: Causes, declared: Caus
         _compatibility_groups(consumption.get("compatibilityGroups") or [],
                               f"{where}.consumesCounters[{j}].compatibilityGroups", declared)
     node_allocatable(dev.get("nodeAllocatableResources") or {}, caps, f"{where}.nodeAllocatableResources", causes)
+    terms = (dev.get("nodeSelector") or {}).get("nodeSelectorTerms")
+    if drafields.since_138() and dev.get("nodeSelector") is not None and terms and len(terms) != 1:
+        # 1.38: one term per device, as spec.nodeSelector (upstream prints its internal Go value as JSON).
+        causes.append((f"{where}.nodeSelector.nodeSelectorTerms",
+                       f"Invalid value: {errors.go_json(_go_terms(terms))}: must have exactly one node selector term"))
+
+
+def _go_terms(terms: list[Any]) -> list[Obj]:
+    """Internal core NodeSelectorTerms marshalled as JSON: Go field names, absent lists null."""
+    def requirements(items: Any) -> Any:
+        return [{"Key": r.get("key", ""), "Operator": r.get("operator", ""), "Values": r.get("values")}
+                for r in items] if items else None
+    return [{"MatchExpressions": requirements(t.get("matchExpressions")),
+             "MatchFields": requirements(t.get("matchFields"))} for t in terms]
 
 
 def _compatibility_groups(groups: list[Any], path: str, declared: Causes) -> None:
@@ -385,6 +405,10 @@ def _attribute(value: Obj, path: str, causes: Causes) -> None:
         where = f"{path}.{kind}" if single else f"{path}.{kind}[{j}]"
         if len(text) > MAX_STRING_ATTRIBUTE:
             causes.append((where, f"Too long: may not be more than {MAX_STRING_ATTRIBUTE} bytes"))
+        elif kind in ("version", "versions") and drafields.since_138():
+            if not _SEMVER_138.match(text):
+                causes.append((where, f"Invalid value: {errors.go_value(text)}: must be a string compatible with "
+                                      "semver.org spec 2.0.0, with at most 18 digits in numbers"))
         elif kind in ("version", "versions") and not _SEMVER.match(text):
             causes.append((where, f"Invalid value: {errors.go_value(text)}: must be a string compatible with "
                                   "semver.org spec 2.0.0"))

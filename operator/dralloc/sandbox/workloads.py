@@ -390,13 +390,14 @@ def _templates(templates: list[Obj], old_templates: list[Obj], creating: bool, c
 
 # ---- entry points (admission.py) --------------------------------------------------------------
 
-def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None) -> None:
+def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None, *, release: str = "1.37") -> None:
     """What upstream's strategies, defaulting and Priority admission do before validation
     (`lookup` finds the PriorityClasses; None: only the system ones)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         spec = obj["spec"] = {}
     old_spec = (old or {}).get("spec") or {}
+    gated = release in ("1.36", "1.37")  # 1.38 removed the PodGroupPreemptionPolicy gate: the field stays
     if obj.get("kind") == "Workload":
         if not old_spec.get("compositePodGroupTemplates"):
             spec.pop("compositePodGroupTemplates", None)  # CompositePodGroup is off
@@ -404,7 +405,7 @@ def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None) 
         alpha = str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}")
         for template in spec.get("podGroupTemplates") or []:
             before = old_templates.get(template.get("name")) or {}
-            if not before.get("preemptionPolicy"):
+            if gated and not before.get("preemptionPolicy"):
                 template.pop("preemptionPolicy", None)  # PodGroupPreemptionPolicy is off
             for field in ("disruptionMode", "priorityClassName", "priority") if alpha else ():
                 if field not in before:
@@ -428,7 +429,7 @@ def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None) 
         if refusal:
             raise priorities.forbidden("podgroups", GROUP, (obj.get("metadata") or {}).get("name", ""), refusal)
     for field in ("parentCompositePodGroupName", "preemptionPolicy"):  # CompositePodGroup, PodGroupPreemptionPolicy
-        if field not in old_spec:
+        if field not in old_spec and (gated or field != "preemptionPolicy"):
             spec.pop(field, None)
     spec.setdefault("disruptionMode", {"single": {}})
     _in_struct_order(spec, _POD_GROUP_SPEC_ORDER)

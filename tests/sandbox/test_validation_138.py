@@ -1,0 +1,179 @@
+"""The sandbox running as Kubernetes 1.38 (`ApiServer(kubernetes_version="1.38")`): the DRA and
+PodGroup rules 1.38 changed, each next to what 1.37 (the default) still answers.
+
+The 1.38 answers follow k8s.io/kubernetes v1.38.0-beta.0's pkg/apis/resource/validation and
+k8s.io/api v0.38.0-beta.0's declarative tags (docs/sandbox.md); they were read from the source,
+not recorded from a real 1.38 server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.sandbox.conftest import Http
+
+Obj = dict[str, Any]
+RES = "/apis/resource.k8s.io/v1"
+CLAIMS = f"{RES}/namespaces/default/resourceclaims"
+TEMPLATES = f"{RES}/namespaces/default/resourceclaimtemplates"
+SLICES = f"{RES}/resourceslices"
+PG = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
+
+V137 = pytest.mark.sandbox(kubernetes_version="1.37")
+V138 = pytest.mark.sandbox(kubernetes_version="1.38")
+
+
+def both(*cases: Any) -> list[Any]:
+    """Each case once per release; the case's last two items are 1.37's and 1.38's expected causes
+    (1.37's None: not pinned here)."""
+    out = []
+    for n, case in enumerate(cases):
+        *args, old, new = case
+        if old is not None:
+            out.append(pytest.param(*args, old, marks=V137, id=f"1.37-{n}"))
+        out.append(pytest.param(*args, new, marks=V138, id=f"1.38-{n}"))
+    return out
+
+
+def causes(body: Obj) -> list[tuple[str, str]]:
+    return [(c["field"], c["message"]) for c in (body.get("details") or {}).get("causes") or []]
+
+
+def claim(capacity: Obj | None = None, sub_capacity: Obj | None = None) -> Obj:
+    exactly: Obj = {"deviceClassName": "gpu"}
+    if capacity is not None:
+        exactly["capacity"] = {"requests": capacity}
+    requests: list[Obj] = [{"name": "gpu", "exactly": exactly}]
+    if sub_capacity is not None:
+        requests.append({"name": "alt", "firstAvailable": [
+            {"name": "one", "deviceClassName": "gpu", "capacity": {"requests": sub_capacity}}]})
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+            "spec": {"devices": {"requests": requests}}}
+
+
+EXACT = "spec.devices.requests[0].exactly.capacity.requests"
+SUB = "spec.devices.requests[1].firstAvailable[0].capacity.requests"
+
+
+@pytest.mark.parametrize(("capacity", "sub_capacity", "expected"), both(
+    ({"memory": "1Gi", "example.com/bandwidth": "10"}, None, [], []),
+    ({"a/b/c": "1"}, None, [],
+     [(EXACT, 'Invalid value: "a/b/c": must not contain more than one slash')]),
+    ({"Bad-Name": "1"}, None, [],
+     [(EXACT, 'Invalid value: "Bad-Name": a valid C identifier must start with alphabetic character or \'_\', '
+              "followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or "
+              "'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')")]),
+    ({"memory": "-1Gi"}, None, [],
+     [(f"{EXACT}[memory]", 'Invalid value: "-1Gi": must be greater than or equal to 0')]),
+    ({f"c{i}": "1" for i in range(33)}, None, [],
+     [(EXACT, "Too many: 33: must have at most 32 items")]),
+    (None, {"x/y/z": "-1"}, [],
+     [(SUB, 'Invalid value: "x/y/z": must not contain more than one slash'),
+      (f"{SUB}[x/y/z]", 'Invalid value: "-1": must be greater than or equal to 0')]),
+))
+async def test_capacity_requests_of_a_claim_are_checked_from_1_38(
+        http: Http, capacity: Obj | None, sub_capacity: Obj | None, expected: list[tuple[str, str]]) -> None:
+    code, body = await http.post(CLAIMS, claim(capacity, sub_capacity))
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body
+
+
+@V138
+async def test_a_template_update_keeps_unchanged_old_capacity_names_and_checks_changed_ones(
+        http: Http) -> None:
+    """1.38 validates a template's spec again on update (ratcheting the new capacity-name check);
+    the spec stays immutable."""
+    template = {"metadata": {"name": "t"}, "spec": {"spec": claim({"memory": "1"})["spec"]}}
+    code, _ = await http.post(TEMPLATES, template)
+    assert code == 201
+    code, body = await http.patch(f"{TEMPLATES}/t", {"metadata": {"labels": {"a": "b"}}})
+    assert code == 200, body
+    changed = claim({"a/b/c": "1"})["spec"]
+    code, body = await http.patch(f"{TEMPLATES}/t", {"spec": {"spec": changed}})
+    assert code == 422
+    assert [f for f, _ in causes(body)] == ["spec.spec.devices.requests[0].exactly.capacity.requests", "spec"]
+    assert causes(body)[1][1].endswith(": field is immutable")
+
+
+def slice_(*devices: Obj, **spec: Any) -> Obj:
+    return {"metadata": {"name": "s"}, "spec": {
+        "driver": "gpu.example.com", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        **({"nodeName": "n1"} if "perDeviceNodeSelection" not in spec else {}), **spec,
+        "devices": list(devices)}}
+
+
+def version(text: str) -> Obj:
+    return {"name": "d", "attributes": {"v": {"version": text}}}
+
+
+VERSION = "spec.devices[0].attributes[v].version"
+NINETEEN = "1" * 19
+
+
+@pytest.mark.parametrize(("device", "expected"), both(
+    (version("1.2.3-rc.1+build.5"), [], []),
+    (version(f"{NINETEEN}.0.0"), [],
+     [(VERSION, f'Invalid value: "{NINETEEN}.0.0": must be a string compatible with semver.org spec 2.0.0, '
+                "with at most 18 digits in numbers")]),
+    (version(f"1.0.0-{NINETEEN}"), [],
+     [(VERSION, f'Invalid value: "1.0.0-{NINETEEN}": must be a string compatible with semver.org spec 2.0.0, '
+                "with at most 18 digits in numbers")]),
+    (version("1.0.0-x" + NINETEEN), [], []),  # an identifier with a letter is a string: no limit
+    # Real 1.37 accepts a name with two slashes (its TODO in validateQualifiedName); the
+    # sandbox's 1.37 refuses it (the domain "a/b" is no subdomain): not pinned.
+    ({"name": "d", "attributes": {"a/b/c": {"int": 1}}}, None,
+     [("spec.devices[0].attributes", 'Invalid value: "a/b/c": must not contain more than one slash')]),
+))
+async def test_device_attributes_as_each_release_checks_them(
+        http: Http, device: Obj, expected: list[tuple[str, str]]) -> None:
+    code, body = await http.post(SLICES, slice_(device))
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body
+
+
+def term(value: str) -> Obj:
+    return {"matchExpressions": [{"key": "zone", "operator": "In", "values": [value]}]}
+
+
+@pytest.mark.parametrize(("terms", "expected"), both(
+    ([term("a")], [], []),
+    ([term("a"), term("b")], [],
+     [("spec.devices[0].nodeSelector.nodeSelectorTerms",
+       'Invalid value: [{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["a"]}],"MatchFields":null},'
+       '{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["b"]}],"MatchFields":null}]: '
+       "must have exactly one node selector term")]),
+))
+async def test_a_per_device_node_selector_has_one_term_from_1_38(
+        http: Http, terms: list[Obj], expected: list[tuple[str, str]]) -> None:
+    body_ = slice_({"name": "d", "nodeSelector": {"nodeSelectorTerms": terms}}, perDeviceNodeSelection=True)
+    code, body = await http.post(SLICES, body_)
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body
+
+
+@V138
+async def test_a_slice_update_that_leaves_the_devices_alone_is_not_checked_again(http: Http) -> None:
+    code, _ = await http.post(SLICES, slice_(version("1.0.0")))
+    assert code == 201
+    code, body = await http.patch(f"{SLICES}/s", {"metadata": {"labels": {"a": "b"}}})
+    assert code == 200, body
+    code, body = await http.patch(f"{SLICES}/s", {"spec": {"devices": [version(f"{NINETEEN}.0.0")]}})
+    assert code == 422 and [f for f, _ in causes(body)] == [VERSION]
+
+
+@pytest.mark.parametrize(("kept",), [pytest.param(False, marks=V137, id="1.37"),
+                                     pytest.param(True, marks=V138, id="1.38")])
+async def test_pod_group_preemption_policy_is_kept_from_1_38(http: Http, kept: bool) -> None:
+    """1.38 removed the PodGroupPreemptionPolicy gate (off in 1.37: the field is dropped on create)."""
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "preemptionPolicy": "Never"}}
+    code, created = await http.post(PG, group)
+    assert code == 201, created
+    assert created["spec"].get("preemptionPolicy") == ("Never" if kept else None)
+
+
+@V138
+async def test_version_says_1_38(http: Http) -> None:
+    _, info = await http.get("/version")
+    assert (info["major"], info["minor"]) == ("1", "38")
