@@ -177,3 +177,30 @@ async def test_pod_group_preemption_policy_is_kept_from_1_38(http: Http, kept: b
 async def test_version_says_1_38(http: Http) -> None:
     _, info = await http.get("/version")
     assert (info["major"], info["minor"]) == ("1", "38")
+
+
+def mapping(**fields: Any) -> Obj:
+    return {"name": "d", "capacity": {"memory": {"value": "1Gi"}},
+            "nodeAllocatableResources": {"memory": {"mapping": fields}}}
+
+
+MAPPING = "spec.devices[0].nodeAllocatableResources[memory].mapping"
+
+
+@pytest.mark.parametrize(("device", "expected"), both(
+    (mapping(capacityKey="a/b/c", capacityMultiplier="1"), None,
+     [(f"{MAPPING}.capacityKey", 'Invalid value: "a/b/c": must not contain more than one slash')]),
+    (mapping(capacityKey="memory"),
+     [(f"{MAPPING}.capacityMultiplier", "Required value: capacityMultiplier is required when capacityKey is set")],
+     [(f"{MAPPING}.capacityMultiplier", "Required value: must be set when capacityKey is set")]),
+    (mapping(capacityMultiplier="1", deviceMultiplier="1"),
+     [(f"{MAPPING}.capacityKey", "Required value: capacityKey is required when capacityMultiplier is set")],
+     [(f"{MAPPING}.capacityKey", "Required value: must be set when capacityMultiplier is set")]),
+))
+async def test_a_node_allocatable_mapping_as_each_release_words_it(
+        http: Http, device: Obj, expected: list[tuple[str, str]]) -> None:
+    """1.38 checks capacityKey's format before looking it up; its dependentRequired pair is
+    declarative (beta) there, worded by the generic rule."""
+    code, body = await http.post(SLICES, slice_(device))
+    assert causes(body) == expected
+    assert code == 422, body

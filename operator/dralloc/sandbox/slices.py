@@ -240,25 +240,36 @@ def node_allocatable(resources: Obj, capacities: Obj, path: str, causes: Causes)
 
 def _mapping(mapping: Obj, capacities: Obj, path: str, causes: Causes) -> None:
     key, multiplier, per_device = (mapping.get(f) for f in ("capacityKey", "capacityMultiplier", "deviceMultiplier"))
+    new = drafields.since_138()  # 1.38: the key's format first; the dependentRequired pair declarative (beta)
     if key is not None:
+        key_errors: Causes = []
+        if new and key != "":
+            drafields.qualified_name(key, f"{path}.capacityKey", key_errors)
         if key == "":
             causes.append((f"{path}.capacityKey", 'Invalid value: "": capacityKey must not be an empty string'))
+        elif key_errors:
+            causes.extend(key_errors)
         elif key not in capacities:
             causes.append((f"{path}.capacityKey", f"Not found: {errors.go_value(key)}"))
         if multiplier is None:
-            causes.append((f"{path}.capacityMultiplier", "Required value: capacityMultiplier is required when "
-                                                         "capacityKey is set"))
+            if not new:
+                causes.append((f"{path}.capacityMultiplier", "Required value: capacityMultiplier is required when "
+                                                             "capacityKey is set"))
         else:
             _positive(multiplier, f"{path}.capacityMultiplier", causes)
     if per_device is not None:
         _positive(per_device, f"{path}.deviceMultiplier", causes)
-    if multiplier is not None and key is None:
+    if multiplier is not None and key is None and not new:
         causes.append((f"{path}.capacityKey", "Required value: capacityKey is required when capacityMultiplier is set"))
+    if new and key is not None and multiplier is None:
+        causes.append((f"{path}.capacityMultiplier", "Required value: must be set when capacityKey is set"))
     members = [f for f in ("capacityKey", "deviceMultiplier") if mapping.get(f) is not None]
     if len(members) != 1:  # a union, declaratively: reported after the rules above
         shown = '""' if not members else '"{' + ", ".join(members) + '}"'
         exactly = "exactly " if members else ""
         causes.append((path, f"Invalid value: {shown}: must specify {exactly}one of: `capacityKey`, `deviceMultiplier`"))
+    if new and multiplier is not None and key is None:
+        causes.append((f"{path}.capacityKey", "Required value: must be set when capacityMultiplier is set"))
 
 
 def _positive(text: str, path: str, causes: Causes) -> None:
