@@ -204,3 +204,62 @@ async def test_a_node_allocatable_mapping_as_each_release_words_it(
     code, body = await http.post(SLICES, slice_(device))
     assert causes(body) == expected
     assert code == 422, body
+
+
+WORKLOADS = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads"
+NON_GANG_ALL = 'Invalid value: cannot have "all" disruption mode when scheduling policy is other than "gang"'
+
+
+def pod_group_(**spec: Any) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"basic": {}}, **spec}}
+
+
+@pytest.mark.parametrize(("spec", "expected"), both(
+    ({"disruptionMode": {"all": {}}}, [], [("spec.disruptionMode", NON_GANG_ALL)]),
+    ({"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}}}, [], []),
+))
+async def test_a_pod_group_with_all_disruption_needs_a_gang_from_1_38(
+        http: Http, spec: Obj, expected: list[tuple[str, str]]) -> None:
+    code, body = await http.post(PG, pod_group_(**spec))
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body
+
+
+def template(name: str, **fields: Any) -> Obj:
+    return {"name": name, "schedulingPolicy": {"gang": {"minCount": 1}}, **fields}
+
+
+MULTIPLE_137 = [("spec", "Invalid value: null: detected multiple priority configurations")]
+MULTIPLE_138 = [("spec", "Invalid value: null: all priority, priorityClassName, and preemptionPolicy values must "
+                         "be identical, detected multiple values")]
+
+
+@pytest.mark.parametrize(("templates", "expected"), both(
+    ([template("a", priority=1), template("b", priority=2)], MULTIPLE_137, MULTIPLE_138),
+    # 1.37 drops preemptionPolicy on create (its gate is off): nothing left to differ.
+    ([template("a", preemptionPolicy="Never"), template("b")], [], MULTIPLE_138),
+    ([{"name": "a", "schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}], [],
+     [("spec.podGroupTemplates[0].disruptionMode", NON_GANG_ALL)]),
+))
+async def test_workload_templates_as_each_release_checks_them(
+        http: Http, templates: list[Obj], expected: list[tuple[str, str]]) -> None:
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"podGroupTemplates": templates}}
+    code, body = await http.post(WORKLOADS, workload)
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body
+
+
+@pytest.mark.parametrize(("expected",), [
+    pytest.param([("spec.podGroupTemplates[0].priority",
+                   "Invalid value: 1000000001: must be less than or equal to 1000000000")], marks=V137, id="1.37"),
+    pytest.param([], marks=V138, id="1.38")])
+async def test_a_template_priority_above_the_user_maximum_passes_from_1_38(
+        http: Http, expected: list[tuple[str, str]]) -> None:
+    """1.38 dropped the declarative `maximum` of PodGroup and template priorities."""
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"podGroupTemplates": [template("a", priority=1_000_000_001)]}}
+    code, body = await http.post(WORKLOADS, workload)
+    assert causes(body) == expected
+    assert code == (422 if expected else 201), body

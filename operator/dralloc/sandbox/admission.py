@@ -168,7 +168,7 @@ class Admission:
             causes = disruptionbudgets.validate(new, old, subresource) or (
                 metadata_causes(rt, new) if old is None else [])
         elif rt.group == workloads.GROUP and (checked or not causes):
-            causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource)
+            causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource, self.release)
         elif rt.plural == "nodes" and rt.group == "":
             causes += declared_features_causes(((new.get("status") or {}).get("declaredFeatures")) or [])
         elif rt.storage == "/events" and old is None:

@@ -181,7 +181,8 @@ def _disruption(path: str, new: Obj | None, old: Obj | None, creating: bool, cau
         _union(path, new, ("single", "all"), causes)
 
 
-def _priority_fields(path: str, new: Obj, old: Obj | None, causes: Causes) -> None:
+def _priority_fields(path: str, new: Obj, old: Obj | None, causes: Causes, *, maximum: bool = True) -> None:
+    """`maximum`: 1.37's declarative cap of `priority` (1.38 dropped it)."""
     for field in ("priorityClassName", "priority"):
         value = new.get(field)
         if old is not None:
@@ -189,7 +190,7 @@ def _priority_fields(path: str, new: Obj, old: Obj | None, causes: Causes) -> No
                 causes.append((f"{path}.{field}", _IMMUTABLE))
         elif field == "priorityClassName" and value:
             _invalid(f"{path}.{field}", value, names.dns1123_subdomain(value), causes)
-        elif field == "priority" and value is not None and value > HIGHEST_USER_PRIORITY:
+        elif field == "priority" and maximum and value is not None and value > HIGHEST_USER_PRIORITY:
             causes.append((f"{path}.{field}", f"Invalid value: {value}: must be less than or equal to "
                                               f"{HIGHEST_USER_PRIORITY}"))
 
@@ -226,9 +227,20 @@ def _template_ref(path: str, new: Obj | None, old: Obj | None, creating: bool, c
 
 # ---- PodGroup ---------------------------------------------------------------------------------
 
-def _pod_group_spec(spec: Obj, old: Obj | None, *, alpha: bool = False) -> Causes:
-    causes: Causes = []
+_NON_GANG_ALL = 'Invalid value: cannot have "all" disruption mode when scheduling policy is other than "gang"'
+
+
+def _non_gang_all(path: str, spec: Obj) -> Causes:
+    """1.38: `disruptionMode: {all: {}}` only with a gang scheduling policy (hand-written, on create)."""
+    gang = (spec.get("schedulingPolicy") or {}).get("gang")
+    all_ = isinstance(spec.get("disruptionMode"), dict) and spec["disruptionMode"].get("all") is not None
+    return [(f"{path}.disruptionMode", _NON_GANG_ALL)] if gang is None and all_ else []
+
+
+def _pod_group_spec(spec: Obj, old: Obj | None, *, alpha: bool = False, release: str = "1.37") -> Causes:
+    new = release not in ("1.36", "1.37")
     creating = old is None
+    causes: Causes = _non_gang_all("spec", spec) if new and creating else []
     before = old or {}
     if alpha:
         _template_ref("spec.podGroupTemplateRef", spec.get("podGroupTemplateRef"), before.get("podGroupTemplateRef"),
@@ -241,7 +253,7 @@ def _pod_group_spec(spec: Obj, old: Obj | None, *, alpha: bool = False) -> Cause
                  before.get("schedulingConstraints"), creating, causes)
     _claims("spec.resourceClaims", spec.get("resourceClaims") or [], before.get("resourceClaims"), creating, causes)
     _disruption("spec.disruptionMode", spec.get("disruptionMode"), before.get("disruptionMode"), creating, causes)
-    _priority_fields("spec", spec, old, causes)
+    _priority_fields("spec", spec, old, causes, maximum=not new)
     return causes
 
 
@@ -317,17 +329,25 @@ def _pod_group_status(group: Obj) -> Causes:
 
 # ---- Workload ---------------------------------------------------------------------------------
 
-def _same_priority(templates: list[Obj]) -> bool:
-    return len({(t.get("priorityClassName", ""), t.get("priority")) for t in templates}) <= 1
+def _same_priority(templates: list[Obj], preemption: bool = False) -> bool:
+    return len({(t.get("priorityClassName", ""), t.get("priority"), t.get("preemptionPolicy") if preemption else None)
+                for t in templates}) <= 1
 
 
-def _workload_spec(spec: Obj, old: Obj | None) -> Causes:
+def _workload_spec(spec: Obj, old: Obj | None, release: str = "1.37") -> Causes:
     causes: Causes = []
     creating = old is None
     before = old or {}
     templates: list[Obj] = spec.get("podGroupTemplates") or []
-    if not _same_priority(templates):  # hand-written, before the declarative rules
+    new = release not in ("1.36", "1.37")
+    if not new and not _same_priority(templates):  # hand-written, before the declarative rules
         causes.append(("spec", "Invalid value: null: detected multiple priority configurations"))
+    if new and not _same_priority(templates, preemption=creating):  # 1.38: preemptionPolicy too (not on update)
+        causes.append(("spec", "Invalid value: null: all priority, priorityClassName, and preemptionPolicy values "
+                               "must be identical, detected multiple values"))
+    if new and creating:  # 1.38, hand-written: tolerated on update (both fields are immutable)
+        for i, template in enumerate(templates):
+            causes += _non_gang_all(f"spec.podGroupTemplates[{i}]", template)
     if _changed(spec, before, creating):
         _union("spec", spec, ("podGroupTemplates", "compositePodGroupTemplates"), causes, is_set=bool)
     ref, old_ref = spec.get("controllerRef"), before.get("controllerRef")
@@ -346,11 +366,12 @@ def _workload_spec(spec: Obj, old: Obj | None) -> Causes:
                     _invalid(f"spec.controllerRef.{field}", value, names.path_segment(value), causes)
     old_templates: list[Obj] = before.get("podGroupTemplates") or []
     if _changed(templates, old_templates, creating):
-        _templates(templates, old_templates, creating, causes)
+        _templates(templates, old_templates, creating, causes, maximum=not new)
     return causes
 
 
-def _templates(templates: list[Obj], old_templates: list[Obj], creating: bool, causes: Causes) -> None:
+def _templates(templates: list[Obj], old_templates: list[Obj], creating: bool, causes: Causes, *,
+               maximum: bool = True) -> None:
     path = "spec.podGroupTemplates"
     if _too_many(path, templates, MAX_TEMPLATES, causes):
         return
@@ -385,7 +406,7 @@ def _templates(templates: list[Obj], old_templates: list[Obj], creating: bool, c
                 first, causes)
         _disruption(f"{where}.disruptionMode", template.get("disruptionMode"), before.get("disruptionMode"), first,
                     causes)
-        _priority_fields(where, template, old, causes)
+        _priority_fields(where, template, old, causes, maximum=maximum)
 
 
 # ---- entry points (admission.py) --------------------------------------------------------------
@@ -455,17 +476,18 @@ def schema_causes(causes: Causes) -> Causes:
     return [(path, message) for path, message in causes if not message.startswith("Duplicate value")]
 
 
-def validate(obj: Obj, old: Obj | None, subresource: str) -> Causes:
-    """Causes for one decoded scheduling.k8s.io object (empty when it is fine)."""
+def validate(obj: Obj, old: Obj | None, subresource: str, release: str = "1.37") -> Causes:
+    """Causes for one decoded scheduling.k8s.io object (empty when it is fine), by `release`'s rules."""
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     old_spec = None if old is None else (old.get("spec") or {})
     if kind == "Workload":
-        return _workload_spec(spec, old_spec)
+        return _workload_spec(spec, old_spec, release)
     if kind == "PodGroup":
         if subresource == "status":
             return _pod_group_status(obj)
-        return _pod_group_spec(spec, old_spec, alpha=str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}"))
+        return _pod_group_spec(spec, old_spec, alpha=str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}"),
+                               release=release)
     return []
 
 
