@@ -1,9 +1,11 @@
 """The sandbox running as Kubernetes 1.38 (`ApiServer(kubernetes_version="1.38")`): the DRA and
 PodGroup rules 1.38 changed, each next to what 1.37 (the default) still answers.
 
-The 1.38 answers follow k8s.io/kubernetes v1.38.0-beta.0's pkg/apis/resource/validation and
-k8s.io/api v0.38.0-beta.0's declarative tags (docs/sandbox.md); they were read from the source,
-not recorded from a real 1.38 server.
+The 1.38 answers follow k8s.io/kubernetes v1.38.0-beta.0 (pkg/apis/resource/validation,
+pkg/apis/scheduling/validation, the Priority admission plugin) and k8s.io/api v0.38.0-beta.0's
+declarative tags; every case here was also run against the real servers (the 1.38 ones against
+`e2e/controlplane.py --kube-version 1.38`, v1.38.0-beta.0; the 1.37 ones against 1.37.2) and
+answered the same.
 """
 
 from __future__ import annotations
@@ -162,15 +164,43 @@ async def test_a_slice_update_that_leaves_the_devices_alone_is_not_checked_again
     assert code == 422 and [f for f, _ in causes(body)] == [VERSION]
 
 
-@pytest.mark.parametrize(("kept",), [pytest.param(False, marks=V137, id="1.37"),
-                                     pytest.param(True, marks=V138, id="1.38")])
-async def test_pod_group_preemption_policy_is_kept_from_1_38(http: Http, kept: bool) -> None:
-    """1.38 removed the PodGroupPreemptionPolicy gate (off in 1.37: the field is dropped on create)."""
-    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
-             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "preemptionPolicy": "Never"}}
-    code, created = await http.post(PG, group)
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def preempting_group(**spec: Any) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, **spec}}
+
+
+@pytest.mark.parametrize(("sent", "stored"), [
+    pytest.param("Never", None, marks=V137, id="1.37-dropped"),
+    pytest.param(None, None, marks=V137, id="1.37-unset"),
+    pytest.param(None, "PreemptLowerPriority", marks=V138, id="1.38-from-no-class"),
+    pytest.param("PreemptLowerPriority", "PreemptLowerPriority", marks=V138, id="1.38-matching"),
+])
+async def test_pod_group_preemption_policy_comes_from_the_priority_class_from_1_38(
+        http: Http, sent: str | None, stored: str | None) -> None:
+    """1.38 removed the PodGroupPreemptionPolicy gate (off in 1.37: the field is dropped on create);
+    the Priority admission plugin then sets it from the class (none: PreemptLowerPriority)."""
+    code, created = await http.post(PG, preempting_group(**({"preemptionPolicy": sent} if sent else {})))
     assert code == 201, created
-    assert created["spec"].get("preemptionPolicy") == ("Never" if kept else None)
+    assert created["spec"].get("preemptionPolicy") == stored
+
+
+@V138
+async def test_a_pod_group_preemption_policy_must_match_its_class_in_1_38(http: Http) -> None:
+    code, _ = await http.post(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                                 "metadata": {"name": "batch-never"}, "value": 10,
+                                                 "preemptionPolicy": "Never"})
+    assert code == 201
+    code, created = await http.post(PG, preempting_group(priorityClassName="batch-never"))
+    assert code == 201 and created["spec"]["preemptionPolicy"] == "Never", created
+    code, body = await http.post(PG, preempting_group(preemptionPolicy="Never") | {"metadata": {"name": "h"}})
+    assert code == 403
+    assert body["message"] == (
+        'podgroups.scheduling.k8s.io "h" is forbidden: the string value of PreemptionPolicy (Never) must not be '
+        "provided in pod group spec; priority admission controller computed PreemptLowerPriority from the given "
+        "PriorityClass name")
 
 
 @V138

@@ -165,10 +165,11 @@ def admit_pod(pod: Obj, old: Obj | None, lookup: Lookup | None) -> str:
     return ""
 
 
-def admit_pod_group(group: Obj, lookup: Lookup | None) -> str:
-    """The plugin on a new PodGroup (GenericWorkload on, PodGroupPreemptionPolicy off)."""
+def admit_pod_group(group: Obj, lookup: Lookup | None, *, preemption: bool = False) -> str:
+    """The plugin on a new PodGroup (GenericWorkload on); `preemption`: PodGroupPreemptionPolicy on
+    (1.38, where the gate is gone): the class's preemptionPolicy is set, or must match the group's."""
     spec = group.get("spec") or {}
-    name, priority, _, refusal = establish(spec.get("priorityClassName") or "", lookup)
+    name, priority, policy, refusal = establish(spec.get("priorityClassName") or "", lookup)
     if refusal:
         return refusal
     if spec.get("priority") is not None and spec["priority"] != priority:
@@ -177,4 +178,12 @@ def admit_pod_group(group: Obj, lookup: Lookup | None) -> str:
     spec["priority"] = priority
     if name:
         spec["priorityClassName"] = name
+    if preemption and policy is not None:
+        if policy not in ("PreemptLowerPriority", "Never"):
+            return (f"preemptionPolicy set in the PriorityClass object ({policy}) must match one of the allowed "
+                    "values of PreemptionPolicy type in pod group")
+        if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
+            return (f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in pod "
+                    f"group spec; priority admission controller computed {policy} from the given PriorityClass name")
+        spec["preemptionPolicy"] = policy
     return ""

@@ -446,7 +446,7 @@ def default(obj: Obj, old: Obj | None, lookup: priorities.Lookup | None = None, 
         return
     if old is None:
         obj["status"] = {}
-        refusal = priorities.admit_pod_group(obj, lookup)
+        refusal = priorities.admit_pod_group(obj, lookup, preemption=not gated)
         if refusal:
             raise priorities.forbidden("podgroups", GROUP, (obj.get("metadata") or {}).get("name", ""), refusal)
     for field in ("parentCompositePodGroupName", "preemptionPolicy"):  # CompositePodGroup, PodGroupPreemptionPolicy
