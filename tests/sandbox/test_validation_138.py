@@ -293,3 +293,32 @@ async def test_a_template_priority_above_the_user_maximum_passes_from_1_38(
     code, body = await http.post(WORKLOADS, workload)
     assert causes(body) == expected
     assert code == (422 if expected else 201), body
+
+
+@pytest.mark.parametrize(("message",), [
+    pytest.param("Forbidden: may not be changed in an update.", marks=V137, id="1.37"),
+    pytest.param("Invalid value: 11: field is immutable", marks=V138, id="1.38")])
+async def test_a_priority_class_value_change_as_each_release_words_it(http: Http, message: str) -> None:
+    code, _ = await http.post(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                                 "metadata": {"name": "batch-never"}, "value": 10})
+    assert code == 201
+    code, body = await http.patch(f"{PRIORITY_CLASSES}/batch-never", {"value": 11})
+    assert code == 422 and causes(body) == [("value", message)]
+
+
+CONDITION = {"type": "Ready", "status": "True", "reason": "R", "message": "",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+@V138
+async def test_a_repeated_pod_group_condition_type_is_printed_whole_in_1_38(http: Http) -> None:
+    """1.38 checks the conditions' list-map key declaratively (beta) and prints the whole item.
+    (Real 1.37.2 answers `status.conditions[1]: Duplicate value: "Ready"`; the sandbox's 1.37 puts
+    it on `.type`: not pinned here.)"""
+    expected = [("status.conditions[1]", 'Duplicate value: {"type":"Ready","status":"False","lastTransitionTime":'
+                                         '"2026-01-01T00:00:00Z","reason":"R","message":""}')]
+    code, _ = await http.post(PG, preempting_group())
+    assert code == 201
+    code, body = await http.patch(f"{PG}/g/status", {"status": {"conditions": [
+        CONDITION, dict(CONDITION, status="False")]}})
+    assert code == 422 and causes(body) == expected

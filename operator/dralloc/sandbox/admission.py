@@ -155,7 +155,7 @@ class Admission:
                 labels = self.namespace_labels((new.get("metadata") or {}).get("namespace", ""))
                 causes += dra.admin_access_causes(new, labels)
         elif rt.storage == priorities.STORAGE and (checked or not causes):
-            causes += priorities.validate(new, old)
+            causes += priorities.validate(new, old, self.release)
         elif rt.storage in volumes.STORAGES and (checked or not causes):
             causes = volumes.schema_causes(rt.storage, causes) + volumes.validate(rt.storage, new, old, subresource)
         elif rt.storage == csidrivers.STORAGE and (checked or not causes):

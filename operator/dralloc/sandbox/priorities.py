@@ -66,14 +66,16 @@ def default(obj: Obj) -> None:
     obj.setdefault("preemptionPolicy", DEFAULT_POLICY)
 
 
-def validate(obj: Obj, old: Obj | None) -> Causes:
-    """ValidatePriorityClass on create, ValidatePriorityClassUpdate on update."""
+def validate(obj: Obj, old: Obj | None, release: str = "1.37") -> Causes:
+    """ValidatePriorityClass on create, ValidatePriorityClassUpdate on update (1.38 words a changed
+    `value` as any immutable field)."""
     causes: Causes = []
     value = obj.get("value", 0)
     policy = obj.get("preemptionPolicy")
     if old is not None:
         if value != old.get("value", 0):
-            causes.append(("value", "Forbidden: may not be changed in an update."))
+            causes.append(("value", "Forbidden: may not be changed in an update." if release in ("1.36", "1.37")
+                           else f"Invalid value: {errors.go_value(value)}: field is immutable"))
         if policy != old.get("preemptionPolicy"):
             causes.append(("preemptionPolicy", f"Invalid value: {errors.go_value(policy)}: field is immutable"))
         return causes

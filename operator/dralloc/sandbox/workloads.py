@@ -264,9 +264,12 @@ _MESSAGE_MAX = 32 * 1024
 _STATUSES = ("True", "False", "Unknown")
 
 
-def condition_causes(conditions: list[Obj], path: str) -> Causes:
-    """metav1 ValidateConditions: qualified-name types, unique; status; reason; lastTransitionTime."""
+def condition_causes(conditions: list[Obj], path: str, *, declared_unique: bool = False) -> Causes:
+    """metav1 ValidateConditions: qualified-name types, unique; status; reason; lastTransitionTime.
+    `declared_unique` (1.38: the list-map rule is declarative, beta): a repeated type is reported
+    last, on the item, printing it whole."""
     causes: Causes = []
+    repeated: Causes = []
     seen: set[str] = set()
     for i, condition in enumerate(conditions):
         where = f"{path}[{i}]"
@@ -275,7 +278,9 @@ def condition_causes(conditions: list[Obj], path: str) -> Causes:
             causes.append((f"{where}.type", "Required value: is required"))
         else:
             _invalid(f"{where}.type", kind, names.qualified_name(kind), causes)
-            if kind in seen:
+            if kind in seen and declared_unique:
+                repeated.append((where, f"Duplicate value: {errors.go_json(_go_condition(condition))}"))
+            elif kind in seen:
                 causes.append((f"{where}.type", f"Duplicate value: {errors.go_value(kind)}"))
             seen.add(kind)
         status = condition.get("status", "")
@@ -305,12 +310,23 @@ def condition_causes(conditions: list[Obj], path: str) -> Causes:
                 causes.append((f"{where}.reason", "Too long: may not be more than 1024 bytes"))
         if len(condition.get("message", "")) > _MESSAGE_MAX:
             causes.append((f"{where}.message", f"Too long: may not be more than {_MESSAGE_MAX} bytes"))
-    return causes
+    return causes + repeated
 
 
-def _pod_group_status(group: Obj) -> Causes:
+def _go_condition(condition: Obj) -> Obj:
+    """A metav1.Condition as Go marshals it (struct order; observedGeneration omitted when 0)."""
+    out: Obj = {"type": condition.get("type", ""), "status": condition.get("status", "")}
+    if condition.get("observedGeneration"):
+        out["observedGeneration"] = condition["observedGeneration"]
+    out.update({"lastTransitionTime": condition.get("lastTransitionTime"), "reason": condition.get("reason", ""),
+                "message": condition.get("message", "")})
+    return out
+
+
+def _pod_group_status(group: Obj, release: str = "1.37") -> Causes:
     status = group.get("status") or {}
-    causes = condition_causes(status.get("conditions") or [], "status.conditions")
+    causes = condition_causes(status.get("conditions") or [], "status.conditions",
+                              declared_unique=release not in ("1.36", "1.37"))
     claims = {c.get("name") for c in (group.get("spec") or {}).get("resourceClaims") or []}
     statuses = status.get("resourceClaimStatuses") or []
     for i, entry in enumerate(statuses):
@@ -485,7 +501,7 @@ def validate(obj: Obj, old: Obj | None, subresource: str, release: str = "1.37")
         return _workload_spec(spec, old_spec, release)
     if kind == "PodGroup":
         if subresource == "status":
-            return _pod_group_status(obj)
+            return _pod_group_status(obj, release)
         return _pod_group_spec(spec, old_spec, alpha=str(obj.get("apiVersion", "")).endswith(f"/{ALPHA}"),
                                release=release)
     return []
