@@ -322,3 +322,18 @@ async def test_a_repeated_pod_group_condition_type_is_printed_whole_in_1_38(http
     code, body = await http.patch(f"{PG}/g/status", {"status": {"conditions": [
         CONDITION, dict(CONDITION, status="False")]}})
     assert code == 422 and causes(body) == expected
+
+
+@pytest.mark.parametrize(("expected",), [
+    pytest.param([("spec.devices[0].attributes[s].strings[0]", "Too long: may not be more than 64 bytes"),
+                  ("spec.devices[0].attributes[v].version", 'Invalid value: "x": must be a string compatible with '
+                                                            "semver.org spec 2.0.0")], marks=V137, id="1.37"),
+    pytest.param([("spec.devices[0].attributes[v].version", 'Invalid value: "x": must be a string compatible with '
+                                                            "semver.org spec 2.0.0, with at most 18 digits in numbers"),
+                  ("spec.devices[0].attributes[s].strings[0]", "Too long: may not be more than 64 bytes")],
+                 marks=V138, id="1.38")])
+async def test_a_too_long_strings_item_is_reported_last_in_1_38(http: Http, expected: list[tuple[str, str]]) -> None:
+    """1.38 enforces the `strings` items' maxBytes declaratively (beta): after the hand-written rules."""
+    device = {"name": "d", "attributes": {"s": {"strings": ["x" * 65]}, "v": {"version": "x"}}}
+    code, body = await http.post(SLICES, slice_(device))
+    assert code == 422 and causes(body) == expected

@@ -176,7 +176,7 @@ def _device(dev: Obj, where: str, seen: set[str], causes: Causes, declared: Caus
                               f"capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"))
     for key, value in attrs.items():
         drafields.qualified_name(key, f"{where}.attributes", causes)
-        _attribute(value, f"{where}.attributes[{key}]", causes)
+        _attribute(value, f"{where}.attributes[{key}]", causes, declared)
     for key in caps:
         drafields.qualified_name(key, f"{where}.capacity", causes)
     if old is None or old.get("capacity") != dev.get("capacity"):  # only new or changed capacity is checked
@@ -401,7 +401,8 @@ def _steps(value: quantities.Quantity, low: quantities.Quantity | None, step: qu
     return unit(value) - (unit(low) if low is not None else 0)
 
 
-def _attribute(value: Obj, path: str, causes: Causes) -> None:
+def _attribute(value: Obj, path: str, causes: Causes, declared: Causes | None = None) -> None:
+    """`declared`: where 1.38 reports a too long `strings` item (its declarative maxBytes, beta there)."""
     kinds = [k for k in _ATTRIBUTE_KINDS if k in value]
     if not kinds:
         causes.append((path, f'Invalid value: "": must specify one of: {_ATTRIBUTE_LIST}'))
@@ -415,7 +416,9 @@ def _attribute(value: Obj, path: str, causes: Causes) -> None:
     for j, text in enumerate(values):
         where = f"{path}.{kind}" if single else f"{path}.{kind}[{j}]"
         if len(text) > MAX_STRING_ATTRIBUTE:
-            causes.append((where, f"Too long: may not be more than {MAX_STRING_ATTRIBUTE} bytes"))
+            late = kind == "strings" and declared is not None and drafields.since_138()
+            (declared if late and declared is not None else causes).append(
+                (where, f"Too long: may not be more than {MAX_STRING_ATTRIBUTE} bytes"))
         elif kind in ("version", "versions") and drafields.since_138():
             if not _SEMVER_138.match(text):
                 causes.append((where, f"Invalid value: {errors.go_value(text)}: must be a string compatible with "
