@@ -1,4 +1,4 @@
-"""A real Kubernetes 1.37 control plane on loopback, for `make e2e` and for kubectl.
+"""A real Kubernetes 1.37 (or 1.38) control plane on loopback, for `make e2e` and for kubectl.
 
     python e2e/controlplane.py run -- CMD...   start, run CMD with KUBECONFIG set, stop; CMD's exit code
     python e2e/controlplane.py up              start, print how to reach it, serve until Ctrl-C
@@ -15,6 +15,10 @@ component's log is in <run dir>/logs/ (the last lines are printed when it fails)
 run dir is e2e/run unless `--run-dir` names another: two control planes at once (say a
 benchmark beside the suite) each need their own.
 
+`--kube-version 1.38` runs Kubernetes v1.38.0-beta.0 instead, from e2e/bin-1.38/
+(`e2e/build.sh 1.38`), with 1.38's gates and API versions (KUBE_VERSIONS below); 1.37.2
+stays the default.
+
 There is no kubelet: tests/handlers/realcluster.py keeps the Nodes a test creates Ready
 (Lease heartbeats) and finishes pod deletions on them, and tests write pod phases.
 """
@@ -26,6 +30,7 @@ import atexit
 import base64
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import json
 import os
@@ -70,6 +75,42 @@ RUNTIME_CONFIG = ["resource.k8s.io/v1beta1=true", "resource.k8s.io/v1beta2=true"
 KCM_CONTROLLERS = "*"
 WITHOUT_KCM_DRA_CONTROLLERS = "*,-resourceclaim-controller,-device-taint-eviction-controller"
 
+# Kubernetes 1.38 (v1.38.0-beta.0, `--kube-version 1.38`), from its pkg/features/kube_features.go:
+# DynamicResourceAllocation is gone (GA since 1.34, locked since 1.35; a component refuses a gate it does
+# not know: "unrecognized feature gate", so it may not be named). DRAPartitionableDevices, DRADeviceBindingConditions, DRADeviceTaints
+# and DRADeviceTaintRules are GA and locked on, DRAConsumableCapacity and DRAFractionalCapacityRange GA
+# (not locked yet): naming a locked gate at its default is allowed, so they stay named.
+# TopologyAwareWorkloadScheduling is beta (still off by default). Left off as in 1.37: CompositePodGroup
+# (beta in 1.38, off by default; its scheduling.k8s.io/v1beta1 compositepodgroups are served only with
+# it). PodGroupPreemptionPolicy (alpha in 1.37, never on here) is gone in 1.38: a PodGroup's (and a
+# Workload template's) spec.preemptionPolicy is now always kept, where 1.37 here dropped it.
+FEATURE_GATES_138 = [gate for gate in FEATURE_GATES if gate != "DynamicResourceAllocation"]
+# resource.k8s.io/v1beta1 is removed in 1.38 (APILifecycleRemoved 1.38): a 1.38 kube-apiserver that is
+# not an alpha serves none of its resources, so it is not asked for. v1beta2 (removed in 1.39), v1alpha3
+# (DeviceTaintRule, ResourcePoolStatusRequest) and scheduling.k8s.io/v1beta1 (Workload, PodGroup) are as
+# in 1.37.
+RUNTIME_CONFIG_138 = [entry for entry in RUNTIME_CONFIG if entry != "resource.k8s.io/v1beta1=true"]
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeVersion:
+    """One Kubernetes release this control plane can run: where its binaries are and how to start them."""
+
+    release: str  # "1.37": what --kube-version and E2E_KUBE_VERSION name
+    version: str  # the git version the binaries report
+    bin: pathlib.Path
+    feature_gates: list[str]
+    runtime_config: list[str]
+    build: str  # how to build `bin`
+
+
+KUBE_VERSIONS = {
+    "1.37": KubeVersion("1.37", "v1.37.2", BIN, FEATURE_GATES, RUNTIME_CONFIG, "e2e/build.sh (or make e2e)"),
+    "1.38": KubeVersion("1.38", "v1.38.0-beta.0", HERE / "bin-1.38", FEATURE_GATES_138, RUNTIME_CONFIG_138,
+                        "e2e/build.sh 1.38 (or make e2e-build E2E_KUBE_VERSION=1.38)"),
+}
+DEFAULT_KUBE_VERSION = "1.37"
+
 
 TMP_PREFIX = "dralloc-e2e-"
 
@@ -107,7 +148,9 @@ def _die_with_parent() -> None:
 class ControlPlane:
     def __init__(self, *, kubeconfig: pathlib.Path | None = None, run_dir: pathlib.Path = RUN,
                  verbosity: int = 1, kcm_controllers: str = KCM_CONTROLLERS,
-                 extra_args: dict[str, list[str]] | None = None) -> None:
+                 extra_args: dict[str, list[str]] | None = None, kube_version: str = DEFAULT_KUBE_VERSION) -> None:
+        self.kube = KUBE_VERSIONS[kube_version]
+        self.bin = self.kube.bin
         self.kubeconfig = kubeconfig or run_dir / "kubeconfig"
         self.extra_args = extra_args or {}  # component name -> more flags (a benchmark's rate limits)
         self.verbosity = verbosity
@@ -127,12 +170,12 @@ class ControlPlane:
 
     def start(self) -> ControlPlane:
         for binary in ("etcd", "pki", "kube-apiserver", "kube-scheduler", "kube-controller-manager"):
-            if not (BIN / binary).exists():
-                raise SystemExit(f"e2e: {BIN / binary} is missing: run e2e/build.sh (or make e2e)")
+            if not (self.bin / binary).exists():
+                raise SystemExit(f"e2e: {self.bin / binary} is missing: run {self.kube.build}")
         shutil.rmtree(self.logs, ignore_errors=True)
         self.logs.mkdir(parents=True)
         self.pki.mkdir()
-        subprocess.run([str(BIN / "pki"), "-dir", str(self.pki)], check=True)
+        subprocess.run([str(self.bin / "pki"), "-dir", str(self.pki)], check=True)
         self.token = (self.pki / "admin.token").read_text().strip()
         for user in ("kube-scheduler", "kube-controller-manager"):
             self._write_kubeconfig(self.tmp / f"{user}.kubeconfig", user=user, cert=self.pki / f"{user}.crt",
@@ -144,7 +187,7 @@ class ControlPlane:
                     "-client-url", f"http://127.0.0.1:{self.ports['etcd']}",
                     "-peer-url", f"http://127.0.0.1:{self.ports['etcd-peer']}")
         self._wait("etcd", lambda: self._log_says("etcd", "etcd ready"), 60)
-        gates = ",".join(f"{gate}=true" for gate in FEATURE_GATES)
+        gates = ",".join(f"{gate}=true" for gate in self.kube.feature_gates)
         self._spawn("kube-apiserver", "kube-apiserver",
                     f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
                     "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -162,7 +205,7 @@ class ControlPlane:
                     f"--service-account-signing-key-file={p / 'sa.key'}",
                     "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
                     "--endpoint-reconciler-type=none",  # it refuses a loopback address; no pod needs it
-                    f"--feature-gates={gates}", f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+                    f"--feature-gates={gates}", f"--runtime-config={','.join(self.kube.runtime_config)}",
                     f"--v={self.verbosity}")
         self._wait("kube-apiserver /readyz", functools.partial(self._ok, "/readyz"), 120)
         common = [f"--feature-gates={gates}", "--bind-address=127.0.0.1", "--leader-elect=false",
@@ -209,7 +252,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, binary: str, *args: str) -> None:
         log = (self.logs / f"{name}.log").open("wb")
-        proc = subprocess.Popen([str(BIN / binary), *args, *self.extra_args.get(name, [])], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([str(self.bin / binary), *args, *self.extra_args.get(name, [])], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
         self.procs.append((name, proc))
@@ -296,11 +339,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kcm-controllers", default=KCM_CONTROLLERS,
                         help=f"kube-controller-manager --controllers (default {KCM_CONTROLLERS!r}, KCM's own; "
                         f"{WITHOUT_KCM_DRA_CONTROLLERS!r} leaves the claim lifecycle and taint eviction to dralloc)")
+    parser.add_argument("--kube-version", choices=sorted(KUBE_VERSIONS),
+                        default=os.environ.get("E2E_KUBE_VERSION") or DEFAULT_KUBE_VERSION,
+                        help=f"the Kubernetes release to run (default: $E2E_KUBE_VERSION, else {DEFAULT_KUBE_VERSION}): "
+                        + "; ".join(f"{k.release} is {k.version} from {k.bin.relative_to(HERE.parent)}/"
+                                    for k in KUBE_VERSIONS.values()))
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start, run a command with KUBECONFIG set, stop")
     run.add_argument("cmd", nargs=argparse.REMAINDER)
     sub.add_parser("up", help="start and serve until Ctrl-C")
     args = parser.parse_args(argv)
+    if args.kube_version not in KUBE_VERSIONS:  # from $E2E_KUBE_VERSION, which argparse does not check
+        parser.error(f"--kube-version (E2E_KUBE_VERSION) {args.kube_version!r}: one of {', '.join(sorted(KUBE_VERSIONS))}")
     cmd = [c for c in getattr(args, "cmd", []) if c != "--"] if args.command == "run" else []
     if args.command == "run" and not cmd:
         parser.error("run: give the command after --")
@@ -310,12 +360,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dir = args.run_dir.resolve()
     kubeconfig = (args.kubeconfig or run_dir / "kubeconfig").resolve()
     plane = ControlPlane(kubeconfig=kubeconfig, run_dir=run_dir, verbosity=args.verbosity,
-                         kcm_controllers=args.kcm_controllers)
+                         kcm_controllers=args.kcm_controllers, kube_version=args.kube_version)
     atexit.register(plane.stop)
     started = time.monotonic()
     try:
-        print(f"e2e: starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager (logs: {plane.logs})",
-              flush=True)
+        print(f"e2e: starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager {plane.kube.version}"
+              f" (logs: {plane.logs})", flush=True)
         plane.start()
         print(f"e2e: control plane up in {time.monotonic() - started:.1f} s at {plane.url};"
               f" KUBECONFIG={kubeconfig}", flush=True)
