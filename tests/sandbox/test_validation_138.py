@@ -337,3 +337,18 @@ async def test_a_too_long_strings_item_is_reported_last_in_1_38(http: Http, expe
     device = {"name": "d", "attributes": {"s": {"strings": ["x" * 65]}, "v": {"version": "x"}}}
     code, body = await http.post(SLICES, slice_(device))
     assert code == 422 and causes(body) == expected
+
+
+@V138
+async def test_a_repeated_claim_device_condition_type_prints_the_condition_in_go_order(http: Http) -> None:
+    code, _ = await http.post(CLAIMS, claim())
+    assert code == 201
+    result = {"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d0"}
+    code, body = await http.patch(f"{CLAIMS}/c/status", {"status": {
+        "allocation": {"devices": {"results": [result]}},
+        "devices": [{"driver": "gpu.example.com", "pool": "p", "device": "d0",
+                     "conditions": [CONDITION, dict(CONDITION, status="False")]}]}})
+    assert code == 422 and causes(body) == [(
+        "status.devices[0].conditions[1]",
+        'Duplicate value: {"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z",'
+        '"reason":"R","message":""}')]

@@ -39,6 +39,7 @@ and upstream's wording (`names.py` for name syntax):
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -118,6 +119,26 @@ def metadata_causes(rt: resources.ResourceType, obj: Obj) -> Causes:
     return causes
 
 
+_CONDITION_ITEM = re.compile(r"(^|\.)conditions\[\d+\]$")
+
+
+def _conditions_in_go_order(causes: Causes) -> Causes:
+    """1.38 (the conditions' list-map rule declarative, beta): a repeated condition type prints the
+    whole metav1.Condition in Go's field order."""
+    out: Causes = []
+    for path, message in causes:
+        prefix = "Duplicate value: "
+        if _CONDITION_ITEM.search(path) and message.startswith(prefix + "{"):
+            try:
+                item = json.loads(message[len(prefix):])
+            except ValueError:
+                item = None
+            if isinstance(item, dict):
+                message = prefix + errors.go_json(workloads.go_condition(item))
+        out.append((path, message))
+    return out
+
+
 class Admission:
     """The `store.Admission` the server uses; `validate_schemas=False` skips the OpenAPI check."""
 
@@ -149,6 +170,8 @@ class Admission:
         causes = metadata_causes(rt, new) if old is None else []
         causes += found
         if rt.group == "resource.k8s.io":
+            if self.release not in ("1.36", "1.37"):
+                causes = _conditions_in_go_order(causes)
             if not causes or checked:
                 causes += dra.validate(new, old, subresource, self.release)
             if not causes and old is None and self.namespace_labels is not None:

@@ -279,7 +279,7 @@ def condition_causes(conditions: list[Obj], path: str, *, declared_unique: bool 
         else:
             _invalid(f"{where}.type", kind, names.qualified_name(kind), causes)
             if kind in seen and declared_unique:
-                repeated.append((where, f"Duplicate value: {errors.go_json(_go_condition(condition))}"))
+                repeated.append((where, f"Duplicate value: {errors.go_json(go_condition(condition))}"))
             elif kind in seen:
                 causes.append((f"{where}.type", f"Duplicate value: {errors.go_value(kind)}"))
             seen.add(kind)
@@ -313,7 +313,7 @@ def condition_causes(conditions: list[Obj], path: str, *, declared_unique: bool 
     return causes + repeated
 
 
-def _go_condition(condition: Obj) -> Obj:
+def go_condition(condition: Obj) -> Obj:
     """A metav1.Condition as Go marshals it (struct order; observedGeneration omitted when 0)."""
     out: Obj = {"type": condition.get("type", ""), "status": condition.get("status", "")}
     if condition.get("observedGeneration"):
