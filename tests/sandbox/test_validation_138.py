@@ -352,3 +352,23 @@ async def test_a_repeated_claim_device_condition_type_prints_the_condition_in_go
         "status.devices[0].conditions[1]",
         'Duplicate value: {"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z",'
         '"reason":"R","message":""}')]
+
+
+@pytest.mark.parametrize(("consumed", "expected"), both(
+    ({"memory": "1Gi"}, [], []),
+    ({"a/b/c": "1", "memory": "-1"}, None,
+     [("status.allocation.devices.results[0].consumedCapacity",
+       'Invalid value: "a/b/c": must not contain more than one slash'),
+      ("status.allocation.devices.results[0].consumedCapacity[memory]",
+       'Invalid value: "-1": must be greater than or equal to 0')]),
+))
+async def test_a_results_consumed_capacity_is_checked_from_1_38(
+        http: Http, consumed: Obj, expected: list[tuple[str, str]]) -> None:
+    code, _ = await http.post(CLAIMS, claim())
+    assert code == 201
+    result = {"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d0",
+              "consumedCapacity": consumed}
+    code, body = await http.patch(f"{CLAIMS}/c/status", {"status": {"allocation": {"devices": {
+        "results": [result]}}}})
+    assert causes(body) == expected
+    assert code == (422 if expected else 200), body
