@@ -144,7 +144,7 @@ def test_a_gang_that_cannot_fit_leaves_nothing_reserved_and_every_member_says_wh
     for p in pods:
         wait_for(lambda p=p: _says(apiserver, p, "gang of 3 does not fit"), what=f"{p} says why")
         assert (_scheduled(apiserver, p) or {}).get("reason") == "Unschedulable"
-    (event,) = helpers.events(apiserver, "GangUnfit")
+    (event,) = wait_for(lambda: helpers.events(apiserver, "GangUnfit"), what="the GangUnfit Event")
     assert event["regarding"]["kind"] == "PodGroup" and event["regarding"]["name"] == "big"
     assert "PodGroup" in event["note"] and "gang of 3" in event["note"]
     assert not _allocated(apiserver)
