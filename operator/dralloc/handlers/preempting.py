@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dralloc import metrics
@@ -190,18 +190,30 @@ async def _carry_out(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], v
     metrics.observe_preemption("preempted", len(victims))
     logger.info("pod=%s/%s: nominated to node(s) %s; preempting %d pod(s)", namespace, name, ", ".join(nodes),
                 len(victims))
-    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} on {p.spec.node_name} "
-                       f"(priority {preemption.priority(p)})" for p in victims)
+    listed = _listed(victims)
+    await _post_to_nominated(rt, nominations, "Preempting", "Preempting",
+                             lambda node: f"Nominated to node {node}; removing {len(victims)} lower-priority pod(s) "
+                                          f"to make room: {listed}")
+    return True
+
+
+def _listed(pods_: Sequence[pods.Pod]) -> str:
+    """Pods as an Event names them: namespace/name on node (priority)."""
+    return ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} on {p.spec.node_name} "
+                     f"(priority {preemption.priority(p)})" for p in pods_)
+
+
+async def _post_to_nominated(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], reason: str, action: str,
+                             message: Callable[[str], str]) -> None:
+    """A Normal Event on each nominated pod, its message for the pod's node; a failure is logged only."""
     for pod, node in nominations:
         raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
         try:
-            await rt.events.post(rt.require_session(), regarding=raw, reason="Preempting", type_="Normal",
-                                 action="Preempting",
-                                 message=f"Nominated to node {node}; removing {len(victims)} lower-priority pod(s) "
-                                         f"to make room: {listed}")
+            await rt.events.post(rt.require_session(), regarding=raw, reason=reason, type_="Normal", action=action,
+                                 message=message(node))
         except kube_errors.KubeError as exc:
-            logger.warning("pod=%s/%s: cannot post the Preempting Event: %s", namespace, name, exc)
-    return True
+            logger.warning("pod=%s/%s: cannot post the %s Event: %s", pod.metadata.namespace, pod.metadata.name,
+                           reason, exc)
 
 
 def reservation_of(placer: placement.Placer, members: Sequence[pods.Pod]) -> list[str] | None:
@@ -242,19 +254,11 @@ async def reserve_for_gang(rt: Runtime, nominations: Sequence[tuple[pods.Pod, st
                        ", ".join(nodes), exc)
         return False
     metrics.observe_gang_reservation()
-    listed = ", ".join(f"{p.namespace or 'default'}/{p.metadata.name} on {p.spec.node_name} "
-                       f"(priority {preemption.priority(p)})" for p in waiting_for[:10])
+    listed = _listed(waiting_for[:10])
     more = f" and {len(waiting_for) - 10} more" if len(waiting_for) > 10 else ""
-    for pod, node in nominations:
-        raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-        try:
-            await rt.events.post(rt.require_session(), regarding=raw, reason="NodesReserved", type_="Normal",
-                                 action="Reserving",
-                                 message=f"Nominated to node {node}; {reserved_summary(nodes, why)}; waiting for "
-                                         f"{len(waiting_for)} lower-priority pod(s) there to finish: {listed}{more}")
-        except kube_errors.KubeError as exc:
-            logger.warning("pod=%s/%s: cannot post the NodesReserved Event: %s", pod.metadata.namespace,
-                           pod.metadata.name, exc)
+    await _post_to_nominated(rt, nominations, "NodesReserved", "Reserving",
+                             lambda node: f"Nominated to node {node}; {reserved_summary(nodes, why)}; waiting for "
+                                          f"{len(waiting_for)} lower-priority pod(s) there to finish: {listed}{more}")
     return True
 
 
