@@ -4,11 +4,12 @@
 
 Each case is one selector evaluated on the one device described in the file: a claim whose
 request has the selector, against a slice with that device, run by `oracle/bin/oracle batch`
-(upstream's structured allocator, v0.37.2). The answer is stored as "true" (allocated),
-"false" (unschedulable), "compile: <message>" or "runtime: <message>" (the CEL error as
-upstream words it). With a file of expressions (one a line), those are added first.
+(upstream's structured allocator, v0.37.2) as `upstream`, and by `oracle/bin/oracle-v0.38`
+(v0.38.0-beta.0, Kubernetes 1.38's CEL environment) as `upstream_1_38`. The answer is stored as
+"true" (allocated), "false" (unschedulable), "compile: <message>" or "runtime: <message>" (the
+CEL error as upstream words it). With a file of expressions (one a line), those are added first.
 test_upstream_environment.py then checks dralloc gives the same answer for every case.
-Needs `make oracle`; not run by the tests.
+Needs `make oracle` and `make oracle ORACLE_DRA_VERSION=v0.38`; not run by the tests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 DATA = Path(__file__).with_name("upstream_1_37.json")
 ORACLE = Path(__file__).parents[2] / "oracle" / "bin" / "oracle"
+ORACLE_1_38 = Path(__file__).parents[2] / "oracle" / "bin" / "oracle-v0.38"
 
 
 def vector(device: dict[str, Any], expression: str, index: int) -> dict[str, Any]:
@@ -75,10 +77,11 @@ def main(argv: list[str]) -> None:
     fresh = list(dict.fromkeys(e for e in added if e.strip() and e not in known))
     cases = [{"expression": e} for e in fresh] + data["cases"]
     lines = "".join(json.dumps(vector(data["device"], c["expression"], i)) + "\n" for i, c in enumerate(cases))
-    result = subprocess.run(["nice", "-n", "19", str(ORACLE), "batch"], input=lines, capture_output=True,
-                            text=True, check=True)
-    for case, line in zip(cases, result.stdout.splitlines(), strict=True):
-        case["upstream"] = answer(json.loads(line))
+    for oracle, key in ((ORACLE, "upstream"), (ORACLE_1_38, "upstream_1_38")):
+        result = subprocess.run(["nice", "-n", "19", str(oracle), "batch"], input=lines, capture_output=True,
+                                text=True, check=True)
+        for case, line in zip(cases, result.stdout.splitlines(), strict=True):
+            case[key] = answer(json.loads(line))
     data["cases"] = cases
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 

@@ -1,11 +1,12 @@
-"""dralloc's CEL environment answers as upstream's (Kubernetes 1.37, the allocator's stored
-expressions environment), case by case.
+"""dralloc's CEL environment answers as upstream's (Kubernetes 1.37 and 1.38, the allocator's
+stored expressions environment), case by case.
 
 upstream_1_37.json holds selectors over the IP/CIDR, URLs, Format, sets, optional, strings (format,
 strings.quote), lists-extension and two-variable-comprehension libraries, type errors the
 checker reports at compile time, and runtime errors, each with the answer upstream's
 allocator v0.37.2 gave for it on the file's device (true / false / the compile or runtime
-error message), recorded by refresh_upstream_cases.py from the oracle. Here each is
+error message), and the answer of v0.38.0-beta.0, recorded by refresh_upstream_cases.py from
+the oracles. Here each is
 compiled and evaluated by dralloc, on both engines, and must give the same answer.
 """
 
@@ -35,16 +36,16 @@ KNOWN_DIFFERENCES = {
 }
 
 
-def _device() -> devices.DeviceEnv:
+def _device(*, lazy: bool = False) -> devices.DeviceEnv:
     device = _DATA["device"]
     return devices.device_env(driver=device["driver"], attributes=device["attributes"],
                               capacity={k: Quantity.parse(v) for k, v in device["capacity"].items()},
-                              allow_multiple_allocations=False)
+                              allow_multiple_allocations=False, lazy=lazy)
 
 
-def _answer(compile_selector: Any, expression: str, env: devices.DeviceEnv) -> str:
+def _answer(compile_selector: Any, expression: str, env: devices.DeviceEnv, **options: Any) -> str:
     try:
-        return "true" if compile_selector(expression).evaluate(env) else "false"
+        return "true" if compile_selector(expression, **options).evaluate(env) else "false"
     except selectors.CELCompileError as exc:
         return f"compile: {exc}"
     except selectors.CELRuntimeError as exc:
@@ -67,6 +68,37 @@ def test_same_answer_as_upstream(expression: str, upstream: str) -> None:
     env = _device()
     assert _answer(selectors.compile_selector, expression, env) == upstream
     assert _answer(selectors.compile_reference, expression, env) == upstream
+
+
+# Where 1.38's CEL (cel.dev/cel-go v0.33.2) words an answer otherwise and dralloc does not follow
+# yet (docs/cel.md, "Kubernetes 1.38"): strict xfail, so that a fix shows up.
+_UNDECLARED_1_38 = ("known difference (docs/cel.md, 1.38): cel-go v0.33 words an undeclared reference without "
+                    "\"(in container '')\", suggests near names from its catalog (\"did you mean ...?\") and "
+                    "names a call in an undeclared namespace in full at its parenthesis; dralloc words it as 1.37")
+KNOWN_DIFFERENCES_1_38 = {
+    **KNOWN_DIFFERENCES,
+    'format.validate("x")': _UNDECLARED_1_38,
+    "format": _UNDECLARED_1_38,
+    "format.nope()": _UNDECLARED_1_38,
+}
+
+
+def _params_1_38() -> list[Any]:
+    params = []
+    for case in _DATA["cases"]:
+        expression = case["expression"]
+        marks = ([pytest.mark.xfail(reason=KNOWN_DIFFERENCES_1_38[expression], strict=True)]
+                 if expression in KNOWN_DIFFERENCES_1_38 else [])
+        params.append(pytest.param(expression, case["upstream_1_38"], marks=marks, id=expression[:80]))
+    return params
+
+
+@pytest.mark.parametrize(("expression", "upstream"), _params_1_38())
+def test_same_answer_as_upstream_1_38(expression: str, upstream: str) -> None:
+    """The same at Kubernetes 1.38: its CIDR library version 1, attributes read lazily."""
+    env = _device(lazy=True)
+    assert _answer(selectors.compile_selector, expression, env, cidr_v1=True) == upstream
+    assert _answer(selectors.compile_reference, expression, env, cidr_v1=True) == upstream
 
 
 def test_the_table_covers_each_library() -> None:

@@ -65,7 +65,8 @@ CHANGED_IN_1_38 = {
         "constraint fails on it ('unsupported attribute value') before the search reaches dev-2's CEL error",
     "list-attributes-disabled-dropped-values-fail-selector":
         "CEL reads a device's attributes lazily (cel/compile.go nameToAttributes): an attribute without a "
-        "value fails only an expression that reads it, and `device.driver == ...` does not",
+        "value fails only an expression that reads it, and `device.driver == ...` does not "
+        "(twin: cel-lazy-attribute-not-read-1-38)",
 }
 
 # beyond-* vectors that a later release reproduces: upstream caught up with dralloc.

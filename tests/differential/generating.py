@@ -28,7 +28,9 @@ and cover, with the gates that govern them randomly on or off:
   case: a pool whose first device is shared, one claim of alike adminAccess requests;
 - for 1.37 (`case(seed, "1.37")`, `_with_1_37`): its alpha gates, compatibility groups,
   fractional capacity ranges, skipNodeOperations with the node's declaredFeatures, and
-  derived attributes (with their gate off: refused; on: computed for constraints).
+  derived attributes (with their gate off: refused; on: computed for constraints);
+- for 1.38 (`_with_1_38`): build metadata on versions, values 1.38 cannot convert, plain and
+  qualified names for one attribute, selectors reading them, capacity request names.
 """
 
 from __future__ import annotations
@@ -449,12 +451,65 @@ def _with_1_37(case: dict[str, Any], rng: random.Random) -> None:
                     for name in chosen]
 
 
+# 1.38 (`_with_1_38`): selectors that read what 1.38 reads lazily (an attribute it could not
+# convert fails only an expression that reads it; `has()` on it fails; `in` says false).
+SELECTORS_1_38 = (
+    f'has({GUARDED}.ver)',
+    f'"tags" in {GUARDED}',
+    f'{GUARDED}.?tags.orValue(["none"]).size() > 0',
+    f'"ver" in {GUARDED} && {GUARDED}.ver == semver("2.1.0")',
+    f'{GUARDED}.exists(name, name == "model")',
+    f'{GUARDED}.?model.orValue("") == "y"',
+)
+
+
+def _with_1_38(case: dict[str, Any], rng: random.Random) -> None:
+    """What 1.38 answers differently, added in place with its own random stream: versions with
+    build metadata (equal for semver, as constraint values and list elements), a version that
+    does not parse and an empty list (values 1.38 keeps none of), an attribute published both
+    plain and qualified with different values (the qualified one wins), selectors that read
+    those lazily, and capacity requests named by the driver's domain, named both ways (an
+    error) or negative (an error)."""
+    for s in case["objects"]["resourceSlices"]:
+        driver = s["spec"]["driver"]
+        for d in s["spec"].get("devices") or []:
+            attrs = d.get("attributes")
+            if attrs is None:
+                continue
+            if "ver" in attrs and chance(rng, 0.3):
+                attrs["ver"] = {"version": rng.choice(["2.1.0+b1", "2.1.0+b2", "1.0.0+b1"])}
+            if chance(rng, 0.04):
+                attrs["ver"] = {"version": rng.choice(["1.2.3.4", "01.0.0"])}
+            if chance(rng, 0.04):
+                attrs["tags"] = {"strings": []}
+            if "model" in attrs and chance(rng, 0.06):
+                attrs[f"{driver}/model"] = {"string": "y" if attrs["model"].get("string") == "x" else "x"}
+    for claim in case["objects"]["claims"]:
+        for request in claim["spec"]["devices"].get("requests") or []:
+            body = request.get("exactly") or (request.get("firstAvailable") or [{}])[0]
+            if chance(rng, 0.15):
+                body["selectors"] = [{"cel": {"expression": rng.choice(SELECTORS_1_38)}}]
+            wanted = (body.get("capacity") or {}).get("requests")
+            if not wanted or "memory" not in wanted:
+                continue
+            roll = rng.random()
+            if roll < 0.2:
+                wanted[f"{DRIVERS[0]}/memory"] = wanted.pop("memory")
+            elif roll < 0.25:
+                wanted[f"{DRIVERS[0]}/memory"] = wanted["memory"]
+            elif roll < 0.28:
+                wanted["memory"] = "-1"
+
+
 def case(seed: int, release: str = "1.37") -> dict[str, Any]:
     """One random case in the vector format (no `expect`), named after its seed, for a
-    Kubernetes release (1.36 cases have none of 1.37's fields or gates)."""
+    Kubernetes release (1.36 cases have none of 1.37's fields or gates, 1.37 cases none of
+    what 1.38 answers differently)."""
     generated = _case(seed)
     if release != "1.36":
         _with_1_37(generated, random.Random(seed * 2654435761 + 1))
+    if release == "1.38":
+        _with_1_38(generated, random.Random(seed * 2654435761 + 2))
     return generated
 
 

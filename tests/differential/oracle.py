@@ -86,11 +86,17 @@ def ask(cases: Iterable[dict[str, Any]], *, version: str | None = None, timeout:
         finally:
             proc.stdin.close()
 
+    # stderr is drained while the answers are read: the 1.38 allocator logs every version it
+    # cannot parse there, and a full pipe would stop the oracle mid-batch.
+    errors: list[str] = []
     writer = threading.Thread(target=feed, daemon=True)
+    drainer = threading.Thread(target=lambda: errors.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
     writer.start()
+    drainer.start()
     answers = [json.loads(line) for line in proc.stdout]
     writer.join()
-    err = proc.stderr.read()
+    drainer.join()
+    err = "".join(errors)
     if proc.wait() != 0 or len(answers) != len(lines):
         raise RuntimeError(f"oracle batch: exit {proc.returncode}, {len(answers)} answers for {len(lines)} cases: {err}")
     return answers

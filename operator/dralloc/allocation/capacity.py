@@ -124,7 +124,11 @@ def _resolved_1_38(
     """1.38's name resolution: the device's capacities by qualified name (a qualified entry wins
     over a plain one of the same name), each with the name the slice spells it with, and the
     request's amounts by qualified name; None when the device lacks a requested capacity.
-    Raises CapacityRequestProblem for a capacity requested under both spellings."""
+    Raises CapacityRequestProblem for a capacity of the device requested under both spellings.
+
+    Upstream (resolveCapacityRequests) walks the request map in Go's random order and stops at
+    the first name the device lacks, so with both spellings and a missing capacity it answers
+    either way from one run to the next; dralloc always reports the two spellings."""
     device: dict[str, tuple[str, devices.DeviceCapacity]] = {}
     for name, cap in capacity.items():
         key = qualified(name, driver)
@@ -132,17 +136,19 @@ def _resolved_1_38(
             device[key] = (name, cap)
     wanted: dict[str, Quantity] = {}
     spelled: dict[str, str] = {}
+    lacking = False
     for name, amount in requests.items():
         key = qualified(name, driver)
         if key not in device:
-            return None
+            lacking = True
+            continue
         if key in wanted:
             raise CapacityRequestProblem(
                 f"capacity {_go_quote(key.partition('/')[2])} requested both as {_go_quote(name)} "
                 f"and as {_go_quote(spelled[key])}")
         wanted[key] = amount
         spelled[key] = name
-    return device, wanted
+    return None if lacking else (device, wanted)
 
 
 def _go_quote(text: str) -> str:

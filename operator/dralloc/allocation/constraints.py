@@ -73,7 +73,7 @@ def elements(info: DeviceInfo, attribute: str, *, list_types: bool,
     expression = derived.get(attribute) if derived else None
     found: tuple[str, Any] | None
     if expression is not None:
-        found = selectors.derived_attribute(info, attribute, expression)
+        found = selectors.derived_attribute(info, attribute, expression, lazy=strict)
     else:
         value = info.attributes.get(attribute)
         if value is None:

@@ -61,32 +61,40 @@ class CelView:
 
     `allow_multiple`: the stable variant passes no `allowMultipleAllocations` (it reads
     false). `list_values`: 1.36 with DRAListTypeAttributes off does not convert list values
-    ("unsupported attribute value"); 1.37 does whatever the gate. Results are memoized per
+    ("unsupported attribute value"); 1.37 does whatever the gate. `lazy`: Kubernetes 1.38's
+    CEL, which fails only the expressions that read an attribute it could not convert, where
+    1.36 and 1.37 fail every expression on that device (`dralloc.cel.devices`), and whose
+    CIDR library (version 1) has `isMask()`. Results are memoized per
     view: one device can be seen through several views in one process (tests, simulate
     with --features).
     """
 
     allow_multiple: bool = True
     list_values: bool = True
-    # Which of the four views this is, 0 for the full view: where memos keep what is seen
+    lazy: bool = False
+    # Which of the eight views this is, 0 for the full view: where memos keep what is seen
     # through it, without hashing the view (a dataclass's hash runs Python code).
     index: int = dataclasses.field(init=False, compare=False, repr=False, default=0)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "index", 2 * (not self.allow_multiple) + (not self.list_values))
+        object.__setattr__(self, "index", 4 * self.lazy + 2 * (not self.allow_multiple) + (not self.list_values))
 
 
 FULL_VIEW = CelView()
+VIEWS = 8  # how many CelView.index values there are
 
 
-_VIEWS: dict[tuple[bool, bool], CelView] = {(True, True): FULL_VIEW}  # one instance per view
+_LAZY_FULL_VIEW = CelView(lazy=True)
+# One instance per view.
+_VIEWS: dict[tuple[bool, bool, bool], CelView] = {(True, True, False): FULL_VIEW, (True, True, True): _LAZY_FULL_VIEW}
 
 
 def view_of(features: Features) -> CelView:
-    flags = (features.beyond_stable_channel, features.at_least_1_37 or features.list_type_attributes)
+    flags = (features.beyond_stable_channel, features.at_least_1_37 or features.list_type_attributes,
+             features.release == "1.38")
     view = _VIEWS.get(flags)
     if view is None:
-        view = _VIEWS.setdefault(flags, CelView(allow_multiple=flags[0], list_values=flags[1]))
+        view = _VIEWS.setdefault(flags, CelView(allow_multiple=flags[0], list_values=flags[1], lazy=flags[2]))
     return view
 
 
@@ -132,6 +140,7 @@ def _env(info: DeviceInfo, view: CelView) -> cel_devices.DeviceEnv:
             capacity={name: cap.value for name, cap in info.device.capacity.items()},
             allow_multiple_allocations=info.allow_multiple and view.allow_multiple,
             list_values=view.list_values,
+            lazy=view.lazy,
         )
         info.selector_results[key] = env
     return env
@@ -186,7 +195,7 @@ class _Memo:
 
     def __init__(self, literal: str | None) -> None:
         # By view (CelView.index): DeviceInfo.serial -> True, False or (kind, message) of an error.
-        self.results: tuple[dict[int, Any], ...] = ({}, {}, {}, {})
+        self.results: tuple[dict[int, Any], ...] = tuple({} for _ in range(VIEWS))
         # (view index, what the selector reads of a device: `_alike_key`) -> result, shared by
         # alike devices.
         self.alike: dict[tuple[Any, ...], Any] = {}
@@ -196,8 +205,7 @@ class _Memo:
         self.pending = WEIGH_EVERY - 1  # the first result weighs it at once
 
     def size(self) -> int:
-        results = self.results
-        return len(results[0]) + len(results[1]) + len(results[2]) + len(results[3]) + len(self.alike)
+        return sum(map(len, self.results)) + len(self.alike)
 
 
 def set_cache_limit(expressions: int, results: int | None = None) -> None:
@@ -293,7 +301,13 @@ def _alike_key(info: DeviceInfo, view: CelView, reads: tuple[tuple[str, ...], ..
             return None
         if field == "attributes":
             attribute = info.attributes.get(f"{domain}/{ident}")
-            values.append(None if attribute is None else attribute.kind_and_value())
+            if attribute is None:
+                values.append(None)
+                continue
+            # An attribute without a value (which only 1.38's lazy view lets reach here) is not
+            # an absent one: reading it fails, testing an absent one does not.
+            value = attribute.kind_and_value()
+            values.append(_NO_VALUE if value is None else value)
             continue
         qualified = info.capacity.get(f"{domain}/{ident}")
         short = info.capacity.get(ident) if domain == info.driver and "/" not in ident else None
@@ -306,6 +320,7 @@ def _alike_key(info: DeviceInfo, view: CelView, reads: tuple[tuple[str, ...], ..
 
 
 _CONVERTS = "__converts__"
+_NO_VALUE = "__no_value__"  # in an alike key: the attribute is there without a value
 
 # `device.driver == "name"` is by far the most common class selector; it needs neither the
 # CEL engine nor the device's celpy value, and its meaning is plain string equality (once the
@@ -369,17 +384,17 @@ def _evaluate(info: DeviceInfo, expression: str, view: CelView, memo: _Memo) -> 
     """The selector's result on the device: True, False or (kind, message) of an error."""
     literal = memo.literal
     if literal is not None:
-        # Upstream converts the whole device before it evaluates any selector, so an attribute
-        # it cannot convert (no value, which is what kube-apiserver leaves of a list attribute
-        # written with DRAListTypeAttributes off; a version that does not parse) fails
-        # `device.driver == "..."` as well.
+        # Upstream up to 1.37 converts the whole device before it evaluates any selector, so an
+        # attribute it cannot convert (no value, which is what kube-apiserver leaves of a list
+        # attribute written with DRAListTypeAttributes off; a version that does not parse) fails
+        # `device.driver == "..."` as well. Through 1.38's lazy view every device converts.
         if _converts(info, view):
             return info.driver == literal
         return ("runtime", _conversion_error(info, view))
     from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
 
     try:
-        program = cel_selectors.compile_selector(expression, list_values=view.list_values)
+        program = cel_selectors.compile_selector(expression, list_values=view.list_values, cidr_v1=view.lazy)
     except cel_selectors.CELCompileError as exc:
         return ("compile", str(exc))
     alike = _alike_key(info, view, program.reads) if program.reads is not None else None
@@ -406,20 +421,21 @@ def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, 
     return True
 
 
-def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str, Any]:
+def derived_attribute(info: DeviceInfo, name: str, expression: str, *, lazy: bool = False) -> tuple[str, Any]:
     """The value a request's derived attribute `name` computes for the device, as
     `DeviceAttribute.kind_and_value` gives a published one; memoized per expression and
     device with the selector results (same map, same limits).
 
     Raises InvalidDerivedAttributeError with upstream's words: "compile derived attribute
     NAME failed: ..." or "evaluate derived attribute NAME on device D/P/N failed: ...".
-    Derived attributes exist only in the experimental variant, which shows CEL the whole
-    device (the full view).
+    Derived attributes exist only in the experimental variant (1.38: incubating), which shows
+    CEL the whole device (the full view; `lazy` at 1.38, see CelView).
     """
+    view = _LAZY_FULL_VIEW if lazy else FULL_VIEW
     key = (_DERIVED, expression)
     serial = _serial(info)
     memo = _MEMO.get(key)
-    cached = memo.results[0].get(serial) if memo is not None else None
+    cached = memo.results[view.index].get(serial) if memo is not None else None
     if cached is None:
         from dralloc.cel import derived as cel_derived  # the CEL engine, on first use
         from dralloc.cel import selectors as cel_selectors
@@ -430,12 +446,12 @@ def derived_attribute(info: DeviceInfo, name: str, expression: str) -> tuple[str
             cached = ("compile", str(exc))
         else:
             try:
-                cached = ("value", program.evaluate(_env(info, FULL_VIEW)))
+                cached = ("value", program.evaluate(_env(info, view)))
             except cel_selectors.CELRuntimeError as exc:
                 cached = ("evaluate", str(exc))
         if memo is None:
             memo = _MEMO.setdefault(key, _Memo(None), 0)
-        _remember(key, memo, memo.results[0], serial, cached)
+        _remember(key, memo, memo.results[view.index], serial, cached)
     outcome, detail = cached
     if outcome == "value":
         return cast(tuple[str, Any], detail)

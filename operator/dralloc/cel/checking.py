@@ -53,7 +53,9 @@ class Issue:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, removed: frozenset[str] = frozenset()) -> None:
+        # Functions the release being compiled for does not have (yet).
+        self.removed = removed
         self.issues: list[Issue] = []
 
     def report(self, node: lark.Tree[Any] | lark.Token, message: str) -> None:
@@ -123,7 +125,7 @@ class _Checker:
     def _call(self, node: lark.Tree[Any], name: str, rest: list[lark.Tree[Any] | lark.Token],
               bound: frozenset[str]) -> None:
         # A method called as a function is declared, just without that overload (typecheck).
-        if name not in functions.GLOBAL_FUNCTIONS and name not in functions.MEMBER_FUNCTIONS:
+        if (name not in functions.GLOBAL_FUNCTIONS and name not in functions.MEMBER_FUNCTIONS) or name in self.removed:
             self.report_call(cast(lark.Token, node.children[0]), f"undeclared reference to '{name}' (in container '')")
         for arg in _arguments(rest):
             self.visit(arg, bound)
@@ -186,7 +188,7 @@ class _Checker:
             else:
                 self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
-        if name not in functions.MEMBER_FUNCTIONS and name not in functions.GLOBAL_FUNCTIONS:
+        if (name not in functions.MEMBER_FUNCTIONS and name not in functions.GLOBAL_FUNCTIONS) or name in self.removed:
             self.report_call(token, f"undeclared reference to '{name}' (in container '')")
         self.visit(member, bound)
         for arg in args:
@@ -252,17 +254,20 @@ def _position(node: lark.Tree[Any] | lark.Token) -> tuple[int, int]:
 
 
 def check(tree: lark.Tree[Any], text: str = "", *,
-          result: Callable[[str], str | None] | None = None) -> list[Issue]:
+          result: Callable[[str], str | None] | None = None,
+          removed: frozenset[str] = frozenset()) -> list[Issue]:
     """All compile errors in a parsed selector, in source order.
+
+    `removed`: library functions the release compiled for lacks (undeclared references there).
 
     Name errors first (undeclared references, macro misuse); only a selector without them
     is type-checked (`typecheck`), which needs the source `text` for the positions of
     operators and calls (a tree without positions gets 1:1).
     """
-    checker = _Checker()
+    checker = _Checker(removed)
     checker.visit(tree, frozenset())
     try:
-        kind, problems = typecheck.infer(tree, text, checked=not checker.issues)
+        kind, problems = typecheck.infer(tree, text, checked=not checker.issues, removed=removed)
     except Exception:  # a construct the inference does not expect: never reject for that
         kind, problems = typecheck.UNKNOWN, []
     if checker.issues:

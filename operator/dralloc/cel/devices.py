@@ -10,9 +10,19 @@ that exist.
 
 Attribute values are int, bool, string, version (a `Semver`), and the list
 forms (`ints`, `bools`, `strings`, `versions`). A version that does not parse,
-or an attribute with no value, makes *every* selector fail on this device, as
-upstream's `getAttributeValue` error does; the problem is recorded here and
-raised when a selector is evaluated.
+or an attribute with no value (at 1.38 also an empty list), makes *every* selector fail on this device up to
+Kubernetes 1.37, as upstream's `getAttributeValue` error does; the problem is
+recorded here (`DeviceEnv.error`) and raised when a selector is evaluated.
+1.38 reads attributes lazily (`lazy`; upstream's `nameToAttributes.Find`): such an
+attribute is in its domain map as an error value, so only an expression that
+reads it fails ("attribute v: value is invalid or its type is not supported by
+this version"; `has()` on it too), `"v" in m` is false, and iteration and size()
+still count it. Those devices are evaluated by the celpy program, never the fast
+path (`DeviceEnv.invalid`), which reads only valid values.
+
+A device publishing both `name` and `<driver>/name` gets the qualified value, as
+1.38's conversion keeps it (up to 1.37 upstream kept whichever its map iteration
+reached last; dralloc's constraints always read the qualified one).
 
 Two representations, because the allocator builds one `DeviceEnv` per device
 and usually evaluates a single selector on it:
@@ -35,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
 
 from dralloc.cel import scopes
 
@@ -76,6 +87,23 @@ class DomainMap(celtypes.MapType):
     def get(self, key: Any, default: Any = None) -> Any:
         # Transpiled `device.attributes.foo` reads through get().
         return self[key]
+
+
+def invalid_attribute(ident: str) -> CELEvalError:
+    """The value 1.38 gives an attribute it could not convert: an error for whoever reads it."""
+    return CELEvalError(f"attribute {ident}: value is invalid or its type is not supported by this version")
+
+
+def is_invalid(value: Any) -> bool:
+    """Whether a map value is such an error (`has()` and `in` treat it apart)."""
+    return type(value) is CELEvalError
+
+
+class DomainValues(FastMap):
+    """One domain's id -> value map (`device.attributes[d]`, `device.capacity[d]`).
+
+    A type of its own only so that 1.38's refusal to turn it into a selector's result can be
+    worded ("not implemented": upstream's map proxies have no native form)."""
 
 
 def attribute_value(raw: Mapping[str, Any]) -> Any:
@@ -141,6 +169,10 @@ class DeviceEnv:
     allow_multiple_allocations: bool
     # Set when the device's own data is unusable; every evaluation then fails with it.
     error: str | None = None
+    # Some attribute is an error value read lazily (1.38): evaluate with the celpy program.
+    invalid: bool = False
+    # Seen as Kubernetes 1.38 sees a device (`device_env`'s `lazy`).
+    lazy: bool = False
     attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     capacity: Mapping[str, Mapping[str, Quantity]] = field(default_factory=dict, repr=False)
     _scope: scopes.Scope | None = field(default=None, init=False, repr=False)
@@ -177,7 +209,7 @@ def _type_names() -> scopes.Scope:
 
 def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> DomainMap:
     return DomainMap({
-        celtypes.StringType(domain): FastMap({celtypes.StringType(i): to_cel(v) for i, v in ids.items()})
+        celtypes.StringType(domain): DomainValues({celtypes.StringType(i): to_cel(v) for i, v in ids.items()})
         for domain, ids in domains.items()
     })
 
@@ -186,20 +218,34 @@ def device_env(*, driver: str,
                attributes: Mapping[str, Mapping[str, Any]],
                capacity: Mapping[str, Quantity],
                allow_multiple_allocations: bool,
-               list_values: bool = True) -> DeviceEnv:
+               list_values: bool = True,
+               lazy: bool = False) -> DeviceEnv:
     """Convert a device's attributes and capacity into the value of `device` (`list_values`:
-    see `plain_attribute_value`)."""
+    see `plain_attribute_value`; `lazy`: 1.38's attribute errors, module docstring)."""
     driver = str(driver)
     error: str | None = None
+    invalid = False
     attribute_domains: dict[str, dict[str, Any]] = {}
     # Sorted so that, with several bad attributes, the reported one is stable.
     for name in sorted(attributes):
         domain, ident = split_qualified_name(name, driver)
+        shadowed = "/" not in name and f"{driver}/{name}" in attributes  # the qualified name wins
         try:
             value = plain_attribute_value(attributes[name], list_values=list_values)
+            if lazy and value == ():
+                # 1.38's conversion keeps no value for an empty list (attrValue: len > 0).
+                raise ValueError("unsupported attribute value")
         except ValueError as exc:
-            if error is None:
-                error = f"attribute {name}: {exc}"
+            if lazy:
+                if shadowed:
+                    continue
+                value = invalid_attribute(ident)
+                invalid = True
+            else:
+                if error is None:
+                    error = f"attribute {name}: {exc}"
+                continue
+        if shadowed:
             continue
         ids = attribute_domains.get(domain)
         if ids is None:
@@ -217,6 +263,8 @@ def device_env(*, driver: str,
         driver=driver,
         allow_multiple_allocations=bool(allow_multiple_allocations),
         error=error,
+        invalid=invalid,
+        lazy=lazy,
         attributes=attribute_domains,
         capacity=capacity_domains,
     )

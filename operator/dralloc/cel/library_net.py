@@ -412,6 +412,13 @@ def masked(value: Any) -> CIDR:
     return _cidr(value, "masked").masked()
 
 
+@operators.propagates_errors
+def isMask(value: Any) -> celtypes.BoolType:
+    """CIDR library version 1 (Kubernetes 1.38): no bits set after the prefix length."""
+    prefix = _cidr(value, "isMask")
+    return operators.cel_bool(prefix == prefix.masked())
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "ip": ip,
     "cidr": cidr,
@@ -428,5 +435,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "containsCIDR": containsCIDR,
     "prefixLength": prefixLength,
     "masked": masked,
+    "isMask": isMask,
 }
+# Added by a later version of the library than some releases compile with (`checking.check`'s
+# `removed`): CIDR version 1 came with Kubernetes 1.38.
+CIDR_V1 = frozenset({"isMask"})
 GLOBALS = frozenset({"ip", "cidr", "isIP", "isCIDR", "ip.isCanonical"})

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
 
 from dralloc.cel import operators
 
@@ -56,11 +57,11 @@ class Optional:
     def __repr__(self) -> str:
         return f"optional.of({self._value!r})" if self.has_value else "optional.none()"
 
-    def get(self, field: Any) -> Optional:
+    def get(self, field: Any) -> Optional | CELEvalError:
         """`opt.f` in transpiled code (celpy reads fields with `.get`): optional chaining."""
         return select(self, field)
 
-    def index_of(self, key: Any) -> Optional:
+    def index_of(self, key: Any) -> Optional | CELEvalError:
         """`opt[key]` (operators.index): optional chaining."""
         return index(self, key)
 
@@ -72,7 +73,7 @@ def _fail(function: str, value: Any) -> TypeError:
     return operators.no_such_overload(function, value)
 
 
-def select(target: Any, field: Any) -> Optional:
+def select(target: Any, field: Any) -> Optional | CELEvalError:
     """`target.?field`: the field's value if present, else none (none stays none)."""
     if isinstance(target, Optional):
         if not target.has_value:
@@ -81,13 +82,20 @@ def select(target: Any, field: Any) -> Optional:
     if isinstance(target, Mapping):
         # Domain maps answer every domain (as an empty map), as upstream's mapper does.
         try:
-            return Optional(target[field])
+            found = target[field]
         except KeyError:
             return NONE
+        return _present(found)
     raise TypeError(f"no such overload: {operators.type_name(target)}.?{field}")
 
 
-def index(target: Any, key: Any) -> Optional:
+def _present(found: Any) -> Optional | CELEvalError:
+    # An attribute 1.38 could not convert is an error value: reading it optionally fails too,
+    # as upstream's map reports the error rather than an absent key (`devices.invalid_attribute`).
+    return found if type(found) is CELEvalError else Optional(found)
+
+
+def index(target: Any, key: Any) -> Optional | CELEvalError:
     """`target[?key]`: a map's value or a list's element if there, else none."""
     if isinstance(target, Optional):
         if not target.has_value:
@@ -102,9 +110,10 @@ def index(target: Any, key: Any) -> Optional:
         return Optional(target[position])
     if isinstance(target, Mapping):
         try:
-            return Optional(operators.index(target, key))
+            found = operators.index(target, key)
         except KeyError:
             return NONE
+        return _present(found)
     raise TypeError(f"no such overload: {operators.type_name(target)}[?{operators.type_name(key)}]")
 
 

@@ -39,7 +39,7 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError, Phase1Transpiler, TranspilerTree, result
 
 from dralloc.cel import cost, functions, library_lists, library_optional, operators, scopes
-from dralloc.cel.devices import DomainMap
+from dralloc.cel.devices import DomainMap, is_invalid
 
 # One-variable macros: CEL's own, and the lists extension's `sortBy(x, key)`.
 CEL_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "sortBy"})
@@ -340,7 +340,11 @@ def has(activation: Any, member: Any, field: str) -> Any:
         # Upstream's domain map "finds" every domain (as the empty map).
         return celtypes.BoolType(True)
     if isinstance(value, Mapping):
-        return celtypes.BoolType(field in value)
+        if field not in value:
+            return celtypes.BoolType(False)
+        found: Any = dict.get(cast(dict[str, Any], value), field) if isinstance(value, dict) else None
+        # An attribute 1.38 could not convert: testing it is an error, as reading it is.
+        return found if is_invalid(found) else celtypes.BoolType(True)
     raise TypeError(f"no such overload: has() on {type(value).__name__}")
 
 

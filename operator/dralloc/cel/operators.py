@@ -306,6 +306,9 @@ def _celpy_functions() -> Mapping[str, Callable[..., Any]]:
     return base_functions
 
 
+_ABSENT = object()
+
+
 @propagates_errors
 def contained_in(item: Any, container: Any) -> celtypes.BoolType:
     """`item in container` for lists (element equality) and maps (key presence)."""
@@ -313,10 +316,13 @@ def contained_in(item: Any, container: Any) -> celtypes.BoolType:
         return cel_bool(any(equals_true(item, element) for element in container))
     if isinstance(container, Mapping):
         if isinstance(item, str) and not isinstance(container, celtypes.MessageType):
-            # Fast path for the common string-keyed map; dict.__contains__ never
-            # uses a domain map's default.
-            return cel_bool(dict.__contains__(container, item)
-                                     if isinstance(container, dict) else item in container)
+            # Fast path for the common string-keyed map; dict.get never uses a domain map's
+            # default. A value that is an error is an attribute 1.38 could not convert, which
+            # upstream's map does not report as present (`devices.invalid_attribute`).
+            if isinstance(container, dict):
+                found = dict.get(container, item, _ABSENT)
+                return cel_bool(found is not _ABSENT and type(found) is not CELEvalError)
+            return cel_bool(item in container)
         return cel_bool(_map_lookup(container, item)[0])
     raise TypeError("no such overload")  # as cel-go's dispatch of @in on a non-container
 

@@ -42,11 +42,11 @@ from typing import Any, cast
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, result
 
-from dralloc.cel import checking, compiling, cost, fastpath, lru, quickparse
+from dralloc.cel import checking, compiling, cost, fastpath, library_net, lru, quickparse
 from dralloc.cel.compiling import CELCompileError as CELCompileError  # re-exported: callers catch them here
 from dralloc.cel.compiling import CELError as CELError  # re-exported
 from dralloc.cel.compiling import CELRuntimeError as CELRuntimeError  # re-exported
-from dralloc.cel.devices import DeviceEnv, to_cel
+from dralloc.cel.devices import DeviceEnv, DomainMap, DomainValues, to_cel
 
 
 class CompiledSelector:
@@ -88,7 +88,7 @@ class CompiledSelector:
         if device.error is not None:
             raise CELRuntimeError(device.error, expression=self.expression)
         fast = self._fast
-        if fast is not None:
+        if fast is not None and not device.invalid:  # the fast path reads only valid values
             try:
                 try:
                     value = fast(device)
@@ -110,7 +110,7 @@ class CompiledSelector:
                 return bool(value)
         if isinstance(value, CELEvalError):
             raise CELRuntimeError(compiling.describe_error(value), expression=self.expression) from value
-        converted = _as_bool(value)
+        converted = _as_bool(value, device.lazy)
         if isinstance(converted, bool):
             return converted
         raise CELRuntimeError(converted, expression=self.expression)
@@ -127,6 +127,8 @@ CACHE_EXPRESSIONS = 4096
 CACHE_CHARACTERS = 1 << 20
 _lock = threading.Lock()  # one compilation at a time
 _compiled: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
+# The same for releases before 1.38, of texts that name a function of CIDR library version 1.
+_compiled_cidr_v0: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
 # The extra check of `list_values=False`, by expression text: its error message, "" for none.
 _without_list_values: lru.LRU[str, str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
 
@@ -136,16 +138,23 @@ def set_cache_limit(expressions: int, characters: int | None = None) -> None:
     (default `CACHE_CHARACTERS`); evicts at once what no longer fits."""
     weight = CACHE_CHARACTERS if characters is None else characters
     _compiled.resize(expressions, weight)
+    _compiled_cidr_v0.resize(expressions, weight)
     _without_list_values.resize(expressions, weight)
 
 
-def compile_selector(expression: str, *, list_values: bool = True) -> CompiledSelector:
+def compile_selector(expression: str, *, list_values: bool = True, cidr_v1: bool = False) -> CompiledSelector:
     """Compile (or fetch the already compiled) selector for this exact text.
 
     `list_values=False`: as upstream 1.36 compiles with DRAListTypeAttributes off, which also
     refuses macros over an attribute's value (`checking.ranges_over_attribute_values`).
+    `cidr_v1=False`: as releases before 1.38 compile, whose CIDR library (version 0) lacks
+    `isMask()` (`library_net.CIDR_V1`).
     """
-    compiled = _compile_selector(expression)
+    if not cidr_v1 and any(name in expression for name in library_net.CIDR_V1):
+        # Rare: a separate cache, so that the common case stays one lookup by text.
+        compiled = _compile_selector(expression, _compiled_cidr_v0, library_net.CIDR_V1)
+    else:
+        compiled = _compile_selector(expression)
     if not list_values:
         _check_without_list_values(expression)
     return compiled
@@ -162,32 +171,34 @@ def _check_without_list_values(expression: str) -> None:
         raise CELCompileError(message, expression=expression)
 
 
-def _compile_selector(expression: str) -> CompiledSelector:
-    found = _compiled.get(expression)
+def _compile_selector(expression: str, cache: lru.LRU[str, CompiledSelector | str] | None = None,
+                      removed: frozenset[str] = frozenset()) -> CompiledSelector:
+    cache = _compiled if cache is None else cache
+    found = cache.get(expression)
     if found is None:
         with _lock:
-            found = _compiled.get(expression)  # compiled by another thread meanwhile?
+            found = cache.get(expression)  # compiled by another thread meanwhile?
             if found is None:
                 weight = len(expression)
                 try:
-                    found = _compile_guarded(expression)
+                    found = _compile_guarded(expression, removed)
                 except CELCompileError as exc:
                     found = str(exc)
                     weight += len(found)
-                found = _compiled.setdefault(expression, found, weight)
+                found = cache.setdefault(expression, found, weight)
     if isinstance(found, str):
         raise CELCompileError(found, expression=expression)
     return found
 
 
-def compile_reference(expression: str) -> CompiledSelector:
+def compile_reference(expression: str, *, cidr_v1: bool = False) -> CompiledSelector:
     """The same selector, always evaluated by the celpy program (the fast path's reference)."""
-    return compile_selector(expression)._reference
+    return compile_selector(expression, cidr_v1=cidr_v1)._reference
 
 
-def _compile_guarded(expression: str) -> CompiledSelector:
+def _compile_guarded(expression: str, removed: frozenset[str] = frozenset()) -> CompiledSelector:
     try:
-        return _compile(expression)
+        return _compile(expression, removed)
     except (RecursionError, SyntaxError):
         # Nesting deeper than the parse tree walks (checks, fast path, transpiler) or Python's
         # own compiler can take (`((((...))))` a few hundred deep): an invalid selector, never
@@ -195,7 +206,7 @@ def _compile_guarded(expression: str) -> CompiledSelector:
         raise CELCompileError("compilation failed: expression nested too deeply", expression=expression) from None
 
 
-def _compile(expression: str) -> CompiledSelector:
+def _compile(expression: str, removed: frozenset[str] = frozenset()) -> CompiledSelector:
     if len(expression) > compiling.MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"compilation failed: expression is longer than {compiling.MAX_EXPRESSION_LENGTH} bytes",
@@ -204,11 +215,11 @@ def _compile(expression: str) -> CompiledSelector:
     # The quick parser's tree, when it has one, is celpy's tree; compile errors are
     # still reported from celpy's own parse, which knows the source positions.
     quick = quickparse.parse(expression)
-    if quick is not None and not checking.check(quick, expression):
+    if quick is not None and not checking.check(quick, expression, removed=removed):
         tree, issues = quick, []
     else:
         tree = compiling.parse(expression)
-        issues = checking.check(tree, expression)
+        issues = checking.check(tree, expression, removed=removed)
     if issues:
         raise CELCompileError(compiling.compile_failure(expression, issues), expression=expression)
     try:
@@ -234,9 +245,10 @@ _CONVERSION_ERRORS = {
 }
 
 
-def _as_bool(value: Any) -> bool | str:
+def _as_bool(value: Any, lazy: bool = False) -> bool | str:
     """The selector's result as upstream's DeviceMatches converts it: a bool, or the message of
-    the failure (dyn results reach run time; an optional converts as its value)."""
+    the failure (dyn results reach run time; an optional converts as its value). `lazy`: as
+    1.38, whose attribute and capacity maps are proxies without a native form."""
     from dralloc.cel import library_optional, operators
 
     shown = _result_type(value)
@@ -245,13 +257,15 @@ def _as_bool(value: Any) -> bool | str:
     if isinstance(value, library_optional.Optional):
         if not value.has_value:
             return f"CEL result of type {shown} could not be converted to bool: optional.none() dereference"
-        inner = _as_bool(value.value)
+        inner = _as_bool(value.value, lazy)
         if isinstance(inner, bool):
             return inner
         return f"CEL result of type {shown} could not be converted to bool: {inner.split(': ', 1)[1]}"
     if isinstance(value, celtypes.BoolType):
         return bool(value)
     name = shown
+    if lazy and type(value) in (DomainMap, DomainValues):
+        return f"CEL result of type {name} could not be converted to bool: not implemented"
     detail = _CONVERSION_ERRORS.get(name)
     if detail is None:
         detail = f"type conversion error from '{name.split('.')[-1]}' to 'bool'"

@@ -229,7 +229,8 @@ SIGNATURES: dict[str, list[_Sig]] = _merge(
     _members(IP, {"family": [((), INT)]}),
     _members(CIDR, {"containsIP": [((STRING,), BOOL), ((IP,), BOOL)],
                     "containsCIDR": [((STRING,), BOOL), ((CIDR,), BOOL)],
-                    "prefixLength": [((), INT)], "masked": [((), CIDR)]}),
+                    "prefixLength": [((), INT)], "masked": [((), CIDR)],
+                    "isMask": [((), BOOL)]}),
     {  # Kubernetes' URLs library
         "url": [(None, (STRING,), URL)], "isURL": [(None, (STRING,), BOOL)],
     },
@@ -381,8 +382,10 @@ _LITERALS = {"INT_LIT": INT, "UINT_LIT": UINT, "FLOAT_LIT": DOUBLE, "STRING_LIT"
 
 
 class _Inference:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, removed: frozenset[str] = frozenset()) -> None:
         self.text = text
+        # Functions the release lacks: undeclared (checking reports them), so never an overload error.
+        self.removed = removed
         self.problems: list[Problem] = []
         # Mixed list/map literals: cel-go's AST validator, which runs only after the type
         # check succeeded, so these count only when there are no other problems.
@@ -648,6 +651,8 @@ class _Inference:
                 self._check_format(template, format_list, scope, self.find("(", token))
         else:
             kinds = [self.infer(a, scope) for a in args]
+        if name in self.removed:
+            return UNKNOWN
         result, ok = call_result(name, target, kinds)
         if not ok:
             return self.no_overload(name, _applied(target, kinds), self.find("(", token))
@@ -859,14 +864,15 @@ def _arguments(rest: list[Any]) -> list[lark.Tree[Any]]:
     return [cast(lark.Tree[Any], c) for c in cast(lark.Tree[Any], rest[0]).children]
 
 
-def infer(tree: lark.Tree[Any], text: str, *, checked: bool = True) -> tuple[str, list[Problem]]:
+def infer(tree: lark.Tree[Any], text: str, *, checked: bool = True,
+          removed: frozenset[str] = frozenset()) -> tuple[str, list[Problem]]:
     """The static type of a selector and the type errors in it.
 
     `checked` False: the selector has name errors (undeclared references), which cel-go's
     checker reports together with the type errors; the validators and the program builder,
     which run only after a successful check, are then left out.
     """
-    inference = _Inference(text)
+    inference = _Inference(text, removed)
     kind = inference.infer(tree, {})
     if not checked:
         return kind, inference.problems

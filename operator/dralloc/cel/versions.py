@@ -79,14 +79,16 @@ class Semver:
             raise TypeError(f"no such overload: semver({type(text).__name__})")
         if text == "":
             raise ValueError("Version string empty")
-        core, _, build_text = text.partition("+")
-        core, dash, pre_text = core.partition("-")
-        parts = core.split(".")
+        # blang splits at the first two dots before it looks for "-" and "+": only the third
+        # part holds a prerelease and build ("1.2-a.3" has a bad minor number, not a prerelease).
+        parts = text.split(".", 2)
         if len(parts) != 3:
             raise ValueError("No Major.Minor.Patch elements found")
         major = _parse_number(parts[0], "major")
         minor = _parse_number(parts[1], "minor")
-        patch = _parse_number(parts[2], "patch")
+        core, plus, build_text = parts[2].partition("+")
+        patch_text, dash, pre_text = core.partition("-")
+        patch = _parse_number(patch_text, "patch")
         prerelease: tuple[str, ...] = ()
         if dash:
             prerelease = tuple(pre_text.split("."))
@@ -98,7 +100,7 @@ class Semver:
                 if ident.isdigit() and len(ident) > 1 and ident[0] == "0":
                     raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {_go_quote(ident)}")
         build: tuple[str, ...] = ()
-        if "+" in text:
+        if plus:
             build = tuple(build_text.split("."))
             for ident in build:
                 if ident == "":
