@@ -74,6 +74,9 @@ BEYOND_UPSTREAM_SINCE = {
     "beyond-distinct-attribute-same-request": (
         "1.37", "distinctAttribute compares a device with every device already picked (constraint.go keeps "
         "a list), which is what dralloc does on purpose: at 1.37 this is no longer a difference"),
+    "beyond-share-on-a-device-without-multiple-allocations-is-in-use": (
+        "1.38", "a device without allowMultipleAllocations that an allocated claim holds by a share is in use "
+        "(allocator_stable.go checks deviceCapacityInUse), as dralloc always had it"),
 }
 
 

@@ -23,6 +23,8 @@ result fields, config and node selector, compared by the vector rules), else a
   - *capacity requests in map order*: a request names one capacity both plain and
     qualified (1.38: an error) next to one the device lacks, and upstream, which walks the
     request's map in random order, answers as dralloc in some order;
+  - *no device in two claims*: upstream (1.36/1.37's incubating variant) gives out a device
+    exclusively that an allocated claim holds by a share although the device takes no shares;
   - *counting bound*: upstream runs out of time where dralloc answers "does not fit";
   - *sorted pool and slice order*: upstream's stable channel (which walks pools in map
     order and slices in input order) answered otherwise, and either its incubating channel
@@ -214,6 +216,10 @@ def _explain(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
                 return dataclasses.replace(verdict, deliberate="capacity requests in map order",
                                            detail=f"{verdict.detail}; upstream answers as dralloc in another "
                                                   "order of the request's capacity map")
+    if u == "allocated" and (held := held_twice(case, theirs)) and not held_twice(case, ours):
+        return dataclasses.replace(verdict, deliberate="no device in two claims",
+                                   detail=f"{verdict.detail}; upstream gives out {held}, which an allocated "
+                                          "claim holds by a share although the device takes no shares")
     if u == "allocated" and (broken := distinct_violation(case, theirs)):
         return dataclasses.replace(verdict, deliberate="distinctAttribute across all devices",
                                    detail=f"{verdict.detail}; upstream breaks {broken}")
@@ -537,6 +543,23 @@ def attribute(device: dict[str, Any], driver: str, qualified: str) -> Any:
         return None
     kind, value = next(iter(raw.items()))
     return (kind, tuple(value) if isinstance(value, list) else value)
+
+
+def held_twice(case: dict[str, Any], answer: dict[str, Any]) -> str | None:
+    """A device the answer gives out exclusively that an allocated claim holds by a share
+    (a result with a shareID) although the device does not allow multiple allocations: 1.36's
+    and 1.37's incubating allocator track shared results by share and miss it (1.38 does not)."""
+    index = _device_index(case)
+    shared = {(r["driver"], r["pool"], r["device"])
+              for claim in case["objects"].get("allocatedClaims") or []
+              for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+              if r.get("shareID") and not r.get("adminAccess")}
+    for claim in _results(answer):
+        for r in claim:
+            key = (r["driver"], r["pool"], r["device"])
+            if key in shared and not r.get("adminAccess") and not (index.get(key) or {}).get("allowMultipleAllocations"):
+                return "/".join(key)
+    return None
 
 
 def distinct_violation(case: dict[str, Any], answer: dict[str, Any]) -> str | None:
