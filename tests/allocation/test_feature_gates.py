@@ -169,7 +169,10 @@ class TestKubernetes138:
             Features.from_gates({gate: False}, release="1.38")
         assert str(info.value) == f"cannot set feature gate {gate} to false, feature is locked to true"
         assert Features.from_gates({gate: True}, release="1.38") == Features.from_gates({}, release="1.38")
-        assert Features.from_gates({gate: False}, release="1.37").gates()[gate] is False
+        # DRADeviceBindingConditions (on) depends on DRAResourceClaimDeviceStatus: both go off together.
+        alone = {gate: False} if gate != "DRAResourceClaimDeviceStatus" else {gate: False,
+                                                                              "DRADeviceBindingConditions": False}
+        assert Features.from_gates(alone, release="1.37").gates()[gate] is False
 
     def test_several_locked_gates_are_refused_together(self) -> None:
         """As apimachinery's error aggregate prints several errors."""
@@ -204,3 +207,25 @@ class TestKubernetes138:
         assert (features.variant, features.code) == (variant, code)
         assert features.beyond_stable_channel is True
         assert features.counter_slices_everywhere is False
+
+
+@pytest.mark.parametrize(("release", "gates", "message"), [
+    ("1.38", {"DRAConsumableCapacity": False},
+     "DRAFractionalCapacityRange is enabled, but depends on features that are disabled: [DRAConsumableCapacity]"),
+    ("1.37", {"DRAFractionalCapacityRange": True, "DRAConsumableCapacity": False},
+     "DRAFractionalCapacityRange is enabled, but depends on features that are disabled: [DRAConsumableCapacity]"),
+    ("1.37", {"DRADeviceCompatibilityGroups": True, "DRAPartitionableDevices": False},
+     "DRADeviceCompatibilityGroups is enabled, but depends on features that are disabled: [DRAPartitionableDevices]"),
+])
+def test_a_gate_on_without_one_it_depends_on_is_refused(release: str, gates: dict[str, bool], message: str) -> None:
+    """As kube-scheduler v1.37.2 / v1.38.0-beta.0 refuse --feature-gates (component-base's
+    dependency check; each message read from the real binaries)."""
+    with pytest.raises(errors.UnknownFeatureGateError) as refused:
+        Features.from_gates(gates, release=release)
+    assert str(refused.value) == message
+
+
+def test_turning_off_both_ends_of_a_dependency_is_accepted() -> None:
+    features = Features.from_gates({"DRAConsumableCapacity": False, "DRAFractionalCapacityRange": False},
+                                    release="1.38")
+    assert not features.consumable_capacity and not features.fractional_capacity_range
