@@ -100,6 +100,23 @@ def _request(server: Server, method: str, path: str, body: Obj | None = None,
     return server.request(method, path, body, content_type)
 
 
+def server_release(server: Server) -> tuple[int, int]:
+    """(major, minor) of the API server's release, from GET /version as `dralloc run --kubernetes-version
+    auto` reads it (a minor like "38+" counts as 38): the sandbox's is the one it runs as (1.37 unless its
+    marker says otherwise), `make e2e`'s 1.37 (v1.37.2) or, with E2E_KUBE_VERSION=1.38, 1.38 (v1.38.0-beta.0)."""
+    from tests.handlers import realcluster
+
+    if isinstance(server, realcluster.RealCluster):  # its `request` reads answers as API objects (with a kind)
+        from kubernetes import client as kube_client
+
+        code = kube_client.VersionApi(server.conn.api).get_code()
+        major, minor = code.major, code.minor
+    else:
+        info = _request(server, "GET", "/version")
+        major, minor = info["major"], info["minor"]
+    return int(str(major).rstrip("+")), int(str(minor).rstrip("+"))
+
+
 def set_pod_phase(server: Server, name: str, phase: str, namespace: str | None = None) -> Obj:
     """What the kubelet does when a pod ends: write status.phase."""
     return _request(server, "PATCH", f"/api/v1/namespaces/{_ns(server, namespace)}/pods/{name}/status",

@@ -8,6 +8,18 @@ and the decisive part of the Status message (a substring; the message carries ev
 cause). In `make test` the `apiserver` fixture is the sandbox, under `make e2e`
 (`--e2e-real`) the real server, so a case that drifts on either side fails.
 
+The server's release decides (GET /version, `helpers.server_release`): where
+kube-apiserver v1.38.0-beta.0 (`make e2e E2E_KUBE_VERSION=1.38`) answers otherwise, the
+case also holds its answer (`at_1_38`: causes and message, as observed; the HTTP code
+is the same in every such case), expected from a 1.38 server (#30). 1.38 words some
+errors differently: CEL's undeclared references lose " (in container '')" (a suggestion
+may take its place), semver attributes add "with at most 18 digits in numbers", two
+cases list their causes in another order (their 1.38 message then covers both causes,
+the reworded one included), and an empty CSIStorageCapacity storageClassName is
+Required. Each 1.38 expectation fails on 1.37.2's answer (a CEL one goes on to the end
+of its line, the newline included); the two semver ones of 1.37 are a prefix of 1.38's
+words, and so hold on both, as they did before.
+
 The decisive part is the first cause's message, with two loosenings:
 
 - for CEL selectors only its first line, `compilation failed: ERROR: <input>:L:C:
@@ -30,6 +42,7 @@ from typing import Any
 import pytest
 from kubernetes.dynamic import exceptions as kube_errors
 from tests.handlers.conftest import Cluster, wait_for
+from tests.handlers.helpers import server_release
 
 Obj = dict[str, Any]
 V1 = "resource.k8s.io/v1"
@@ -52,8 +65,16 @@ RESOURCES = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Answer:
+    """kube-apiserver v1.38.0-beta.0's answer to a case where it is not 1.37.2's (the HTTP code is the same)."""
+
+    causes: tuple[tuple[str, str], ...]  # as Case.causes
+    message: str  # as Case.message
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
-    """One object (or update) and kube-apiserver 1.37.2's answer to it."""
+    """One object (or update) and kube-apiserver 1.37.2's answer to it (and 1.38's, where it differs)."""
 
     resource: str  # a key of RESOURCES
     body: Obj  # without metadata.name; "$NAMESPACE" stands for the test's namespace
@@ -67,6 +88,13 @@ class Case:
     query: str = ""  # of the create: "fieldValidation=Strict"
     returns: Obj | None = None  # accepted: what the answer must hold (ABSENT: a field it must not have)
     nodes: tuple[Obj, ...] = ()  # Nodes created first and deleted after, "$NODE" standing for their name
+    at_1_38: Answer | None = None  # what a 1.38 (or later) server answers instead (None: as 1.37.2)
+
+    def expected(self, release: tuple[int, int]) -> tuple[tuple[tuple[str, str], ...], str]:
+        """(causes, message) this case expects from a server of `release`."""
+        if release >= (1, 38) and self.at_1_38 is not None:
+            return self.at_1_38.causes, self.at_1_38.message
+        return self.causes, self.message
 
 
 # ---- objects --------------------------------------------------------------------------------------
@@ -216,12 +244,18 @@ CASES: dict[str, Case] = {
         refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
         message=('Invalid value: "foo.bar == 1": compilation failed: ERROR: <input>:1:1: undeclared '
                  "reference to 'foo' (in container '')"),
+        at_1_38=Answer((("spec.selectors[0].cel.expression", "Invalid"),),
+                       'Invalid value: "foo.bar == 1": compilation failed: ERROR: <input>:1:1: undeclared '
+                       "reference to 'foo'\n"),
     ),
     "class-cel-unknown-function": Case(
         "deviceclasses", device_class("foo(device)"),
         refused=422, causes=(("spec.selectors[0].cel.expression", "Invalid"),),
         message=('Invalid value: "foo(device)": compilation failed: ERROR: <input>:1:4: undeclared reference '
                  "to 'foo' (in container '')"),
+        at_1_38=Answer((("spec.selectors[0].cel.expression", "Invalid"),),
+                       'Invalid value: "foo(device)": compilation failed: ERROR: <input>:1:4: undeclared reference '
+                       "to 'foo'\n"),
     ),
     "class-cel-url-and-format-accepted": Case(
         "deviceclasses", device_class('isURL(device.attributes["dra.net"].endpoint) && '
@@ -610,6 +644,9 @@ CASES: dict[str, Case] = {
         refused=422, causes=(("spec.devices.requests[0].exactly.selectors[0].cel.expression", "Invalid"),),
         message=('Invalid value: "devices.driver == \'x\'": compilation failed: ERROR: <input>:1:1: '
                  "undeclared reference to 'devices' (in container '')"),
+        at_1_38=Answer((("spec.devices.requests[0].exactly.selectors[0].cel.expression", "Invalid"),),
+                       'Invalid value: "devices.driver == \'x\'": compilation failed: ERROR: <input>:1:1: '
+                       "undeclared reference to 'devices' (did you mean 'device'?)\n"),
     ),
     "claim-33-selectors": Case(
         "resourceclaims",
@@ -955,6 +992,9 @@ CASES: dict[str, Case] = {
         "v": {"version": "not-semver"}})),
         refused=422, causes=(("spec.devices[0].attributes[v].version", "Invalid"),),
         message='Invalid value: "not-semver": must be a string compatible with semver.org spec 2.0.0',
+        at_1_38=Answer((("spec.devices[0].attributes[v].version", "Invalid"),),
+                       'Invalid value: "not-semver": must be a string compatible with semver.org spec 2.0.0, '
+                       "with at most 18 digits in numbers"),
     ),
     "slice-string-65": Case(
         "resourceslices", resource_slice(device(attributes={"s": {"string": "x" * 65}})),
@@ -1163,6 +1203,9 @@ CASES: dict[str, Case] = {
         "v": {"versions": ["1.0.0", "x"]}})),
         refused=422, causes=(("spec.devices[0].attributes[v].versions[1]", "Invalid"),),
         message='Invalid value: "x": must be a string compatible with semver.org spec 2.0.0',
+        at_1_38=Answer((("spec.devices[0].attributes[v].versions[1]", "Invalid"),),
+                       'Invalid value: "x": must be a string compatible with semver.org spec 2.0.0, '
+                       "with at most 18 digits in numbers"),
     ),
     # -- DeviceTaintRule ---------------------------------------------------------------------------
     "rule-accepted": Case(
@@ -1584,6 +1627,11 @@ CASES: dict[str, Case] = {
         refused=422, causes=((f"{NODE_ALLOCATABLE}.mapping.capacityKey", "Required"),
                              (f"{NODE_ALLOCATABLE}.mapping", "Invalid")),
         message="Required value: capacityKey is required when capacityMultiplier is set",
+        # 1.38: the other order, and the Required reworded (both causes are pinned, the second being the new words)
+        at_1_38=Answer(((f"{NODE_ALLOCATABLE}.mapping", "Invalid"), (f"{NODE_ALLOCATABLE}.mapping.capacityKey", "Required")),
+                       f'{NODE_ALLOCATABLE}.mapping: Invalid value: "": must specify one of: `capacityKey`, '
+                       f"`deviceMultiplier`, {NODE_ALLOCATABLE}.mapping.capacityKey: Required value: must be set "
+                       "when capacityMultiplier is set]"),
     ),
     "slice-node-allocatable-key-and-device-multiplier": Case(
         "resourceslices", allocatable({"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2",
@@ -1758,10 +1806,12 @@ CASES: dict[str, Case] = {
         returns={"storageClassName": "std", "capacity": "1536Mi", "maximumVolumeSize": "-1",  # only capacity >= 0
                  "nodeTopology": {**ZONE_TOPOLOGY, "matchLabels": ABSENT}},
     ),
-    "storage-capacity-without-storage-class": Case(  # checked as "": an Invalid, not a Required
+    "storage-capacity-without-storage-class": Case(  # 1.37 checks it as "": an Invalid; 1.38: a Required
         "csistoragecapacities", storage_capacity(capacity="1Gi"),
         refused=422, causes=(("storageClassName", "Invalid"),),
         message='storageClassName: Invalid value: "": a lowercase RFC 1123 subdomain must consist of',
+        at_1_38=Answer((("storageClassName", "Required"),),
+                       'CSIStorageCapacity.storage.k8s.io "x" is invalid: storageClassName: Required value'),
     ),
     "storage-capacity-bad-topology-selector": Case(
         "csistoragecapacities", storage_capacity(storageClassName="std", nodeTopology={
@@ -1851,6 +1901,12 @@ CASES: dict[str, Case] = {
         refused=422, causes=(("status.conditions[1]", "Duplicate"), ("status.conditions[1].status", "NotSupported"),
                              ("status.disruptionsAllowed", "Invalid")),
         message='status.conditions[1]: Duplicate value: "X"',
+        # 1.38: the count first, and the duplicate printed whole (both causes pinned, the second being the new words)
+        at_1_38=Answer((("status.disruptionsAllowed", "Invalid"), ("status.conditions[1]", "Duplicate"),
+                        ("status.conditions[1].status", "NotSupported")),
+                       "[status.disruptionsAllowed: Invalid value: -1: must be greater than or equal to 0, "
+                       'status.conditions[1]: Duplicate value: {"type":"X","status":"Maybe",'
+                       '"lastTransitionTime":"2020-01-01T00:00:00Z","reason":"R","message":""}, '),
     ),
     "storage-capacity-may-change": Case(
         "csistoragecapacities", storage_capacity(storageClassName="std", capacity="1Gi", nodeTopology=ZONE_TOPOLOGY),
@@ -1897,6 +1953,7 @@ def test_admission_answers_as_kube_apiserver(apiserver: Cluster, case: Case) -> 
     collection = f"{prefix}/namespaces/{apiserver.namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
     name = case.name if namespaced or not case.name else apiserver.name(case.name)
     node_name = apiserver.name("node")
+    release = server_release(apiserver)
 
     def scoped(obj: Any) -> Any:
         return json.loads(json.dumps(obj).replace("$NAMESPACE", apiserver.namespace).replace("$NODE", node_name))
@@ -1917,10 +1974,11 @@ def test_admission_answers_as_kube_apiserver(apiserver: Cluster, case: Case) -> 
             code, answer = send(apiserver, "PATCH", path, case.update, "application/merge-patch+json")
         assert code == case.refused, answer
         if case.refused:
+            expected_causes, expected_message = case.expected(release)
             assert answer["reason"] == REASONS[case.refused]
             causes = (answer.get("details") or {}).get("causes") or []
-            assert [(c.get("field"), c["reason"].removeprefix("FieldValue")) for c in causes] == list(case.causes)
-            assert scoped(case.message) in answer["message"]
+            assert [(c.get("field"), c["reason"].removeprefix("FieldValue")) for c in causes] == list(expected_causes)
+            assert scoped(expected_message) in answer["message"]
         if case.returns is not None:
             assert holds(answer, case.returns) == [], answer
     finally:
