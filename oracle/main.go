@@ -42,6 +42,7 @@ const usage = `usage:
                                           (bench/workloads.py) first-fit, node by node; summary JSON
                                           on stdout, timing on stderr
   oracle version                          the k8s.io/dynamic-resource-allocation release built in
+  oracle cel-symbols                      (1.38 build) the names cel-go's checker suggests from, JSON
 `
 
 func main() {
@@ -57,6 +58,8 @@ func main() {
 		err = cmdBatch(args)
 	case "first-fit":
 		err = cmdFirstFit(args)
+	case "cel-symbols":
+		err = cmdCelSymbols()
 	case "version":
 		fmt.Printf(`{"dynamicResourceAllocation": %q, "go": %q}`+"\n", draVersion(), runtime.Version())
 	case "-h", "--help", "help":

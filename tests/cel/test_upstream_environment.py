@@ -72,14 +72,8 @@ def test_same_answer_as_upstream(expression: str, upstream: str) -> None:
 
 # Where 1.38's CEL (cel.dev/cel-go v0.33.2) words an answer otherwise and dralloc does not follow
 # yet (docs/cel.md, "Kubernetes 1.38"): strict xfail, so that a fix shows up.
-_UNDECLARED_1_38 = ("known difference (docs/cel.md, 1.38): cel-go v0.33 words an undeclared reference without "
-                    "\"(in container '')\", suggests near names from its catalog (\"did you mean ...?\") and "
-                    "names a call in an undeclared namespace in full at its parenthesis; dralloc words it as 1.37")
 KNOWN_DIFFERENCES_1_38 = {
     **KNOWN_DIFFERENCES,
-    'format.validate("x")': _UNDECLARED_1_38,
-    "format": _UNDECLARED_1_38,
-    "format.nope()": _UNDECLARED_1_38,
 }
 
 

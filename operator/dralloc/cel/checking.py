@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import lark
 
-from dralloc.cel import functions, macros, scopes, typecheck
+from dralloc.cel import functions, macros, scopes, suggestions, typecheck
 
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 # Type names CEL lets an expression mention as values, e.g. `type(x) == int`.
@@ -53,10 +53,32 @@ class Issue:
 
 
 class _Checker:
-    def __init__(self, removed: frozenset[str] = frozenset()) -> None:
+    def __init__(self, removed: frozenset[str] = frozenset(), wording_1_38: bool = False) -> None:
         # Functions the release being compiled for does not have (yet).
         self.removed = removed
+        # Undeclared references worded by 1.38's cel-go (`suggestions`), not 1.37's.
+        self.wording_1_38 = wording_1_38
         self.issues: list[Issue] = []
+
+    def undeclared(self, name: str) -> str:
+        if self.wording_1_38:
+            return suggestions.undeclared(name)
+        return f"undeclared reference to '{name}' (in container '')"
+
+    def _namespace_call(self, member: lark.Tree[Any] | lark.Token, name: str, token: lark.Token,
+                        bound: frozenset[str]) -> bool:
+        """1.38: `ns.f(...)` whose `ns` is no declared name is one error naming `ns.f` at the call,
+        when cel-go's catalog has something near that (else the usual errors, as cel-go does)."""
+        if not self.wording_1_38:
+            return False
+        path = _ident_path(member)
+        if path is None or path.split(".")[0] in bound or path.split(".")[0] in ("device", *_TYPE_NAMES):
+            return False
+        qualified = f"{path}.{name}"
+        if not suggestions.near(qualified):
+            return False
+        self.report_call(token, suggestions.undeclared(qualified))
+        return True
 
     def report(self, node: lark.Tree[Any] | lark.Token, message: str) -> None:
         line, column = _position(node)
@@ -85,12 +107,12 @@ class _Checker:
     def _ident(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
         name = str(cast(lark.Token, node.children[0]).value)
         if name != "device" and name not in bound and name not in _TYPE_NAMES:
-            self.report(node, f"undeclared reference to '{name}' (in container '')")
+            self.report(node, self.undeclared(name))
 
     def _dot_ident(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
         name = str(cast(lark.Token, node.children[0]).value)
         if name != "device":
-            self.report(node, f"undeclared reference to '{name}' (in container '')")
+            self.report(node, self.undeclared(name))
 
     def _dot_ident_arg(self, node: lark.Tree[Any], bound: frozenset[str]) -> None:
         self._call(node, str(cast(lark.Token, node.children[0]).value), node.children[1:], bound)
@@ -126,7 +148,7 @@ class _Checker:
               bound: frozenset[str]) -> None:
         # A method called as a function is declared, just without that overload (typecheck).
         if (name not in functions.GLOBAL_FUNCTIONS and name not in functions.MEMBER_FUNCTIONS) or name in self.removed:
-            self.report_call(cast(lark.Token, node.children[0]), f"undeclared reference to '{name}' (in container '')")
+            self.report_call(cast(lark.Token, node.children[0]), self.undeclared(name))
         for arg in _arguments(rest):
             self.visit(arg, bound)
 
@@ -188,8 +210,12 @@ class _Checker:
             else:
                 self._bind_like(node, name, args, 2, bound, scoped=(1,))
             return
+        if self._namespace_call(member, name, token, bound):
+            for arg in args:
+                self.visit(arg, bound)
+            return
         if (name not in functions.MEMBER_FUNCTIONS and name not in functions.GLOBAL_FUNCTIONS) or name in self.removed:
-            self.report_call(token, f"undeclared reference to '{name}' (in container '')")
+            self.report_call(token, self.undeclared(name))
         self.visit(member, bound)
         for arg in args:
             self.visit(arg, bound)
@@ -236,6 +262,19 @@ def _is_field_selection(node: lark.Tree[Any]) -> bool:
     return inner is not None and inner.data == "member_dot"
 
 
+def _ident_path(node: lark.Tree[Any] | lark.Token) -> str | None:
+    """`a` or `a.b.c` when the node is just identifiers and field selections, else None."""
+    name = macros.simple_ident(node)
+    if name is not None:
+        return name
+    if isinstance(node, lark.Tree) and node.data == "member_dot":
+        base = _ident_path(node.children[0])
+        return None if base is None else f"{base}.{cast(lark.Token, node.children[1]).value}"
+    if isinstance(node, lark.Tree) and len(node.children) == 1 and node.data in ("member", "primary", "expr"):
+        return _ident_path(node.children[0])
+    return None
+
+
 def _is_device(node: lark.Tree[Any] | lark.Token, bound: frozenset[str]) -> bool:
     return macros.simple_ident(node) == "device" and "device" not in bound
 
@@ -255,16 +294,17 @@ def _position(node: lark.Tree[Any] | lark.Token) -> tuple[int, int]:
 
 def check(tree: lark.Tree[Any], text: str = "", *,
           result: Callable[[str], str | None] | None = None,
-          removed: frozenset[str] = frozenset()) -> list[Issue]:
+          removed: frozenset[str] = frozenset(), wording_1_38: bool = False) -> list[Issue]:
     """All compile errors in a parsed selector, in source order.
 
     `removed`: library functions the release compiled for lacks (undeclared references there).
+    `wording_1_38`: undeclared references worded as 1.38's cel-go words them (`suggestions`).
 
     Name errors first (undeclared references, macro misuse); only a selector without them
     is type-checked (`typecheck`), which needs the source `text` for the positions of
     operators and calls (a tree without positions gets 1:1).
     """
-    checker = _Checker(removed)
+    checker = _Checker(removed, wording_1_38)
     checker.visit(tree, frozenset())
     try:
         kind, problems = typecheck.infer(tree, text, checked=not checker.issues, removed=removed)

@@ -129,6 +129,8 @@ _lock = threading.Lock()  # one compilation at a time
 _compiled: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
 # The same for releases before 1.38, of texts that name a function of CIDR library version 1.
 _compiled_cidr_v0: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
+# 1.38's compile errors of texts that name something undeclared (worded by `suggestions`).
+_compiled_1_38_wording: lru.LRU[str, CompiledSelector | str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
 # The extra check of `list_values=False`, by expression text: its error message, "" for none.
 _without_list_values: lru.LRU[str, str] = lru.LRU(CACHE_EXPRESSIONS, CACHE_CHARACTERS)
 
@@ -139,6 +141,7 @@ def set_cache_limit(expressions: int, characters: int | None = None) -> None:
     weight = CACHE_CHARACTERS if characters is None else characters
     _compiled.resize(expressions, weight)
     _compiled_cidr_v0.resize(expressions, weight)
+    _compiled_1_38_wording.resize(expressions, weight)
     _without_list_values.resize(expressions, weight)
 
 
@@ -153,6 +156,14 @@ def compile_selector(expression: str, *, list_values: bool = True, cidr_v1: bool
     if not cidr_v1 and any(name in expression for name in library_net.CIDR_V1):
         # Rare: a separate cache, so that the common case stays one lookup by text.
         compiled = _compile_selector(expression, _compiled_cidr_v0, library_net.CIDR_V1)
+    elif cidr_v1:
+        try:
+            compiled = _compile_selector(expression)
+        except CELCompileError as exc:
+            if "undeclared reference" not in str(exc):
+                raise
+            # 1.38 words undeclared references otherwise (`suggestions`); only the message differs.
+            compiled = _compile_selector(expression, _compiled_1_38_wording, wording_1_38=True)
     else:
         compiled = _compile_selector(expression)
     if not list_values:
@@ -172,7 +183,7 @@ def _check_without_list_values(expression: str) -> None:
 
 
 def _compile_selector(expression: str, cache: lru.LRU[str, CompiledSelector | str] | None = None,
-                      removed: frozenset[str] = frozenset()) -> CompiledSelector:
+                      removed: frozenset[str] = frozenset(), *, wording_1_38: bool = False) -> CompiledSelector:
     cache = _compiled if cache is None else cache
     found = cache.get(expression)
     if found is None:
@@ -181,7 +192,7 @@ def _compile_selector(expression: str, cache: lru.LRU[str, CompiledSelector | st
             if found is None:
                 weight = len(expression)
                 try:
-                    found = _compile_guarded(expression, removed)
+                    found = _compile_guarded(expression, removed, wording_1_38)
                 except CELCompileError as exc:
                     found = str(exc)
                     weight += len(found)
@@ -196,9 +207,10 @@ def compile_reference(expression: str, *, cidr_v1: bool = False) -> CompiledSele
     return compile_selector(expression, cidr_v1=cidr_v1)._reference
 
 
-def _compile_guarded(expression: str, removed: frozenset[str] = frozenset()) -> CompiledSelector:
+def _compile_guarded(expression: str, removed: frozenset[str] = frozenset(),
+                     wording_1_38: bool = False) -> CompiledSelector:
     try:
-        return _compile(expression, removed)
+        return _compile(expression, removed, wording_1_38)
     except (RecursionError, SyntaxError):
         # Nesting deeper than the parse tree walks (checks, fast path, transpiler) or Python's
         # own compiler can take (`((((...))))` a few hundred deep): an invalid selector, never
@@ -206,7 +218,7 @@ def _compile_guarded(expression: str, removed: frozenset[str] = frozenset()) -> 
         raise CELCompileError("compilation failed: expression nested too deeply", expression=expression) from None
 
 
-def _compile(expression: str, removed: frozenset[str] = frozenset()) -> CompiledSelector:
+def _compile(expression: str, removed: frozenset[str] = frozenset(), wording_1_38: bool = False) -> CompiledSelector:
     if len(expression) > compiling.MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"compilation failed: expression is longer than {compiling.MAX_EXPRESSION_LENGTH} bytes",
@@ -215,11 +227,11 @@ def _compile(expression: str, removed: frozenset[str] = frozenset()) -> Compiled
     # The quick parser's tree, when it has one, is celpy's tree; compile errors are
     # still reported from celpy's own parse, which knows the source positions.
     quick = quickparse.parse(expression)
-    if quick is not None and not checking.check(quick, expression, removed=removed):
+    if quick is not None and not checking.check(quick, expression, removed=removed, wording_1_38=wording_1_38):
         tree, issues = quick, []
     else:
         tree = compiling.parse(expression)
-        issues = checking.check(tree, expression, removed=removed)
+        issues = checking.check(tree, expression, removed=removed, wording_1_38=wording_1_38)
     if issues:
         raise CELCompileError(compiling.compile_failure(expression, issues), expression=expression)
     try:
