@@ -236,3 +236,15 @@ def test_a_tenants_gang_is_not_told_how_many_devices_others_leave_free() -> None
                                                  "the gang needs 6 devices, more than are free"),), 0)
     assert unfit.message(3) == "gang of 3 does not fit: the gang needs 6 devices, 4 are free"
     assert unfit.message(3, usage=False) == "gang of 3 does not fit: the gang needs 6 devices, more than are free"
+
+
+def test_an_empty_topology_value_is_a_domain_up_to_1_37_and_none_at_1_38() -> None:
+    """kube-scheduler 1.38's TopologyPlacement skips nodes whose topology label is empty (read in
+    v1.38.0-beta.0's topology_placement.go); 1.37's grouped them in the domain ""."""
+    from dralloc.allocation.gangs import domains_of
+    from dralloc.allocation.pools import NodeView
+
+    nodes = [NodeView("a", {"rack": ""}), NodeView("b", {"rack": "r1"}), NodeView("c", {})]
+    assert {k: [n.name for n in v] for k, v in domains_of(nodes, "rack").items()} == {"": ["a"], "r1": ["b"]}
+    assert {k: [n.name for n in v] for k, v in domains_of(nodes, "rack", empty_is_domain=False).items()} == {
+        "r1": ["b"]}

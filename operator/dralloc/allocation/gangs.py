@@ -135,14 +135,17 @@ class _OutOfSteps(Exception):
     pass
 
 
-def domains_of(nodes: Sequence[NodeView], topology_key: str | None) -> dict[str | None, list[NodeView]]:
-    """Nodes grouped by their value of the topology label; nodes without it are in no domain."""
+def domains_of(nodes: Sequence[NodeView], topology_key: str | None, *,
+               empty_is_domain: bool = True) -> dict[str | None, list[NodeView]]:
+    """Nodes grouped by their value of the topology label; nodes without it are in no domain.
+    `empty_is_domain=False` (kube-scheduler 1.38's TopologyPlacement): nor are nodes whose value
+    is empty, "a node labeling mistake"; 1.37 grouped them in the domain "" like any other."""
     if topology_key is None:
         return {None: list(nodes)}
     found: dict[str | None, list[NodeView]] = {}
     for node in nodes:
         value = node.labels.get(topology_key)
-        if value is not None:
+        if value is not None and (value or empty_is_domain):
             found.setdefault(value, []).append(node)
     return found
 
@@ -177,7 +180,7 @@ def place_gang(
                      node_holds=node_holds, members_allow=members_allow, allocate_budget=allocate_budget)
     free_of: dict[str, int] = {}
     search.free_of = free_of
-    groups = domains_of(nodes, topology_key)
+    groups = domains_of(nodes, topology_key, empty_is_domain=features.release != "1.38")
 
     # Free devices per node: the same for every gang decided against this snapshot (kept in its memo),
     # looked up once per node and decision.
