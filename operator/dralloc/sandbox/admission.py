@@ -184,7 +184,7 @@ class Admission:
         elif rt.storage == csidrivers.STORAGE and (checked or not causes):
             causes = csidrivers.schema_causes(causes) + csidrivers.validate(new, old)
         elif rt.storage == storagecapacities.STORAGE and (checked or not causes):
-            causes += storagecapacities.validate(new, old)
+            causes += storagecapacities.validate(new, old, self.release)
         elif rt.storage == disruptionbudgets.STORAGE and (checked or not causes):
             # The strategy's checks first; the generic ones of the metadata only when those pass (the
             # decoder's list-map check of conditions is the strategy's, worded its own way).

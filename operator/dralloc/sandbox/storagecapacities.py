@@ -107,14 +107,19 @@ def _negative(value: Any) -> str | None:
     return str(parsed)
 
 
-def validate(capacity: Obj, old: Obj | None) -> Causes:
+def validate(capacity: Obj, old: Obj | None, release: str = "1.37") -> Causes:
     """ValidateCSIStorageCapacity (after the name, which admission checks for every kind), and
-    on update ValidateCSIStorageCapacityUpdate's immutable fields after it."""
+    on update ValidateCSIStorageCapacityUpdate's immutable fields after it. 1.38 says a missing or
+    empty `storageClassName` is Required (checked against v1.38.0-beta.0); 1.37 that "" is no
+    DNS subdomain."""
     allow = old is not None and bool(_selector_causes(old.get("nodeTopology"), allow_invalid_values=False))
     causes = _selector_causes(capacity.get("nodeTopology"), allow_invalid_values=allow)
     class_name = capacity.get("storageClassName", "")
-    causes += [("storageClassName", f"Invalid value: {errors.go_value(class_name)}: {detail}")
-               for detail in names.dns1123_subdomain(str(class_name))]
+    if not class_name and release not in ("1.36", "1.37"):
+        causes.append(("storageClassName", "Required value"))
+    else:
+        causes += [("storageClassName", f"Invalid value: {errors.go_value(class_name)}: {detail}")
+                   for detail in names.dns1123_subdomain(str(class_name))]
     shown = _negative(capacity.get("capacity"))
     if shown is not None:
         causes.append(("capacity", f"Invalid value: {errors.go_quote(shown)}: {NEGATIVE}"))
