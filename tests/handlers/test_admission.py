@@ -1945,10 +1945,7 @@ def send(server: Cluster, method: str, path: str, body: Obj, content_type: str) 
 
 
 # Where the sandbox running as 1.38 does not yet answer as kube-apiserver v1.38.0-beta.0 did (#30).
-SANDBOX_1_38_GAPS = {
-    "pdb-status-counts-not-negative": "the sandbox's 1.38 keeps 1.37's order of a PDB status's causes and "
-                                      "prints a duplicate condition by its type, not whole",
-}
+SANDBOX_1_38_GAPS: dict[str, str] = {}
 
 
 def _sandbox_1_38_params() -> list[Any]:

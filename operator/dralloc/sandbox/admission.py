@@ -188,7 +188,7 @@ class Admission:
         elif rt.storage == disruptionbudgets.STORAGE and (checked or not causes):
             # The strategy's checks first; the generic ones of the metadata only when those pass (the
             # decoder's list-map check of conditions is the strategy's, worded its own way).
-            causes = disruptionbudgets.validate(new, old, subresource) or (
+            causes = disruptionbudgets.validate(new, old, subresource, self.release) or (
                 metadata_causes(rt, new) if old is None else [])
         elif rt.group == workloads.GROUP and (checked or not causes):
             causes = workloads.schema_causes(causes) + workloads.validate(new, old, subresource, self.release)

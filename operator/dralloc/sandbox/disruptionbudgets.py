@@ -211,8 +211,10 @@ def spec_causes(spec: Obj, old_spec: Obj | None = None) -> Causes:
     return causes
 
 
-def condition_causes(conditions: list[Any], path: str) -> Causes:
-    """metav1 ValidateConditions: a repeated type first (at the item), then each condition's fields."""
+def condition_causes(conditions: list[Any], path: str, *, whole_duplicates: bool = False) -> Causes:
+    """metav1 ValidateConditions: a repeated type first (at the item), then each condition's fields.
+    `whole_duplicates` (kube-apiserver 1.38 on a PDB's status): the repeated condition is printed
+    whole, as Go's JSON of metav1.Condition, not by its type."""
     causes: Causes = []
     seen: set[str] = set()
     for i, condition in enumerate(conditions):
@@ -220,7 +222,8 @@ def condition_causes(conditions: list[Any], path: str) -> Causes:
         condition = condition if isinstance(condition, dict) else {}
         kind = str(condition.get("type") or "")
         if kind in seen:
-            causes.append((where, f"Duplicate value: {errors.go_value(kind)}"))
+            shown = errors.go_json(_as_condition(condition)) if whole_duplicates else errors.go_value(kind)
+            causes.append((where, f"Duplicate value: {shown}"))
         seen.add(kind)
         if not kind:
             causes.append((f"{where}.type", "Required value: is required"))
@@ -252,22 +255,36 @@ def condition_causes(conditions: list[Any], path: str) -> Causes:
     return causes
 
 
-def status_causes(status: Obj) -> Causes:
-    """ValidatePodDisruptionBudgetStatusUpdate for policy/v1."""
+def _as_condition(condition: Obj) -> dict[str, Any]:
+    """metav1.Condition's fields in Go's order (observedGeneration omitted when 0)."""
+    shown: dict[str, Any] = {"type": condition.get("type") or "", "status": condition.get("status") or ""}
+    if condition.get("observedGeneration"):
+        shown["observedGeneration"] = condition["observedGeneration"]
+    shown |= {"lastTransitionTime": condition.get("lastTransitionTime") or None,
+              "reason": condition.get("reason") or "", "message": condition.get("message") or ""}
+    return shown
+
+
+def status_causes(status: Obj, release: str = "1.37") -> Causes:
+    """ValidatePodDisruptionBudgetStatusUpdate for policy/v1. 1.38 checks the counts before the
+    conditions and prints a repeated condition whole (checked against v1.38.0-beta.0)."""
     conditions = status.get("conditions")
-    causes = condition_causes(conditions, "status.conditions") if isinstance(conditions, list) else []
+    since_138 = release not in ("1.36", "1.37")
+    causes = (condition_causes(conditions, "status.conditions", whole_duplicates=since_138)
+              if isinstance(conditions, list) else [])
+    counts: Causes = []
     for field in COUNTS:
         value = status.get(field) or 0
         if isinstance(value, int) and value < 0:
-            causes.append((f"status.{field}", f"Invalid value: {value}: {NEGATIVE}"))
-    return causes
+            counts.append((f"status.{field}", f"Invalid value: {value}: {NEGATIVE}"))
+    return counts + causes if since_138 else causes + counts
 
 
-def validate(pdb: Obj, old: Obj | None, subresource: str) -> Causes:
+def validate(pdb: Obj, old: Obj | None, subresource: str, release: str = "1.37") -> Causes:
     """The strategy's Validate / ValidateUpdate, or the status strategy's on `/status`."""
     if subresource == "status":
         status = pdb.get("status")
-        return status_causes(status) if isinstance(status, dict) else []
+        return status_causes(status, release) if isinstance(status, dict) else []
     spec = pdb.get("spec")
     if not isinstance(spec, dict):
         return []
