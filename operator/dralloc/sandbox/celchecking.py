@@ -34,7 +34,6 @@ from typing import Any, cast
 
 import lark
 
-from dralloc.cel import suggestions
 from dralloc.sandbox import celenv
 
 _LITERALS = {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
@@ -117,13 +116,6 @@ def _end(node: Any) -> int:
 
 
 class Checker:
-    wording_1_38 = False
-
-    def undeclared(self, name: str) -> str:
-        if self.wording_1_38:
-            return suggestions.undeclared(name)
-        return f"undeclared reference to '{name}' (in container '')"
-
     def __init__(self, source: str) -> None:
         self.source = source
         self.issues: list[Issue] = []
@@ -206,7 +198,7 @@ class Checker:
             return celenv.DEVICE
         if name in celenv.TYPE_NAMES:
             return "type"
-        return self.report(_start(node), self.undeclared(name))
+        return self.report(_start(node), f"undeclared reference to '{name}' (in container '')")
 
     _dot_ident = _ident
 
@@ -293,7 +285,7 @@ class Checker:
             # A method called as a function is declared, just without such an overload (cel-go).
             overloads = []
         if overloads is None:
-            return self.report(self.position(node), self.undeclared(name))
+            return self.report(self.position(node), f"undeclared reference to '{name}' (in container '')")
         for params, result in overloads:
             if len(params) == len(kinds) and all(_matches(p, k) for p, k in zip(params, kinds, strict=True)):
                 return result
@@ -315,7 +307,7 @@ class Checker:
         kinds = [self.infer(a, env) for a in args]
         methods = celenv.METHODS.get(name)
         if methods is None:
-            return self.report(self.position(node), self.undeclared(name))
+            return self.report(self.position(node), f"undeclared reference to '{name}' (in container '')")
         for receiver, params, result in methods:
             if _matches(receiver, kind) and len(params) == len(kinds) and all(
                     _matches(p, k) for p, k in zip(params, kinds, strict=True)):
@@ -434,10 +426,8 @@ def _simple_ident(node: Any) -> str | None:
     return None
 
 
-def check(source: str, tree: Node, *, wording_1_38: bool = False) -> tuple[list[Issue], str]:
-    """The compile errors of a parsed selector in source order, and its result type.
-    `wording_1_38`: undeclared references as 1.38's cel-go words them (`dralloc.cel.suggestions`)."""
+def check(source: str, tree: Node) -> tuple[list[Issue], str]:
+    """The compile errors of a parsed selector in source order, and its result type."""
     checker = Checker(source)
-    checker.wording_1_38 = wording_1_38
     result = checker.infer(tree, {})
     return sorted(checker.issues, key=lambda issue: issue.index), result

@@ -148,11 +148,10 @@ def _derivable(result: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def compile_error(expression: str, derived: bool = False, *, wording_1_38: bool = False) -> str | None:
+def compile_error(expression: str, derived: bool = False) -> str | None:
     """None when the expression compiles, else upstream's detail: `compilation failed: ERROR: ...`,
     or `must evaluate to bool ...` for one that compiles to something else than a bool; a
-    derived attribute's expression (`derived`) must yield a scalar or a list of scalars instead.
-    `wording_1_38`: kube-apiserver 1.38's wording of undeclared references (cel-go v0.33)."""
+    derived attribute's expression (`derived`) must yield a scalar or a list of scalars instead."""
     if not expression:
         # cel-go places the error of an empty source at column 0, and has no line to show.
         return ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' "
@@ -168,7 +167,7 @@ def compile_error(expression: str, derived: bool = False, *, wording_1_38: bool 
     except RecursionError:
         return "compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded"
     try:
-        found, result = celchecking.check(expression, tree, wording_1_38=wording_1_38)
+        found, result = celchecking.check(expression, tree)
     except RecursionError:
         return None  # too deep to walk here; upstream's own limits decide
     if found:

@@ -71,7 +71,7 @@ def _selectors(selectors: Any, path: str, causes: Causes) -> None:
         where = f"{path}[{i}].cel.expression"
         if len(expr) > MAX_CEL_LENGTH:
             causes.append((where, f"Too long: may not be more than {MAX_CEL_LENGTH} bytes"))
-        elif (err := celerrors.compile_error(expr, wording_1_38=drafields.since_138())) is not None:
+        elif (err := celerrors.compile_error(expr)) is not None:
             causes.append((where, f"Invalid value: {errors.go_value(expr)}: {err}"))
 
 
@@ -127,8 +127,7 @@ def _derived_attributes(attributes: Any, path: str, request: str, used: dict[str
         if expression:
             if len(expression) > MAX_CEL_LENGTH:
                 causes.append((f"{where}.expression", f"Too long: may not be more than {MAX_CEL_LENGTH} bytes"))
-            elif (err := celerrors.compile_error(expression, derived=True,
-                                                 wording_1_38=drafields.since_138())) is not None:
+            elif (err := celerrors.compile_error(expression, derived=True)) is not None:
                 causes.append((f"{where}.expression", f"Invalid value: {errors.go_value(expression)}: {err}"))
         if name in seen:
             causes.append((where, f"Duplicate value: {errors.go_value(name)}"))
