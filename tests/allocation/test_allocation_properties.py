@@ -339,6 +339,23 @@ def test_counting_bound_never_changes_the_answer(cluster: Cluster) -> None:
 
 @SETTINGS
 @given(clusters(max_claims=3))
+def test_the_explanations_matching_guided_order_never_changes_the_explanation(cluster: Cluster) -> None:
+    """The extra searches of an explanation try the bound's matched devices first (explaining._guided): the
+    same reasons and culprits as searching in the node's own order (both within their budgets here)."""
+    try:
+        guided = run(cluster)
+    except errors.AllocationInputError:
+        return
+    if not isinstance(guided, outcomes.Unsatisfiable):
+        return
+    with mock.patch("dralloc.allocation.explaining._guided", lambda variant, scope, picks: (variant, scope)):
+        plain = run(cluster)
+    assert isinstance(plain, outcomes.Unsatisfiable)
+    assert guided.reasons == plain.reasons
+
+
+@SETTINGS
+@given(clusters(max_claims=3))
 def test_claims_allocated_together_all_or_none(cluster: Cluster) -> None:
     """Together: one result per claim or none; any claim that fails alone makes the whole call fail."""
     together = status(cluster)

@@ -208,3 +208,85 @@ def test_extra_searches_get_at_most_the_calls_budget() -> None:
     trials = explaining._Trials(search=None, plans=[], budget=5)  # type: ignore[arg-type]
     assert trials.budget == 5
     assert explaining._Trials(search=None, plans=[], budget=None).budget == explaining.EXPLAIN_STEPS  # type: ignore[arg-type]
+
+
+# ---- what an explanation costs: its extra searches share one budget and are guided --------------
+
+
+def tight_competition() -> Case:
+    """31 GPUs, 8 in use; four requests need 31 of the 23 usable. Leaving one out leaves a tight fit (every
+    usable device taken, each by the one request whose selectors allow it) that plain first-fit hunts for
+    through thousands of combinations: before issue 31 two of the four extra searches ran out of steps."""
+    models = ["a"] * 7 + ["b"] * 8 + ["c"] * 8 + ["d"] * 8
+    model = f'device.attributes["{DRIVER}"].model'
+    return Case(
+        claims=[claim("c").request("r0", "gpu", count=8)
+                .request("r1", "gpu", count=8, selectors=[f'{model} in ["a", "b"]'])
+                .request("r2", "gpu", count=7, selectors=[f'{model} == "a"'])
+                .request("r3", "gpu", count=8, selectors=[f'{model} in ["a", "b", "c"]'])],
+        slices=[slice_("s1", devices=[device(f"gpu-{i}").attr("model", m) for i, m in enumerate(models)])],
+        allocated=[claim(f"old-{i}").request("r", "gpu").allocated(result("r", f"gpu-{23 + i}")) for i in range(8)],
+        messages={},
+    )
+
+
+class _CountingSearch(explaining.Search):
+    """The explanation's Search, recording the steps of every extra search."""
+
+    steps_taken: list[int] = []
+
+    def run(self) -> bool:
+        try:
+            return super().run()
+        finally:
+            _CountingSearch.steps_taken.append(self.steps)
+
+
+def _extra_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    _CountingSearch.steps_taken = []
+    monkeypatch.setattr(explaining, "Search", _CountingSearch)
+    return _CountingSearch.steps_taken
+
+
+def test_a_tight_fit_the_counting_bound_matched_is_found_in_a_few_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each extra search tries first the devices the bound matched to each request: the competing requests
+    are named with every extra search under 40 steps (the fit has 23 devices)."""
+    steps = _extra_searches(monkeypatch)
+    outcome = _run(tight_competition())
+    assert isinstance(outcome, outcomes.Unsatisfiable)
+    assert {c.text for r in outcome.reasons for c in r.culprits} == {
+        "requests r0, r1 and r3 of claim default/c compete for the same devices: they cannot all be satisfied "
+        "together, even without constraints and counters"}
+    assert steps and max(steps) < 40
+
+
+def test_without_the_matching_the_same_case_runs_out_of_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The case is hard for plain first-fit: unguided, an extra search runs out of 20,000 steps."""
+    steps = _extra_searches(monkeypatch)
+    monkeypatch.setattr(explaining, "EXPLAIN_TOTAL_STEPS", 10**9)
+    monkeypatch.setattr(explaining, "_guided", lambda variant, scope, picks: (variant, scope))
+    _run(tight_competition())
+    assert max(steps) >= explaining.EXPLAIN_STEPS
+
+
+def test_the_extra_searches_of_one_explanation_share_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many relaxations an explanation tries, their searches together take at most
+    EXPLAIN_TOTAL_STEPS (each may overshoot by the step that found it out). Past it a relaxation counts as
+    unknown: a request whose removal could not be tried stays among the competing ones, which still do not fit
+    together (a culprit, perhaps not the smallest, never a wrong one)."""
+    steps = _extra_searches(monkeypatch)
+    monkeypatch.setattr(explaining, "EXPLAIN_TOTAL_STEPS", 30)
+    monkeypatch.setattr(explaining, "_guided", lambda variant, scope, picks: (variant, scope))
+    outcome = _run(tight_competition())
+    assert isinstance(outcome, outcomes.Unsatisfiable)
+    assert sum(steps) <= 30 + len(steps)
+    assert {c.names for r in outcome.reasons for c in r.culprits} == {("default/c/r0", "default/c/r1", "default/c/r3")}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_guided_order_changes_no_explanation(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matched devices first only make the extra searches shorter: every table case is explained the same
+    without them."""
+    guided = _run(CASES[name])
+    monkeypatch.setattr(explaining, "_guided", lambda variant, scope, picks: (variant, scope))
+    assert _run(CASES[name]) == guided

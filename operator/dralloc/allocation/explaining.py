@@ -19,9 +19,11 @@ with one thing relaxed at a time (`Culprit`):
 2. otherwise each constraint dropped alone, and the counters made unlimited (all,
    then each counter set alone): whatever makes the claims fit is named.
 
-These searches have a small step budget each; when they run out, hit an error,
-or no single relaxation makes the claims fit, the note says it cannot tell
-which. CEL errors do not escape from here: an explanation must not fail.
+These searches share one small step budget (what explaining costs is bounded
+whatever the claims, issue 31) and each tries first the devices the counting
+bound matched to each request; when they run out, hit an error, or no single
+relaxation makes the claims fit, the note says it cannot tell which. CEL errors
+do not escape from here: an explanation must not fail.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from dralloc.allocation import bounds, errors
 from dralloc.allocation.constraints import MatchAttribute
 from dralloc.allocation.counters import CounterLedger, RelaxedLedger
 from dralloc.allocation.outcomes import Cause, Culprit, RequestReason
-from dralloc.allocation.pools import DeviceInfo, Pool, PoolID
+from dralloc.allocation.pools import DeviceInfo, NodeScope, Pool, PoolID
 from dralloc.allocation.requests import ClaimPlan, RequestPlan
 from dralloc.allocation.search import BudgetExceeded, Search
 
 EXPLAIN_STEPS = 20_000  # steps per extra search of an explanation
+# Steps of all the extra searches of one explanation together: about 50 ms on a 2-core machine
+# (bench/explanations.py), so explaining never costs much more than the search it explains.
+EXPLAIN_TOTAL_STEPS = 4_000
 MAX_COUNTER_SET_TRIALS = 32  # beyond that many counter sets, counters are blamed as a whole
 ENOUGH = "enough devices individually"
 CANNOT_TELL = (f"{ENOUGH}; constraints, counters or the other requests rule out every combination, "
@@ -91,12 +96,23 @@ def _first_failure(search: Search, plan: RequestPlan, pool: Pool, info: DeviceIn
 
 
 class _Trials:
-    """Fresh searches over variants of the failed claims, on the same node and state."""
+    """Fresh searches over variants of the failed claims, on the same node and state.
+
+    The trials of one explanation share one budget of steps (`EXPLAIN_TOTAL_STEPS`, none more
+    than `EXPLAIN_STEPS`): what an unschedulable claim costs to explain is bounded whatever its
+    shape. Each trial first asks the counting bound (bounds.match): "impossible" answers it
+    without a search; otherwise the devices the bound matched to each request are put first in
+    the trial's order, so a variant that fits for no more reason than those devices is found
+    in about as many steps as it has devices (a plain first-fit search can spend its whole
+    budget looking for a tight fit the matching saw at once). The order changes only how soon
+    the search finds an answer, not the answer: a variant fits or not whatever the order.
+    """
 
     def __init__(self, search: Search, plans: list[ClaimPlan], budget: int | None) -> None:
         self.search = search
         self.plans = plans
         self.budget = EXPLAIN_STEPS if budget is None else max(1, min(budget, EXPLAIN_STEPS))
+        self.left = min(self.budget * EXPLAIN_TOTAL_STEPS // EXPLAIN_STEPS, EXPLAIN_TOTAL_STEPS) or 1
 
     def fits(self, *, drop_constraints: frozenset[tuple[int, int]] | None = frozenset(),
              relax: frozenset[tuple[PoolID, str]] | None = frozenset(),
@@ -112,19 +128,29 @@ class _Trials:
             variant.append(dataclasses.replace(claim, constraints=constraints, requests=requests))
         self._reset()
         original = self.search
-        trial = Search(claims=variant, scope=original.scope, node=original.node, allocated=original.allocated,
-                       features=original.features, extra_taints=original.extra_taints, budget=self.budget)
-        if relax != frozenset():
-            trial.counters = RelaxedLedger(original.allocated, relax,
-                                           compatibility_groups=original.features.compatibility_groups)
         try:
             # The counting bound ignores constraints and counters, so "impossible" holds for every
             # variant; it keeps hopeless competition (16 + 16 of 31 devices) from using the budget.
-            if bounds.impossible(variant, order_len=len(trial.order), usable=trial.statically_usable,
-                                 exclusive=lambda plan, info: not plan.admin_access and not trial.shareable(info),
-                                 device_at=lambda position: trial.order[position][1]):
+            matching = bounds.match(variant, order_len=len(original.order), usable=original.statically_usable,
+                                    exclusive=lambda plan, info: not plan.admin_access and not original.shareable(info),
+                                    device_at=lambda position: original.order[position][1])
+            if matching.impossible:
                 return False
-            return trial.run()
+            if self.left <= 0:
+                return None
+            scope = original.scope
+            if matching.picks:
+                variant, scope = _guided(variant, scope, matching.picks)
+            trial = Search(claims=variant, scope=scope, node=original.node, allocated=original.allocated,
+                           features=original.features, extra_taints=original.extra_taints,
+                           budget=min(self.budget, self.left))
+            if relax != frozenset():
+                trial.counters = RelaxedLedger(original.allocated, relax,
+                                               compatibility_groups=original.features.compatibility_groups)
+            try:
+                return trial.run()
+            finally:
+                self.left -= trial.steps
         except (BudgetExceeded, errors.AllocationInputError):
             return None
         finally:
@@ -134,6 +160,22 @@ class _Trials:
         for claim in self.plans:
             for constraint in claim.constraints:
                 constraint.reset()
+
+
+def _guided(variant: list[ClaimPlan], scope: NodeScope,
+            picks: dict[tuple[int, int], list[int]]) -> tuple[list[ClaimPlan], NodeScope]:
+    """The variant over a scope whose order puts each request's matched devices first, in the order the
+    search visits the requests. Plans are copied with their memo of selectable positions renumbered:
+    the memo is by position, and the originals stay with the original order."""
+    first = [position for key in sorted(picks) for position in picks[key]]
+    chosen = set(first)
+    permutation = first + [position for position in range(len(scope.order)) if position not in chosen]
+    renumbered = {old: new for new, old in enumerate(permutation)}
+    order = tuple(scope.order[old] for old in permutation)
+    copied = [dataclasses.replace(claim, requests=[
+        [dataclasses.replace(plan, selectable={renumbered[old]: known for old, known in plan.selectable.items()})
+         for plan in alternatives] for alternatives in claim.requests]) for claim in variant]
+    return copied, dataclasses.replace(scope, order=order)
 
 
 def _constraint_text(claim: ClaimPlan, index: int) -> str:
