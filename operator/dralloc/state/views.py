@@ -36,6 +36,7 @@ class Views:
         self._snapshot_key: tuple[Any, ...] = ()
         self._usage: tuple[list[nodes.Node], dict[str, nodefit.NodeUsage], placedpods.PlacedPods] | None = None
         self._usage_key: tuple[int, int, int] = (-1, -1, -1)
+        self._nodes: tuple[int, placement.NodeTable] | None = None  # (the Nodes' version, their table)
         self._effective: dict[DeviceID, tuple[taintrules.EffectiveTaint, ...]] | None = None
         self._effective_key: tuple[int, ...] = ()
         self._storage: volumes.Storage | None = None
@@ -118,15 +119,18 @@ class Views:
         return self._storage
 
     def placer(self, policy: str) -> placement.Placer:
+        if self._nodes is None or self._nodes[0] != self.cluster.nodes.version:
+            self._nodes = (self.cluster.nodes.version, placement.NodeTable.of(self.cluster.nodes.all()))
+        table = self._nodes[1]
         key = (self.cluster.nodes.version, self.cluster.relevant_changes, self.cluster.namespaces.version)
         if self._usage is None or key != self._usage_key:
-            nodes = sorted(self.cluster.nodes.all(), key=lambda n: n.metadata.name)
+            nodes = table.nodes
             bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
             namespaces = {n.metadata.name: n.metadata.labels for n in self.cluster.namespaces.all()}
             self._usage = (nodes, placement.node_usage(nodes, bound), placedpods.PlacedPods(nodes, bound, namespaces))
             self._usage_key = key
         nodes, usage, placed = self._usage
-        placer = placement.Placer(node_list=nodes, snapshot=self.snapshot(), features=self.features,
+        placer = placement.Placer(node_list=table, snapshot=self.snapshot(), features=self.features,
                                   policy=policy, usage=usage, budget=self.budget, placed=placed,
                                   storage=self.storage())
         placer.usage_in_reasons = False  # pods are told why, not how busy other tenants keep each node
