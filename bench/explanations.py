@@ -18,8 +18,13 @@ Part 2, the Alibaba trace workloads (bench/traces.py, inflation 1.3, seed 0, fir
 `dralloc simulate`'s loop, in which the unplaced tasks are explained at the end; the seconds
 spent inside the explanations against the placement loop's other seconds (goal: <= 10 %).
 
+Part 3, one pod that fits nowhere on --nodes copies of an 8-GPU node (three requests of 3 GPUs in one
+NUMA domain of 4): CPU seconds of the operator's decision for it (`Placer.place`, the search on every
+node then the explanation), the first one (the nodes not yet compared) and one after a change of
+the cluster, with nodes compared (allocation.equivalence) and without (signatures switched off).
+
 Times are the minimum of --repeat runs of CPU time (process_time); prints, asserts nothing.
-Usage: .venv/bin/python bench/explanations.py [--repeat 5] [--skip-traces] [--files default,...]
+Usage: .venv/bin/python bench/explanations.py [--repeat 5] [--skip-traces] [--files default,...] [--nodes 5000]
 """
 
 from __future__ import annotations
@@ -238,15 +243,57 @@ def traces_part(files: list[str]) -> None:
                   f"explanations {timed.seconds:6.2f} s ({timed.calls} items) = {100 * timed.seconds / loop:5.1f} %")
 
 
+def copies_part(count: int) -> None:
+    from unittest import mock
+
+    from dralloc.allocation import equivalence
+    from dralloc.model import classes, conversion, devices, nodes
+    from dralloc.scheduling import placement
+    from dralloc.testing import cluster
+
+    print(f"\nPart 3: one pod that fits nowhere on {count} copies of an 8-GPU node: CPU s of its decision "
+          "(search on every node, then the explanation)")
+    features = Features()
+    node_list = [conversion.parse_as(nodes.Node, cluster.node(f"n{i:05d}")) for i in range(count)]
+    slices = [conversion.parse_as(devices.ResourceSlice, cluster.gpu_slice(f"n{i:05d}", 8, numa_split=4))
+              for i in range(count)]
+    gpu = conversion.parse_as(classes.DeviceClass, cluster.gpu_class())
+    requests = [{"name": f"r{k}", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 3}}
+                for k in range(3)]
+
+    def hard(name: str) -> placement.Item:
+        raw = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "t"},
+               "spec": {"devices": {"requests": requests, "constraints": [{"matchAttribute": f"{DRIVER}/numa"}]}}}
+        return placement.Item(name, claims=(conversion.parse_as(model_claims.ResourceClaim, raw),))
+
+    for label in ("nodes compared", "not compared"):
+        with contextlib.ExitStack() as stack:
+            if label == "not compared":
+                stack.enter_context(mock.patch.object(equivalence, "signature", return_value=None))
+            snap = Snapshot.build(device_classes=[gpu], resource_slices=slices, allocated_claims=[], features=features)
+            placer = placement.Placer(node_list=node_list, snapshot=snap, features=features)
+            times = []
+            for attempt in range(2):
+                start = time.process_time()
+                decision = placer.place(hard(f"hard-{attempt}"))
+                times.append(time.process_time() - start)
+                placer._changes += 1  # as after a commit elsewhere: nothing remembered per change holds
+            print(f"  {label:15} first {times[0]:6.2f} s, after a change {times[1]:6.2f} s; "
+                  f"{placer.allocator_calls} allocator calls; {type(decision).__name__}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-traces", action="store_true")
     parser.add_argument("--files", default="default,gpushare100,gpuspec33,multigpu50")
+    parser.add_argument("--nodes", type=int, default=5000, help="Part 3's copies (0: skip it)")
     args = parser.parse_args()
     bounded_search(args.repeat)
     if not args.skip_traces:
         traces_part(args.files.split(","))
+    if args.nodes:
+        copies_part(args.nodes)
     return 0
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dralloc.allocation import errors, nodeaffinity
@@ -66,7 +66,7 @@ class DeviceInfo:
 
     __slots__ = (
         "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
-        "binds_to_node", "capacity", "consumes", "device", "driver", "groups", "id", "per_device_node", "plain_capacity",
+        "binds_to_node", "capacity", "consumes", "content", "device", "driver", "groups", "id", "per_device_node", "plain_capacity",
         "selector_results", "serial", "slice", "taints",
     )
 
@@ -111,6 +111,7 @@ class DeviceInfo:
         self.per_device_node = bool(spec.per_device_node_selection)
         self.selector_results: dict[Any, Any] = {}
         self.serial: int | None = None  # see dralloc.allocation.selectors._serial
+        self.content: Hashable | None = None  # see dralloc.allocation.equivalence._content
 
     def node_fields(self) -> tuple[str | None, nodes.NodeSelector | None]:
         """The nodeName / nodeSelector that restrict where this device can be used."""
@@ -207,6 +208,8 @@ class SliceIndex:
         self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
         # Many nodes see the same pool the same way (e.g. counter-set slices, network pools).
         self._pool_cache: dict[tuple[PoolID, tuple[int, ...], bool, Features], Pool] = {}
+        # What other modules derive from these slices alone (allocation.equivalence), kept as long as they are.
+        self.memo: dict[Hashable, Any] = {}
 
     def device_infos(self, slice_: devices.ResourceSlice) -> tuple[DeviceInfo, ...]:
         key = id(slice_)

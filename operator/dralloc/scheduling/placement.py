@@ -56,12 +56,20 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
 from dralloc import allocation
-from dralloc.allocation import errors, fragmentation, interruption, nodeaffinity, outcomes, scoring
+from dralloc.allocation import (
+    equivalence,
+    errors,
+    fragmentation,
+    interruption,
+    nodeaffinity,
+    outcomes,
+    scoring,
+)
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -381,6 +389,12 @@ class NodeTable:
         return cls(ordered, [NodeView.of(n) for n in ordered], {n.metadata.name: i for i, n in enumerate(ordered)})
 
 
+# A walk that proved this many nodes unfit compares the nodes (allocation.equivalence.with_copies, once per
+# slices and nodes: about half a second at 5,000 nodes) so that the rest of it, and every later walk, can
+# skip the copies of nodes known not to fit. Fitting pods, which try a node or two, never pay for it.
+LONG_WALK = 16
+
+
 class Placer:
     """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
 
@@ -451,6 +465,12 @@ class Placer:
         self._preference_nodes: preferences.NodeSet | None = None  # built on the first pod's scores
         self._explained: dict[str, tuple[int, Item, NoPlacement]] = {}
         self._node_reasons: dict[tuple[str, int], tuple[int, Item, str]] = {}
+        # Nodes the allocator cannot tell apart (allocation.equivalence): their signatures, per node
+        # and change; claims' shapes proven not to fit a signature (true while it is unchanged: the
+        # signature holds the devices' state); reasons found on a node whose text names none of its names.
+        self._signatures: dict[int, tuple[int, Hashable | None]] = {}
+        self._unfit_signatures: dict[str, set[Hashable]] = {}
+        self._signature_reasons: dict[tuple[str, Hashable], tuple[int, Item, str]] = {}
         self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
         # Whether reasons count the devices others use (the CLI's and simulate's detail); the operator
         # turns it off: a pod is told why its claims do not fit, not how busy each node is.
@@ -595,6 +615,19 @@ class Placer:
             if smaller is None or smaller[0] != epoch or family[1] < smaller[1]:
                 known[index] = (epoch, family[1])
         self._advance(shape)
+
+    def _signature(self, index: int, *, build: bool = True) -> Hashable | None:
+        """Node `index` as the allocator sees it, without names (allocation.equivalence), for this change;
+        None for a node without copies, and (`build` False) before the nodes were compared at all."""
+        known = self._signatures.get(index)
+        if known is not None and known[0] == self._changes:
+            return known[1]
+        copies = equivalence.with_copies(self.snapshot, self.views, self.features, build=build)
+        if copies is None or not copies[index]:
+            return None  # no other node like it: nothing to share
+        found = equivalence.signature(self.snapshot, self.views[index], self.features)
+        self._signatures[index] = (self._changes, found)
+        return found
 
     def _advance(self, shape: str) -> None:
         first = self._first_unknown.get(shape, 0)
@@ -766,6 +799,7 @@ class Placer:
         neighbours = self.neighbour_checks(item)
         device_error: errors.DeviceError | None = None
         interrupt = interruption.current()
+        failures = 0  # nodes where the allocator proved the claims do not fit, in this walk
         for tried, (index, prefer) in enumerate(self._candidates(item, shape)):
             if interrupt is not None and not tried % NODES_BETWEEN_CHECKS and interrupt():
                 raise interruption.Interrupted
@@ -783,6 +817,14 @@ class Placer:
                 continue
             if neighbours and self.neighbour_misfit(item, index) is not None:
                 continue  # not remembered: a pod placed can make the node fit again
+            claims_shape = device_shape if device_shape is not None else shape
+            unfit = self._unfit_signatures.get(claims_shape)
+            if unfit and self._signature(index, build=False) in unfit:
+                # A node the allocator cannot tell from one where these claims proved not to fit.
+                self._record_failure(shape, index, proven=True)
+                if device_shape is not None:
+                    self._record_failure(device_shape, index, proven=True)
+                continue
             self.allocator_calls += 1
             try:
                 outcome = allocation.allocate(
@@ -815,6 +857,12 @@ class Placer:
             self._record_failure(shape, index, proven=True)
             if device_shape is not None:
                 self._record_failure(device_shape, index, proven=True)
+            # Only nodes with copies have a signature (equivalence.with_copies): elsewhere this costs
+            # nothing. The nodes are first compared when a walk proves LONG_WALK failures.
+            failures += 1
+            signature = self._signature(index, build=failures >= LONG_WALK)
+            if signature is not None:
+                self._unfit_signatures.setdefault(claims_shape, set()).add(signature)
         if device_error is None:
             # Met by an earlier item of this shape on a node this one skipped as a known failure.
             current = [(index, exc) for index, (epoch, exc) in self._device_errors.get(shape, {}).items()
@@ -865,6 +913,12 @@ class Placer:
                 # The allocator's reason on a node depends on the claims and the cluster only:
                 # remembered per claims' shape and node until the next change.
                 cached = self._node_reasons.get((device_shape, index))
+                signature = self._signature(index) if cached is None or cached[0] != self._changes else None
+                if signature is not None:
+                    # The reason found on an equivalent node, when it names none of that node's names.
+                    alike = self._signature_reasons.get((device_shape, signature))
+                    if alike is not None and alike[0] == self._changes:
+                        cached = alike
                 if cached is not None and cached[0] == self._changes:
                     if id(cached[1]) not in renamers:
                         renamers[id(cached[1])] = _renamer(cached[1], item)
@@ -887,6 +941,10 @@ class Placer:
                             continue  # the pod's own resources: not remembered for its claims' shape
                         reason = outcome.message(usage=self.usage_in_reasons)
                     self._node_reasons[(device_shape, index)] = (self._changes, item, reason)
+                    if signature is not None and not any(
+                            name in reason for name in equivalence.names_of(self.snapshot, self.views[index],
+                                                                            self.features)):
+                        self._signature_reasons[(device_shape, signature)] = (self._changes, item, reason)
             grouped.setdefault(reason, []).append(node.metadata.name)
         ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         return NoPlacement(tuple((r, tuple(sorted(ns))) for r, ns in ordered), budget_exhausted)
@@ -1002,6 +1060,7 @@ class Placer:
         twin.release_epoch = list(self.release_epoch)
         twin._failed, twin._family_failed, twin._first_unknown, twin._device_errors = {}, {}, {}, {}
         twin._neighbour_checks, twin._explained, twin._node_reasons = {}, {}, {}
+        twin._signatures, twin._unfit_signatures, twin._signature_reasons = {}, {}, {}
         twin._free, twin._ranked, twin._pool_nodes = None, None, None
         twin._arrivals, twin._arrivals_since = {}, 0
         twin._changes = self._changes + 1
