@@ -50,8 +50,8 @@ def _content(info: DeviceInfo) -> Hashable:
         where: Hashable = (spec.model_dump_json(include={"node_selector", "shared_counters"})
                            if spec.node_selector is not None or spec.shared_counters else None)
         known = info.content = (
-            device.name, tuple((name, id(value)) for name, value in device.attributes.items()),
-            tuple((name, id(value)) for name, value in device.capacity.items()), rest,
+            device.name, tuple(device.attributes), tuple(map(id, device.attributes.values())),
+            tuple(device.capacity), tuple(map(id, device.capacity.values())), rest,
             (spec.driver, spec.pool.generation, spec.pool.resource_slice_count, spec.all_nodes,
              spec.per_device_node_selection, spec.skip_node_operations, spec.partition_type_attribute, where))
     return known
