@@ -8,6 +8,7 @@ the same as with no node compared at all.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 from unittest import mock
 
@@ -121,3 +122,24 @@ def test_fitting_pods_never_compare_the_nodes() -> None:
         assert isinstance(decision, placement.Placement)
         placer.commit(item, decision)
     assert equivalence.with_copies(snap, placer.views, Features(), build=False) is None
+
+
+def test_the_next_placer_over_the_same_slices_knows_which_copies_do_not_fit() -> None:
+    """The operator makes a Placer per pass: what signatures proved holds for any cluster state, so the
+    next pass's Placer decides the same hopeless pod without calling the allocator, and explains it from
+    the reasons found before; other DeviceClass objects start afresh."""
+    slices = [_node_slice(f"n{i:02d}", ["x"] * 8) for i in range(40)]
+    snap = snapshot(classes=[GPU], slices=slices)
+    table = placement.NodeTable.of([node_(f"n{i:02d}") for i in range(40)])  # shared across passes, as Views does
+    item = placement.Item("big", claims=(claim("big").request("r", "gpu", count=9).build(),))
+    first = placement.Placer(node_list=table, snapshot=snap, features=Features())
+    message = first.place(item).message()  # type: ignore[union-attr]
+    second = placement.Placer(node_list=table, snapshot=snap, features=Features())
+    decision = second.place(item)
+    assert isinstance(decision, placement.NoPlacement)
+    assert second.allocator_calls == 0
+    assert decision.message() == message
+    reclassed = dataclasses.replace(snap, classes={"gpu": GPU.build()})  # the same slices, a new DeviceClass
+    third = placement.Placer(node_list=table, snapshot=reclassed, features=Features())
+    third.place(item)
+    assert third.allocator_calls > 0

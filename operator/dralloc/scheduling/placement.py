@@ -395,6 +395,39 @@ class NodeTable:
 LONG_WALK = 16
 
 
+class _SignatureAnswers:
+    """What is known of the claims' shapes on nodes by signature (allocation.equivalence): the signatures
+    they proved not to fit, and the reason found on a node of each signature. Kept on the slice index for
+    one set of DeviceClass objects and features: true for any cluster state, as a signature holds the
+    devices' state. At most MAX_SIGNATURE_ANSWERS entries: past that, all are forgotten."""
+
+    def __init__(self, classes: tuple[object, ...]) -> None:
+        self.classes = classes
+        self.unfit: dict[str, set[Hashable]] = {}
+        self.reasons: dict[tuple[str, Hashable, bool], tuple[Item, str]] = {}
+        self.entries = 0
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, features: Features) -> _SignatureAnswers:
+        classes = tuple(snapshot.classes.values())
+        memo = snapshot.slices.memo
+        known = memo.get(("answers", features))
+        if (not isinstance(known, _SignatureAnswers) or len(known.classes) != len(classes)
+                or any(a is not b for a, b in zip(known.classes, classes, strict=True))):
+            known = memo[("answers", features)] = cls(classes)  # the classes are kept: compared by identity
+        return known
+
+    def added(self) -> None:
+        self.entries += 1
+        if self.entries > MAX_SIGNATURE_ANSWERS:
+            self.unfit.clear()
+            self.reasons.clear()
+            self.entries = 0
+
+
+MAX_SIGNATURE_ANSWERS = 50_000
+
+
 class Placer:
     """A cluster view for placing items one after another. Pure, deterministic, not thread-safe."""
 
@@ -468,9 +501,13 @@ class Placer:
         # Nodes the allocator cannot tell apart (allocation.equivalence): their signatures, per node
         # and change; claims' shapes proven not to fit a signature (true while it is unchanged: the
         # signature holds the devices' state); reasons found on a node whose text names none of its names.
+        # These two hold whatever the signature holds, so they stay true while the slices, classes and
+        # features do: shared by every Placer over them (the operator makes one per pass), bounded.
         self._signatures: dict[int, tuple[int, Hashable | None]] = {}
-        self._unfit_signatures: dict[str, set[Hashable]] = {}
-        self._signature_reasons: dict[tuple[str, Hashable], tuple[int, Item, str]] = {}
+        answers = _SignatureAnswers.of(snapshot, features)
+        self._unfit_signatures: dict[str, set[Hashable]] = answers.unfit
+        self._signature_reasons: dict[tuple[str, Hashable, bool], tuple[Item, str]] = answers.reasons
+        self._answers = answers
         self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
         # Whether reasons count the devices others use (the CLI's and simulate's detail); the operator
         # turns it off: a pod is told why its claims do not fit, not how busy each node is.
@@ -862,6 +899,7 @@ class Placer:
             failures += 1
             signature = self._signature(index, build=failures >= LONG_WALK)
             if signature is not None:
+                self._answers.added()
                 self._unfit_signatures.setdefault(claims_shape, set()).add(signature)
         if device_error is None:
             # Met by an earlier item of this shape on a node this one skipped as a known failure.
@@ -916,9 +954,9 @@ class Placer:
                 signature = self._signature(index) if cached is None or cached[0] != self._changes else None
                 if signature is not None:
                     # The reason found on an equivalent node, when it names none of that node's names.
-                    alike = self._signature_reasons.get((device_shape, signature))
-                    if alike is not None and alike[0] == self._changes:
-                        cached = alike
+                    alike = self._signature_reasons.get((device_shape, signature, self.usage_in_reasons))
+                    if alike is not None:
+                        cached = (self._changes, *alike)
                 if cached is not None and cached[0] == self._changes:
                     if id(cached[1]) not in renamers:
                         renamers[id(cached[1])] = _renamer(cached[1], item)
@@ -944,7 +982,8 @@ class Placer:
                     if signature is not None and not any(
                             name in reason for name in equivalence.names_of(self.snapshot, self.views[index],
                                                                             self.features)):
-                        self._signature_reasons[(device_shape, signature)] = (self._changes, item, reason)
+                        self._answers.added()
+                        self._signature_reasons[(device_shape, signature, self.usage_in_reasons)] = (item, reason)
             grouped.setdefault(reason, []).append(node.metadata.name)
         ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         return NoPlacement(tuple((r, tuple(sorted(ns))) for r, ns in ordered), budget_exhausted)
@@ -1060,7 +1099,7 @@ class Placer:
         twin.release_epoch = list(self.release_epoch)
         twin._failed, twin._family_failed, twin._first_unknown, twin._device_errors = {}, {}, {}, {}
         twin._neighbour_checks, twin._explained, twin._node_reasons = {}, {}, {}
-        twin._signatures, twin._unfit_signatures, twin._signature_reasons = {}, {}, {}
+        twin._signatures = {}  # the shared answers stay shared: they hold for any state
         twin._free, twin._ranked, twin._pool_nodes = None, None, None
         twin._arrivals, twin._arrivals_since = {}, 0
         twin._changes = self._changes + 1
