@@ -64,9 +64,11 @@ def host_ports(pod: pods.Pod) -> list[tuple[str, str, int]]:
 class PlacedPods:
     """Pods by node name (bound, or placed by the pass), node labels, namespace labels."""
 
-    def __init__(self, node_list: Sequence[nodes.Node], bound: Iterable[pods.Pod] = (),
+    def __init__(self, node_list: Sequence[nodes.Node] | Mapping[str, nodes.Node], bound: Iterable[pods.Pod] = (),
                  namespaces: Mapping[str, Mapping[str, str]] | None = None) -> None:
-        self.nodes: dict[str, nodes.Node] = {n.metadata.name: n for n in node_list}  # by name
+        # By name; a mapping given is shared, never written to (placement.NodeTable.by_name).
+        self.nodes: Mapping[str, nodes.Node] = (node_list if isinstance(node_list, Mapping)
+                                                else {n.metadata.name: n for n in node_list})
         self.namespace_labels: Mapping[str, Mapping[str, str]] = namespaces or {}
         self.by_node: dict[str, list[pods.Pod]] = {}
         # Pods with required anti-affinity terms: every incoming pod is checked against them

@@ -354,6 +354,23 @@ def node_usage(node_list: Sequence[nodes.Node], bound_pods: Iterable[pods.Pod]) 
     return usage
 
 
+def used_nodes(names: Mapping[str, object], bound_pods: Iterable[pods.Pod]) -> dict[str, nodefit.NodeUsage]:
+    """`node_usage` of the nodes some running pod is on only (the others use nothing): what the operator
+    rebuilds after every change of the pods, without a step per node (`names`: the nodes there are)."""
+    usage: dict[str, nodefit.NodeUsage] = {}
+    for pod in bound_pods:
+        name = pod.spec.node_name or ""
+        if name in names and not pod.finished():
+            where = usage.get(name)
+            if where is None:
+                where = usage[name] = nodefit.NodeUsage()
+            where.add(nodefit.bound_pod_requests(pod))
+    return usage
+
+
+_UNUSED = nodefit.NodeUsage()  # shared by every node no pod uses; copied before a write (_writable_usage)
+
+
 def neighbour_checks_of(pod: pods.Pod, placed: placedpods.PlacedPods,
                         storage: volumes.Storage) -> tuple[NeighbourCheck, ...]:
     """The pod's filters against the pods around a node (NodePorts, the volume filters, PodTopologySpread,
@@ -382,16 +399,19 @@ class NodeTable:
     nodes: list[_Node]
     views: list[NodeView]
     index: dict[str, int]
+    by_name: dict[str, _Node]
 
     @classmethod
     def of(cls, node_list: Iterable[_Node]) -> NodeTable:
         ordered = sorted(node_list, key=lambda n: n.metadata.name)
-        return cls(ordered, [NodeView.of(n) for n in ordered], {n.metadata.name: i for i, n in enumerate(ordered)})
+        return cls(ordered, [NodeView.of(n) for n in ordered], {n.metadata.name: i for i, n in enumerate(ordered)},
+                   {n.metadata.name: n for n in ordered})
 
 
 # A walk that proved this many nodes unfit compares the nodes (allocation.equivalence.with_copies, once per
 # slices and nodes: about half a second at 5,000 nodes) so that the rest of it, and every later walk, can
-# skip the copies of nodes known not to fit. Fitting pods, which try a node or two, never pay for it.
+# skip the copies of nodes known not to fit; only once the allocator has failed on a quarter as many nodes
+# as there are (`Placer.place`). Fitting pods, which try a node or two, never pay for it.
 LONG_WALK = 16
 
 
@@ -406,6 +426,7 @@ class _SignatureAnswers:
         self.unfit: dict[str, set[Hashable]] = {}
         self.reasons: dict[tuple[str, Hashable, bool], tuple[Item, str]] = {}
         self.entries = 0
+        self.failures = 0  # proven failures of the allocator on nodes: when comparing the nodes pays
 
     @classmethod
     def of(cls, snapshot: Snapshot, features: Features) -> _SignatureAnswers:
@@ -457,13 +478,13 @@ class Placer:
         bound_list = list(bound_pods) if usage is None or placed is None else []
         if usage is not None:
             # Shared with the caller's cache: copied on the first write to a node (commit/release).
-            self.usage = [usage.get(n.metadata.name) or nodefit.NodeUsage() for n in self.nodes]
+            self.usage = [usage.get(name, _UNUSED) for name in self.index]
             self._own_usage: set[int] = set()
         else:
             self.usage = list(node_usage(self.nodes, bound_list).values())
             self._own_usage = set(range(len(self.nodes)))
         # The pods around each node, for the filters that read them (a fork: the caller's stays as it is).
-        self.placed = placed.fork() if placed is not None else placedpods.PlacedPods(self.nodes, bound_list)
+        self.placed = placed.fork() if placed is not None else placedpods.PlacedPods(table.by_name, bound_list)
         self._neighbour_checks: dict[int, tuple[int, Item, tuple[NeighbourCheck, ...]]] = {}
         self.storage = storage if storage is not None else volumes.EMPTY
         # Device use per node orders nodes for BinPack/Spread; the others never look at it.
@@ -895,9 +916,13 @@ class Placer:
             if device_shape is not None:
                 self._record_failure(device_shape, index, proven=True)
             # Only nodes with copies have a signature (equivalence.with_copies): elsewhere this costs
-            # nothing. The nodes are first compared when a walk proves LONG_WALK failures.
+            # nothing. The nodes are first compared when a walk proves LONG_WALK failures and the
+            # allocator has failed on a quarter as many nodes as there are since the slices changed:
+            # comparing costs about an allocator call per node, paid only once as much was spent.
             failures += 1
-            signature = self._signature(index, build=failures >= LONG_WALK)
+            self._answers.failures += 1
+            signature = self._signature(index, build=failures >= LONG_WALK
+                                        and self._answers.failures * 4 >= len(self.nodes))
             if signature is not None:
                 self._answers.added()
                 self._unfit_signatures.setdefault(claims_shape, set()).add(signature)

@@ -127,7 +127,8 @@ class Views:
             nodes = table.nodes
             bound = [p for p in self.cluster.pods.all() if p.spec.node_name and not p.finished()]
             namespaces = {n.metadata.name: n.metadata.labels for n in self.cluster.namespaces.all()}
-            self._usage = (nodes, placement.node_usage(nodes, bound), placedpods.PlacedPods(nodes, bound, namespaces))
+            self._usage = (nodes, placement.used_nodes(table.index, bound),
+                           placedpods.PlacedPods(table.by_name, bound, namespaces))
             self._usage_key = key
         nodes, usage, placed = self._usage
         placer = placement.Placer(node_list=table, snapshot=self.snapshot(), features=self.features,
