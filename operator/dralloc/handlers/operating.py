@@ -55,9 +55,9 @@ TLS_CLOSE_GRACE = 0.25  # seconds the loop keeps running for closing TLS connect
 STRATEGIES = {"FirstFit": "first-fit", "BinPack": "binpack", "Spread": "spread",
               "FragmentationAware": "fragmentation-aware"}
 RELISTED = (
-    ("Node", resources.NODES), ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
+    ("ResourceClaimTemplate", resources.RESOURCE_CLAIM_TEMPLATES),
     ("DeviceHealthPolicy", resources.DEVICE_HEALTH_POLICIES),
-)  # Pods, claims, slices, classes, namespaces and storage are listed by their own feeds (watching.FED_DIRECTLY)
+)  # Pods, nodes, claims, slices, classes, namespaces and storage are listed by their own feeds (watching.FED_DIRECTLY)
 
 
 @kopf.on.login(registry=REGISTRY)
