@@ -23,6 +23,9 @@ Scenarios (--only a,b,...):
               With --quiet-cap S they wait, after that, until no status of the tenant's pods was written for 2 s
               (at most S s more): the writes then counted are those of a tenant at rest, not of one whose pods
               are still in their first backoffs
+  flood-hard  --noisy pods whose claim asks three requests of 3 GPUs in one NUMA domain (matchAttribute numa; a
+              domain has 4): each request fits alone, the three never together, so every node is searched and the
+              explanation searches again with things relaxed (issue 31: what such pods cost the others)
   flood-cel   --noisy pods, each with its own template whose CEL selector never matches (numa == 100 + i)
   gangs       --gangs PodGroups (gang policy, minCount --gang-size) of members asking --gang-gpus GPUs each
               (default 9: never fit, each member turned down by node fit; --gang-size 9 --gang-gpus 8 makes gangs
@@ -88,7 +91,7 @@ DRIVER = "gpu.example.com"
 AGENT = "dralloc-bench-tenants"
 TICKS = os.sysconf("SC_CLK_TCK")
 LEASE_NS = "dralloc-system"
-SCENARIOS = ("idle", "flood-9gpu", "flood-cel", "gangs", "costly", "churn")
+SCENARIOS = ("idle", "flood-9gpu", "flood-hard", "flood-cel", "gangs", "costly", "churn")
 Obj = dict[str, Any]
 
 # Fault rules that inject nothing: each counts the requests it matches (GET /_faults). Grouped by what they count.
@@ -134,6 +137,16 @@ def template(name: str, ns: str, *, count: int = 1, selector: str | None = None)
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+
+
+def hard_template(name: str, ns: str) -> Obj:
+    """Three requests of 3 GPUs in one NUMA domain: each fits alone, never the three together."""
+    requests = [{"name": f"r{k}", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 3}}
+                for k in range(3)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"spec": {"devices": {"requests": requests,
+                                          "constraints": [{"matchAttribute": f"{DRIVER}/numa"}]}}}}
 
 
 def pod(name: str, ns: str, *, template_name: str | None = None, claim_name: str | None = None,
@@ -571,7 +584,7 @@ def duration(seconds: float) -> str:
 
 def seed(args: argparse.Namespace) -> list[Obj]:
     objs = [*crds(), gpu_class(), *(namespace(n) for n in ("good", "noisy", LEASE_NS)),
-            template("one-gpu", "good"), template("nine", "noisy", count=9),
+            template("one-gpu", "good"), template("nine", "noisy", count=9), hard_template("hard", "noisy"),
             template("gang-member", "noisy", count=args.gang_gpus)]
     for i in range(args.nodes):
         objs += [node(f"node-{i}"), gpu_slice(f"node-{i}", args.gpus)]
@@ -698,6 +711,9 @@ def run(scenario: str, version: str, tree: pathlib.Path, args: argparse.Namespac
             if scenario == "flood-9gpu":
                 result.setup = flood(sandbox, noisy, [pod(f"noisy-{i:05d}", "noisy", template_name="nine")
                                                   for i in range(args.noisy)], [], args.settle_timeout, args.quiet_cap)
+            elif scenario == "flood-hard":
+                result.setup = flood(sandbox, noisy, [pod(f"noisy-{i:05d}", "noisy", template_name="hard")
+                                                  for i in range(args.noisy)], [], args.settle_timeout, args.quiet_cap)
             elif scenario == "flood-cel":
                 templates = [template(f"cel-{i:05d}", "noisy", selector=f'device.attributes["{DRIVER}"].numa == {100 + i}')
                              for i in range(args.noisy)]
@@ -803,6 +819,7 @@ def describe(scenario: str, args: argparse.Namespace) -> str:
     return {
         "idle": f"idle: {args.nodes} nodes x {args.gpus} GPUs, no other tenant; {args.good} good pods one every {args.good_interval:g} s",
         "flood-9gpu": f"flood-9gpu: {args.noisy} noisy pods asking 9 GPUs each (never fit), {good}",
+        "flood-hard": f"flood-hard: {args.noisy} noisy pods asking 3 x 3 GPUs in one NUMA domain of 4 (never fit), {good}",
         "flood-cel": f"flood-cel: {args.noisy} noisy pods, each its own template with a never-matching CEL selector, {good}",
         "gangs": f"gangs: {args.gangs} gangs (minCount {args.gang_size}) of members asking {args.gang_gpus} GPUs each, {good}",
         "costly": f"costly: 1 pod with a claim of 5 requests x 8 alternatives in one NUMA domain, {good}; "
