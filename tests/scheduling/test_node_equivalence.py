@@ -12,13 +12,14 @@ import dataclasses
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.builders import DRIVER, claim, class_, device, result, slice_, snapshot
 from tests.scheduling import workloads
 from tests.scheduling.objects import node_
 
-from dralloc.allocation import equivalence
+from dralloc.allocation import equivalence, interruption
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.scheduling import placement
@@ -60,29 +61,6 @@ def test_a_device_that_names_its_node_is_not_compared() -> None:
     assert a is None and b is None
 
 
-def _answers(s: workloads.Scenario, policy: str) -> list[Any]:
-    """Per step: the node and devices, or the explanation's text; releases as None."""
-    placer = placement.Placer(node_list=s.node_list, snapshot=s.snapshot(), features=workloads.FEATURES,
-                              policy=policy)
-    answers: list[Any] = []
-    placed: dict[int, tuple[placement.Item, placement.Placement]] = {}
-    for index, step in enumerate(s.steps):
-        if isinstance(step, workloads.Release):
-            if step.step in placed:
-                item, done = placed.pop(step.step)
-                placer.release(done.node, done.results, item.pod)
-            answers.append(None)
-            continue
-        decision = placer.place(step.item)
-        if isinstance(decision, placement.Placement):
-            placer.commit(step.item, decision)
-            placed[index] = (step.item, decision)
-            answers.append((decision.node, workloads._raw(decision.results)))
-        else:
-            answers.append(decision.message())
-    return answers
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.sampled_from(["first-fit", "binpack"]), st.sampled_from([None, "plain"]), st.booleans(),
        st.sampled_from([1, placement.LONG_WALK]))
@@ -92,9 +70,9 @@ def test_sharing_answers_between_equivalent_nodes_changes_no_placement_and_no_ex
     s = workloads.scenario(workloads.Drawn(data.draw), max_nodes=6, max_steps=12, shares=shares,
                            network_pool=network_pool)
     with mock.patch.object(placement, "LONG_WALK", long_walk):
-        shared = _answers(s, policy)
+        shared = workloads.run_placer(s, policy, explained=True)[0]
     with mock.patch.object(equivalence, "signature", return_value=None):
-        alone = _answers(s, policy)
+        alone = workloads.run_placer(s, policy, explained=True)[0]
     assert shared == alone
 
 
@@ -143,3 +121,15 @@ def test_the_next_placer_over_the_same_slices_knows_which_copies_do_not_fit() ->
     third = placement.Placer(node_list=table, snapshot=reclassed, features=Features())
     third.place(item)
     assert third.allocator_calls > 0
+
+
+def test_comparing_the_nodes_stops_with_the_decision_and_resumes_later() -> None:
+    """The first comparison reads every node's pools: a decision out of CPU budget stops it (a tenant's pod may
+    be what asked), nothing half-done is kept as the answer, and the next comparison completes it."""
+    slices = [_node_slice(f"n{i:02d}", ["x"]) for i in range(4)]
+    snap = snapshot(classes=[GPU], slices=slices)
+    table = placement.NodeTable.of([node_(f"n{i:02d}") for i in range(4)])
+    with interruption.interrupt_when(lambda: True), pytest.raises(interruption.Interrupted):
+        equivalence.with_copies(snap, table.views, Features())
+    assert equivalence.with_copies(snap, table.views, Features(), build=False) is None
+    assert equivalence.with_copies(snap, table.views, Features()) == [True] * 4

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from dralloc.allocation import interruption
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceInfo, NodeView
 from dralloc.allocation.snapshots import Snapshot
@@ -122,7 +123,9 @@ def with_copies(snapshot: Snapshot, views: list[NodeView], features: Features, *
         return known[1]  # type: ignore[no-any-return]
     if not build:
         return None
-    keys = [content_key(snapshot, view, features) for view in views]
+    # Checked against the decision's CPU budget: a tenant's pod may be what triggers it. What was done
+    # (each device's content, each scope's key) stays memoized, so an interrupted comparison resumes.
+    keys = [content_key(snapshot, view, features) for view in interruption.every(views)]
     counts: dict[Hashable, int] = {}
     for key in keys:
         if key is not None:
