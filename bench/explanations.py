@@ -261,10 +261,20 @@ def copies_part(count: int) -> None:
     requests = [{"name": f"r{k}", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 3}}
                 for k in range(3)]
 
-    def hard(name: str) -> placement.Item:
+    def item(name: str, spec: dict[str, Any]) -> placement.Item:
         raw = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "t"},
-               "spec": {"devices": {"requests": requests, "constraints": [{"matchAttribute": f"{DRIVER}/numa"}]}}}
+               "spec": {"devices": spec}}
         return placement.Item(name, claims=(conversion.parse_as(model_claims.ResourceClaim, raw),))
+
+    def hard(name: str) -> placement.Item:
+        return item(name, {"requests": requests, "constraints": [{"matchAttribute": f"{DRIVER}/numa"}]})
+
+    def another_tenant_placed(placer: placement.Placer, name: str) -> None:
+        """A one-GPU claim placed and committed: the cluster changed, nothing remembered per change holds."""
+        one = item(name, {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]})
+        placed = placer.place(one, explain=False)
+        assert isinstance(placed, placement.Placement)
+        placer.commit(one, placed)
 
     for label in ("nodes compared", "not compared"):
         with contextlib.ExitStack() as stack:
@@ -278,8 +288,8 @@ def copies_part(count: int) -> None:
                 start = time.process_time()
                 decision = placer.place(hard(f"hard-{attempt}"))
                 times.append(time.process_time() - start)
-                placer._changes += 1  # as after a commit elsewhere: nothing remembered per change holds
-            calls = placer.allocator_calls
+                another_tenant_placed(placer, f"one-{attempt}")
+            calls = placer.allocator_calls - 2  # less the two one-GPU placements
             # The operator's next pass: a new Placer over the same slices and nodes.
             placer = placement.Placer(node_list=table, snapshot=snap, features=features)
             start = time.process_time()

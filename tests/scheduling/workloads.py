@@ -230,9 +230,11 @@ def run_naive(s: Scenario) -> list[Answer]:
     return answers
 
 
-def run_placer(s: Scenario, policy: str = "first-fit") -> tuple[list[Answer], placement.Placer]:
+def run_placer(s: Scenario, policy: str = "first-fit", *,
+               explained: bool = False) -> tuple[list[Answer | str], placement.Placer]:
+    """The scenario through one Placer; `explained`: a step that fits nowhere answers its explanation's text."""
     placer = placement.Placer(node_list=s.node_list, snapshot=s.snapshot(), features=FEATURES, policy=policy)
-    answers: list[Answer] = []
+    answers: list[Answer | str] = []
     placed: dict[int, tuple[placement.Item, placement.Placement]] = {}
     for index, step in enumerate(s.steps):
         if isinstance(step, Release):
@@ -247,5 +249,5 @@ def run_placer(s: Scenario, policy: str = "first-fit") -> tuple[list[Answer], pl
             placed[index] = (step.item, decision)
             answers.append((decision.node, _raw(decision.results)))
         else:
-            answers.append(None)
+            answers.append(decision.message() if explained else None)
     return answers, placer
