@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from tests.handlers import helpers
-from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+import os
 
+import pytest
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
+
+from dralloc.handlers import lifecycle, watching
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube.session import Session
 from dralloc.testing import cluster
 
 
@@ -79,3 +85,24 @@ def test_deleted_pod_takes_its_generated_claim_with_it(apiserver: Cluster, opera
     wait_for(lambda: not helpers.claims(apiserver), what="generated claim deleted")
     apiserver.seed([cluster.pod("successor", template_name="one-gpu")])
     assert wait_for(lambda: helpers.node_of(apiserver, "successor"), what="successor bound") == node_a
+
+
+@pytest.mark.dralloc_duty("claim-lifecycle")
+async def test_one_lifecycle_pass_creates_the_claim_and_names_it_on_the_pod(apiserver: Cluster) -> None:
+    """As kube-controller-manager's syncPod: a template entry's claim is created and recorded in the pod's
+    status in the same pass. Recording it a pass later made every pod of a burst wait for the whole
+    pass that created its claim (issue 31: create -> claim named p50 1.9 s for 2,000 pods at 5,000 nodes)."""
+    _seed_gpus(apiserver)
+    apiserver.seed([cluster.pod("job", template_name="one-gpu")])
+    rt = Runtime(operator_settings(apiserver))
+    rt.session = await Session.connect(kubeconfig=os.fspath(apiserver.kubeconfig) if apiserver.kubeconfig else None)
+    try:
+        for kind, api_version in (("ResourceClaimTemplate", "resource.k8s.io/v1"), ("Pod", "v1")):
+            for raw in apiserver.list_objects(api_version, kind, apiserver.namespace):
+                watching.feed(rt, kind, "ADDED", raw)
+        assert await lifecycle.run_pass(rt) == 2  # the create and the status write
+    finally:
+        await rt.session.close()
+    claims = apiserver.list_objects("resource.k8s.io/v1", "ResourceClaim", apiserver.namespace)
+    assert [c["metadata"]["name"] for c in claims] == [
+        e["resourceClaimName"] for e in helpers.pod(apiserver, "job")["status"]["resourceClaimStatuses"]]

@@ -24,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from dralloc import metrics
@@ -71,27 +73,19 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
     affected_claims = set(dirty_claims)
     # Plans are made synchronously; each object's steps run in order, objects concurrently.
     work: list[list[Any]] = []
+    replans: list[_Replan | None] = []
     for namespace, name in sorted(dirty_pods):
         pod = cluster.pods.get(namespace, name)
         if pod is None:
             continue
-        named = cluster.claims_naming(namespace, pod.metadata.uid or "")
-        affected_claims.update(named)
+        affected_claims.update(cluster.claims_naming(namespace, pod.metadata.uid or ""))
         if not rt.watches_namespace(namespace):
             continue
-        owned = [c for key in named if (c := cluster.claims.get(*key)) is not None]
-        group, group_claims, missing = _group_of(rt, pod)
-        try:
-            steps: list[Any] = list(templates.pod_claim_plan(
-                pod, template_map, owned, group=group, group_claims=group_claims, group_missing=missing)) if ours else []
-            steps += _extended_resource_steps(rt, pod, owned)
-        except Exception as exc:  # one pod must not stop the lifecycle of the others
-            await _failed(rt, "pod", (namespace, name), exc)
-            continue
-        failed.succeeded("pod", (namespace, name))
+        steps = await _pod_steps(rt, (namespace, name), template_map, ours)
         if steps:
             work.append(steps)
-    executed += await _run_concurrently(rt, work)
+            replans.append(functools.partial(_pod_steps, rt, (namespace, name), template_map, ours))
+    executed += await _run_concurrently(rt, work, replans)
     if not ours:
         return executed
     work = []
@@ -122,6 +116,30 @@ async def run_pass(rt: Runtime, *, everything: bool = False) -> int:
 
 
 CONCURRENCY = 32  # objects whose steps are in flight at once
+
+_Replan = Callable[[], Awaitable[list[Any] | None]]
+
+
+async def _pod_steps(rt: Runtime, key: tuple[str, str], template_map: dict[str, model_claims.ResourceClaimTemplate],
+                     ours: bool) -> list[Any] | None:
+    """The pod's lifecycle steps, planned from the view as it is now (None: the pod is gone, or planning failed,
+    which is reported on the pod and backs it off)."""
+    cluster = rt.cluster
+    pod = cluster.pods.get(*key)
+    if pod is None:
+        return None
+    owned = [c for claim_key in cluster.claims_naming(key[0], pod.metadata.uid or "")
+             if (c := cluster.claims.get(*claim_key)) is not None]
+    group, group_claims, missing = _group_of(rt, pod)
+    try:
+        steps: list[Any] = list(templates.pod_claim_plan(
+            pod, template_map, owned, group=group, group_claims=group_claims, group_missing=missing)) if ours else []
+        steps += _extended_resource_steps(rt, pod, owned)
+    except Exception as exc:  # one pod must not stop the lifecycle of the others
+        await _failed(rt, "pod", key, exc)
+        return None
+    rt.lifecycle_failures.succeeded("pod", key)
+    return steps
 
 
 def _group_of(rt: Runtime, pod: pods.Pod) -> tuple[scheduling_model.PodGroup | None, list[model_claims.ResourceClaim],
@@ -221,20 +239,33 @@ def _extended_resource_steps(rt: Runtime, pod: pods.Pod, owned: list[model_claim
                                  extended.extended_claim_status(existing.name, mappings))]
 
 
-async def _run_concurrently(rt: Runtime, work: list[list[Any]]) -> int:
+async def _run_concurrently(rt: Runtime, work: list[list[Any]], replans: Sequence[_Replan | None] = ()) -> int:
+    """Each object's steps in order, objects concurrently. `replans[i]`, when given, plans object i again
+    once its steps created claims (all of them carried out): the created claims are in the view, so the
+    new plan records them in the pod's status at once, in the same task (kube-controller-manager's
+    syncPod also creates the claims, then updates the status), not a pass later."""
     limit = asyncio.Semaphore(CONCURRENCY)
 
-    async def run(steps: list[Any]) -> int:
+    async def steps_done(steps: list[Any]) -> tuple[int, bool]:
+        count = 0
+        for step in steps:
+            done = await _execute(rt, step)
+            count += done
+            if not done:
+                return count, False  # a failed step: the object is dirty again, the rest is planned anew
+        return count, True
+
+    async def run(steps: list[Any], replan: _Replan | None) -> int:
         async with limit:
-            count = 0
-            for step in steps:
-                done = await _execute(rt, step)
-                count += done
-                if not done:
-                    break  # a failed step: the object is dirty again, the rest is planned anew
+            count, complete = await steps_done(steps)
+            if complete and replan is not None and any(isinstance(step, plans.CreateClaim) for step in steps):
+                again = await replan()
+                if again and not any(isinstance(step, plans.CreateClaim) for step in again):
+                    count += (await steps_done(again))[0]
             return count
 
-    results = await asyncio.gather(*(run(steps) for steps in work))
+    results = await asyncio.gather(*(run(steps, replans[i] if i < len(replans) else None)
+                                     for i, steps in enumerate(work)))
     return sum(results)
 
 
@@ -586,15 +617,18 @@ async def lifecycle_loop(rt: Runtime, stopped: asyncio.Event) -> None:
     next_full = loop.time() + resync
     while not stopped.is_set():
         rt.lifecycle_wakeup.clear()
+        executed = 0
         try:
-            await run_pass(rt, everything=everything)
+            executed = await run_pass(rt, everything=everything)
         except Exception:  # per-object errors never get here: a bug of ours, or the API is gone
             logger.exception("claim lifecycle pass failed; retrying")
             metrics.observe_pass_failure("lifecycle")
             await asyncio.sleep(1.0)
         everything = False
         if rt.dirty_pods or rt.dirty_claims or rt.dirty_pod_groups:
-            await asyncio.sleep(0.2)  # conflicts and follow-ups: a short pause, then again
+            # What arrived during a pass that wrote is taken at once (a burst of pods must not wait a
+            # pause per pass); after a pass that wrote nothing (conflicts, retries) a short pause.
+            await asyncio.sleep(0 if executed else 0.2)
             continue
         timeout = next_full - loop.time()
         retry_at = rt.lifecycle_failures.next_due()
