@@ -54,6 +54,7 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
+import itertools
 import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -423,10 +424,24 @@ class _SignatureAnswers:
 
     def __init__(self, classes: tuple[object, ...]) -> None:
         self.classes = classes
-        self.unfit: dict[str, set[Hashable]] = {}
-        self.reasons: dict[tuple[str, Hashable, bool], tuple[Item, str]] = {}
+        self.unfit: dict[str, set[int]] = {}
+        self.reasons: dict[tuple[str, int, bool], tuple[Item, str]] = {}
         self.entries = 0
         self.failures = 0  # proven failures of the allocator on nodes: when comparing the nodes pays
+        # Signatures are large nested tuples (every device's content and state) and a tuple does not keep
+        # its hash: a number per signature, given once, is what the answers are keyed by. A number is
+        # never given to another signature, even after a reset, so a placer holding an old one only misses.
+        self._ids: dict[Hashable, int] = {}
+        self._next_id = itertools.count()
+
+    def id_of(self, signature: Hashable) -> int:
+        """The signature's number (the same for equal signatures while they are remembered)."""
+        found = self._ids.get(signature)
+        if found is None:
+            if len(self._ids) >= MAX_SIGNATURE_ANSWERS:
+                self._ids.clear()
+            found = self._ids[signature] = next(self._next_id)
+        return found
 
     @classmethod
     def of(cls, snapshot: Snapshot, features: Features) -> _SignatureAnswers:
@@ -524,10 +539,10 @@ class Placer:
         # signature holds the devices' state); reasons found on a node whose text names none of its names.
         # These two hold whatever the signature holds, so they stay true while the slices, classes and
         # features do: shared by every Placer over them (the operator makes one per pass), bounded.
-        self._signatures: dict[int, tuple[int, Hashable | None]] = {}
+        self._signatures: dict[int, tuple[int, int | None]] = {}
         answers = _SignatureAnswers.of(snapshot, features)
-        self._unfit_signatures: dict[str, set[Hashable]] = answers.unfit
-        self._signature_reasons: dict[tuple[str, Hashable, bool], tuple[Item, str]] = answers.reasons
+        self._unfit_signatures: dict[str, set[int]] = answers.unfit
+        self._signature_reasons: dict[tuple[str, int, bool], tuple[Item, str]] = answers.reasons
         self._answers = answers
         self._shapes = _Shapes(capacity_monotone=self._no_request_policies)
         # Whether reasons count the devices others use (the CLI's and simulate's detail); the operator
@@ -674,9 +689,10 @@ class Placer:
                 known[index] = (epoch, family[1])
         self._advance(shape)
 
-    def _signature(self, index: int, *, build: bool = True) -> Hashable | None:
-        """Node `index` as the allocator sees it, without names (allocation.equivalence), for this change;
-        None for a node without copies, and (`build` False) before the nodes were compared at all."""
+    def _signature(self, index: int, *, build: bool = True) -> int | None:
+        """Node `index` as the allocator sees it, without names (allocation.equivalence), for this change, as
+        the number `_SignatureAnswers.id_of` gives it; None for a node without copies, and (`build` False)
+        before the nodes were compared at all."""
         known = self._signatures.get(index)
         if known is not None and known[0] == self._changes:
             return known[1]
@@ -684,8 +700,9 @@ class Placer:
         if copies is None or not copies[index]:
             return None  # no other node like it: nothing to share
         found = equivalence.signature(self.snapshot, self.views[index], self.features)
-        self._signatures[index] = (self._changes, found)
-        return found
+        number = None if found is None else self._answers.id_of(found)
+        self._signatures[index] = (self._changes, number)
+        return number
 
     def _advance(self, shape: str) -> None:
         first = self._first_unknown.get(shape, 0)
