@@ -523,6 +523,10 @@ def main() -> int:
         return args.apiserver_profile.with_name(f"{args.apiserver_profile.name}-{nodes}.pprof") \
             if args.apiserver_profile else None
 
+    def rss_goal(nodes: int) -> str:
+        # Issue 15 set 500 MiB at 5,000 nodes; issue 31 set 1.5 GB at 20,000 (8 GPUs a node both).
+        return "goal <= 500 MiB at 5,000 nodes" if nodes <= 5000 else "goal <= 1.5 GB at 20,000 nodes"
+
     small = None
     if args.small_nodes:
         small = measure(args.small_nodes, profile=profile(args.small_nodes))
@@ -533,7 +537,7 @@ def main() -> int:
         ratio = big.pods_per_s / small.pods_per_s if small.pods_per_s else float("nan")
         print(f"ratio        pods/s at {args.nodes} / at {args.small_nodes} nodes: {ratio:.2f} (goal >= 0.7); "
               f"pods per CPU second: {big.pods_per_cpu_s / small.pods_per_cpu_s:.2f} (the same, blind to what other processes took); "
-              f"steady RSS at {args.nodes}: {big.rss_steady:.0f} MiB (goal <= 500)")
+              f"steady RSS at {args.nodes}: {big.rss_steady:.0f} MiB ({rss_goal(args.nodes)})")
     return 0
 
 
