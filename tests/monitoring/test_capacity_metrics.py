@@ -79,6 +79,23 @@ def test_shared_counters_sum_the_allocated_partitions() -> None:
                                          ("gpu.example.com", "gpu-0-counters", "memory", "used"): 20 * 2**30}
 
 
+def test_a_whole_gpu_is_not_free_once_a_partition_takes_its_counters() -> None:
+    """Node 0: a whole GPU consuming all 40Gi of its counter set and two 20Gi partitions of the same set,
+    one partition allocated: the whole GPU no longer fits (20Gi left), the other partition does. Free:
+    1, not 2 (issue 32: README's "a pod asking for N GPUs still fits" counted such GPUs). Node 1, the
+    same with nothing allocated: all three free."""
+    slices = [slice_(f"s{n}", pool=f"node-{n}", node=f"node-{n}", counters={"gpu-0-counters": {"memory": "40Gi"}},
+                     devices=[device("whole").consumes("gpu-0-counters", {"memory": "40Gi"}),
+                              *(device(f"part-{i}").consumes("gpu-0-counters", {"memory": "20Gi"}) for i in range(2))])
+              for n in range(2)]
+    snap = snapshot(classes=[class_("gpu", GPU)], slices=slices,
+                    allocated=[claim("c").allocated(result("r", "part-0", pool="node-0"))])
+    gauges = _gauges(snap)
+    assert gauges["devices"] == {("gpu.example.com", "gpu", "total"): 6, ("gpu.example.com", "gpu", "allocated"): 1,
+                                 ("gpu.example.com", "gpu", "free"): 4}
+    assert gauges["pools"] == {("gpu.example.com", "gpu", "1"): 1, ("gpu.example.com", "gpu", "2-3"): 1}
+
+
 def test_consumable_capacity_used_by_shares_and_whole_allocations() -> None:
     """Two shareable NICs of 10G bandwidth: one with a 3G share, one allocated whole: 13G of 20G used."""
     nics = [device(f"nic-{i}").shared().capacity("bandwidth", "10G", min="1G") for i in range(2)]

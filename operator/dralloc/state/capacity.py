@@ -5,7 +5,9 @@ the capacity view from its own state, with closed label sets whose size does not
 the number of nodes (pools are one per node: they are counted, never named):
 
 - devices per driver and DeviceClass by state (total, allocated, free, tainted) and by taint
-  effect: free means not allocated and without a NoSchedule or NoExecute taint;
+  effect: free means not allocated, without a NoSchedule or NoExecute taint, and with what it
+  consumes of shared counters still left in its pool (a whole GPU is not free once one of its
+  partitions is allocated);
 - pools per driver and DeviceClass by how many free devices of the class they have, in
   buckets (FREE_BUCKETS): the spread a pod asking for N devices meets;
 - shared counters per driver, counter set and counter (total and used, summed over pools);
@@ -73,6 +75,9 @@ class Inventory:
     capacity: dict[Labels, float]  # (driver, class, capacity) -> total
     # (driver, counter set) -> counter -> total nano-units, summed over the pools that define the set.
     counters: dict[tuple[str, str], dict[str, int]]
+    # Per pool and counter set: its counters' nano-units, and the devices that consume from it.
+    pool_counters: dict[tuple[PoolID, str], dict[str, int]] = dataclasses.field(default_factory=dict)
+    consumers: dict[tuple[PoolID, str], list[Device]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def build(cls, snapshot: Snapshot, previous: Inventory | None = None) -> Inventory:
@@ -108,8 +113,10 @@ class Inventory:
                 continue  # being replaced: the allocator ignores it too
             for counter_set in s.spec.shared_counters:
                 totals = inventory.counters.setdefault((s.spec.driver, counter_set.name), {})
+                in_pool = inventory.pool_counters.setdefault((pool, counter_set.name), {})
                 for name, counter in counter_set.counters.items():
                     totals[name] = totals.get(name, 0) + counter.value.nanos
+                    in_pool[name] = in_pool.get(name, 0) + counter.value.nanos
             key = (s.metadata.name, s.metadata.resource_version or "", s.spec.pool.generation)
             found = known.get(key)
             if found is None:
@@ -141,6 +148,8 @@ class Inventory:
             self.free_in_pool[key] = self.free_in_pool.get(key, 0) + unblocked
             for cap, total in device.capacity:
                 _add(self.capacity, (driver, name, cap), float(total))
+        for set_name, _amounts in device.consumes:
+            self.consumers.setdefault((device.pool, set_name), []).append(device)
 
 
 def _device(snapshot: Snapshot, info: DeviceInfo, pool: PoolID) -> Device:
@@ -168,6 +177,7 @@ def device_gauges(inventory: Inventory, allocated: AllocatedState) -> dict[str, 
     devices = dict(inventory.devices)
     free_in_pool = dict(inventory.free_in_pool)
     used: dict[tuple[str, str, str], float] = {}
+    used_in_pool: dict[tuple[PoolID, str], dict[str, int]] = {}
     capacity_used = dict.fromkeys(inventory.capacity, 0.0)
     for device_id in set(allocated.exclusive) | allocated.shared:
         device = inventory.index.get(device_id)
@@ -184,9 +194,15 @@ def device_gauges(inventory: Inventory, allocated: AllocatedState) -> dict[str, 
             for cap, total in device.capacity:
                 capacity_used[(driver, name, cap)] += float(total if whole else min(consumed.get(cap, Fraction(0)), total))
         for set_name, amounts in device.consumes:
+            in_pool = used_in_pool.setdefault((device.pool, set_name), {})
             for counter, nanos in amounts:
                 key = (driver, set_name, counter)
                 used[key] = used.get(key, 0.0) + nanos
+                in_pool[counter] = in_pool.get(counter, 0) + nanos
+    for device in _counters_short(inventory, allocated, used_in_pool):
+        for name in device.classes:
+            devices[(device.id.driver, name, "free")] -= 1
+            free_in_pool[(device.id.driver, name, device.pool)] -= 1
     pools: dict[Labels, float] = {}
     for (driver, name, _), free in free_in_pool.items():
         for bucket, _bound in FREE_BUCKETS:  # every bucket's series exists, 0 or not
@@ -203,6 +219,26 @@ def device_gauges(inventory: Inventory, allocated: AllocatedState) -> dict[str, 
         capacity.append(((driver, name, cap, "used"), capacity_used[(driver, name, cap)]))
     return {"devices": list(devices.items()), "device_taints": list(inventory.effects.items()),
             "pools": list(pools.items()), "counters": counters, "capacity": capacity}
+
+
+def _counters_short(inventory: Inventory, allocated: AllocatedState,
+                    used_in_pool: dict[tuple[PoolID, str], dict[str, int]]) -> set[Device]:
+    """The unallocated, unblocked devices that cannot be allocated now because what they consume of a shared
+    counter set is no longer left (a whole GPU whose partitions are partly allocated): not free, as the
+    allocator sees them. Only the counter sets something allocated consumes from are visited."""
+    short: set[Device] = set()
+    for key in used_in_pool:
+        for device in inventory.consumers.get(key, ()):
+            if (device in short or device.effects & BLOCKING or device.id in allocated.exclusive
+                    or device.id in allocated.shared):
+                continue
+            for set_name, amounts in device.consumes:
+                totals = inventory.pool_counters.get((device.pool, set_name), {})
+                taken = used_in_pool.get((device.pool, set_name), {})
+                if any(taken.get(counter, 0) + nanos > totals.get(counter, 0) for counter, nanos in amounts):
+                    short.add(device)
+                    break
+    return short
 
 
 def claim_state(claim: model_claims.ResourceClaim) -> str:
