@@ -352,3 +352,27 @@ def test_culprit_names_each_items_own_claim(dralloc: Invoke, tmp_path: pathlib.P
         (name, "enough devices individually, but matchAttribute gpu.example.com/numa "
                f"(claim default/{name}, constraint #0) rules out every combination: without it the claims fit")
         for name in ("first", "second")]
+
+
+class TestUtilizationAmounts:
+    def test_consumable_capacity_is_printed_in_the_format_the_driver_wrote(self) -> None:
+        """NICs of 1600G bandwidth (decimal, as drivers write it) with shares of 120G and 100G: 220G of
+        3200G, not 214843750Ki of 3125000000Ki (issue 32: whole numbers were printed binary); a memory
+        capacity written 80Gi stays binary."""
+        from tests.builders import device, node, result, slice_, snapshot
+
+        from dralloc.allocation.features import Features
+        from dralloc.offline import simulating
+
+        nics = [device(f"nic-{i}").shared().capacity("bandwidth", "1600G", min="1G").capacity("memory", "80Gi")
+                for i in range(2)]
+        snap = snapshot(classes=[class_("nic", 'device.driver == "gpu.example.com"')],
+                        slices=[slice_("s", devices=nics)],
+                        allocated=[claim("a").allocated(result("r", "nic-0", share_id="s1",
+                                                               consumed={"bandwidth": "120G", "memory": "8Gi"})),
+                                   claim("b").allocated(result("r", "nic-0", share_id="s2",
+                                                               consumed={"bandwidth": "100G"}))])
+        report = simulating.utilization(snap, [node()], Features())
+        assert report["classes"]["nic"]["capacity"] == {
+            "bandwidth": {"total": "3200G", "inUse": "220G", "percent": 6.9},
+            "memory": {"total": "160Gi", "inUse": "8Gi", "percent": 5.0}}

@@ -181,24 +181,31 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster, err: TextIO
 
 
 class _Amounts:
-    """Totals and amounts in use per name (counters in nano-units, capacities as Fractions)."""
+    """Totals and amounts in use per name (counters in nano-units, capacities as Fractions), printed in
+    the format the driver wrote the amounts in when it is known (a NIC's "1600G" stays decimal)."""
 
     def __init__(self) -> None:
         self.total: dict[str, Fraction] = {}
         self.used: dict[str, Fraction] = {}
+        self.formats: dict[str, QuantityFormat] = {}
 
-    def add(self, name: str, total: Fraction, used: Fraction) -> None:
+    def add(self, name: str, total: Fraction, used: Fraction, fmt: QuantityFormat | None = None) -> None:
         self.total[name] = self.total.get(name, Fraction(0)) + total
         self.used[name] = self.used.get(name, Fraction(0)) + used
+        if fmt is not None:
+            self.formats.setdefault(name, fmt)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        return {name: {"total": _quantity(self.total[name]), "inUse": _quantity(self.used[name]),
+        return {name: {"total": _quantity(self.total[name], self.formats.get(name)),
+                       "inUse": _quantity(self.used[name], self.formats.get(name)),
                        "percent": _percent(self.used[name], self.total[name])}
                 for name in sorted(self.total)}
 
 
-def _quantity(value: Fraction) -> str:
-    fmt = QuantityFormat.BINARY_SI if value.denominator == 1 else QuantityFormat.DECIMAL_SI
+def _quantity(value: Fraction, fmt: QuantityFormat | None = None) -> str:
+    """`fmt` None (a counter: only its nano-units are kept): binary for whole numbers, as memory is written."""
+    if fmt is None:
+        fmt = QuantityFormat.BINARY_SI if value.denominator == 1 else QuantityFormat.DECIMAL_SI
     return str(Quantity(value, fmt))
 
 
@@ -225,13 +232,16 @@ class _Use:
 NANO = 10**9
 
 
-def _capacity_use(info: DeviceInfo, allocated: AllocatedState) -> dict[str, tuple[Fraction, Fraction]]:
-    """A shareable device's consumable capacity: name -> (total, in use); {} for other devices."""
+def _capacity_use(info: DeviceInfo, allocated: AllocatedState
+                  ) -> dict[str, tuple[Fraction, Fraction, QuantityFormat]]:
+    """A shareable device's consumable capacity: name -> (total, in use, the format of its total); {} for
+    other devices."""
     if not info.allow_multiple:
         return {}
     consumed = allocated.consumed_capacity.get(info.id, {})
     whole = info.id in allocated.exclusive
-    return {name: (c.value.value, c.value.value if whole else min(consumed.get(name, Fraction(0)), c.value.value))
+    return {name: (c.value.value, c.value.value if whole else min(consumed.get(name, Fraction(0)), c.value.value),
+                   c.value.format)
             for name, c in info.capacity.items()}
 
 
@@ -280,8 +290,8 @@ def utilization(snapshot: Snapshot, views: Sequence[NodeView], features: Feature
                     use.devices += 1
                     use.in_use += in_use
                     use.counter_sets |= sets
-                    for name, (total, used_amount) in capacity.items():
-                        use.capacity.add(name, total, used_amount)
+                    for name, (total, used_amount, fmt) in capacity.items():
+                        use.capacity.add(name, total, used_amount, fmt)
     return {"classes": {k: v.as_dict(counter_use) for k, v in per_class.items()},
             "pools": {str(k): v.as_dict(counter_use) for k, v in sorted(per_pool.items())}}
 
