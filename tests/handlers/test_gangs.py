@@ -111,6 +111,9 @@ def test_a_gang_waits_for_min_count_then_is_placed_as_one(apiserver: Cluster, op
         wait_for(lambda i=i: _says(apiserver, f"trainer-{i}", "2 of its 3 pods (minCount) exist"),
                  what=f"trainer-{i} waiting for the gang")
     assert not _allocated(apiserver) and not any(_nodes(apiserver, ["trainer-0", "trainer-1"]).values())
+    # Waiting for members is a normal moment of a gang's life, not a warning (issue 32).
+    (waiting,) = wait_for(lambda: helpers.events(apiserver, "GangWaiting"), what="the GangWaiting Event")
+    assert waiting["type"] == "Normal"
     apiserver.seed([member("trainer-2", "gpus-1", "trainers")])
     pods = [f"trainer-{i}" for i in range(3)]
     wait_for(lambda: _all_bound(apiserver, pods), what="the whole gang bound")

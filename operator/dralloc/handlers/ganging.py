@@ -625,7 +625,10 @@ async def report(rt: Runtime, step: NotPlaced, wants: dict[str, queueing.Wants])
         rt.gang_messages[step.key] = step.message
         reason = {"waiting": "GangWaiting", "error": "GangError", "too-costly": "DecisionTooCostly"}.get(
             step.result, "GangUnfit")
-        await reporting.group_event(rt, step.key, reason, "Warning", step.message)
+        # A gang waiting for its members to exist is a normal moment (kube-scheduler's own waiting is no
+        # Warning either); the others say something the user must change or know.
+        await reporting.group_event(rt, step.key, reason, "Normal" if step.result == "waiting" else "Warning",
+                                    step.message)
 
 
 async def report_error(rt: Runtime, key: Key, pods_: Sequence[pods.Pod], error: MemberError,
