@@ -14,6 +14,10 @@ snapshot, and given to the same code:
   recomputed now with `scheduling.placement.Placer`); for a gate-mode pod dralloc pinned
   and its own scheduler refuses, that scheduler's verdict.
 
+Flags go before or after the command, as kubectl users type them (`kubectl dralloc -n NS why POD`,
+`kubectl dralloc why POD -n NS`); given on both sides, the value after the command wins. `-n`,
+`--scheduler-name` and `--gate` are `why`'s: `status` refuses them (it reports the whole cluster).
+
 Exit codes: 0 (status shown; the pod fits or is bound), 1 (the pod fits nowhere, or its
 own scheduler refuses it where dralloc pinned it), 2 (an input error: no such pod, the
 cluster unreachable, a flag malformed; the message names it).
@@ -254,32 +258,93 @@ def print_why(answer: dict[str, Any], out: TextIO) -> None:
             out.write(f"  last gang decision: {answer['gangDecision']}\n")
 
 
+# Flags every command takes, and those only `why` takes, with their defaults. Each is defined on the
+# top-level parser and again on each command it applies to, with no argparse default (SUPPRESS): a
+# command's parser would otherwise set its default over the value given before the command.
+# `parse_args` fills in these defaults once, after parsing.
+COMMON_DEFAULTS: dict[str, Any] = {"kubeconfig": None, "context": None, "features": "",
+                                   "kubernetes_version": "1.37", "output": "table"}
+WHY_DEFAULTS: dict[str, Any] = {"namespace": "default", "scheduler_name": DEFAULT_SCHEDULER, "gate": DEFAULT_GATE}
+WHY_FLAGS = {"namespace": "-n/--namespace", "scheduler_name": "--scheduler-name", "gate": "--gate"}
+
+
+def _add_common_flags(group: Any) -> None:
+    """`group`: a parser or an argument group."""
+    group.add_argument("--kubeconfig", default=argparse.SUPPRESS,
+                       help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+    group.add_argument("--context", default=argparse.SUPPRESS, help="kubeconfig context (default: the current one)")
+    group.add_argument("--features", default=argparse.SUPPRESS, metavar="GATE=true,...",
+                       help="DRA feature gates; gates not named keep their Kubernetes defaults")
+    group.add_argument("--kubernetes-version", default=argparse.SUPPRESS, choices=("1.36", "1.37", "1.38"),
+                       help="whose allocator semantics to follow where upstream changed them (default: "
+                            f"{COMMON_DEFAULTS['kubernetes_version']})")
+    group.add_argument("-o", "--output", default=argparse.SUPPRESS, choices=("table", "json"),
+                       help=f"output format (default: {COMMON_DEFAULTS['output']})")
+
+
+def _add_why_flags(group: Any, *, hidden: bool = False) -> None:
+    """`hidden`: parsed but not in the help (on `status`, so that `parse_args` refuses them by name)."""
+    def shown(text: str) -> str:
+        return argparse.SUPPRESS if hidden else text
+
+    group.add_argument("-n", "--namespace", default=argparse.SUPPRESS,
+                       help=shown(f"the pod's namespace (default: {WHY_DEFAULTS['namespace']})"))
+    group.add_argument("--scheduler-name", default=argparse.SUPPRESS,
+                       help=shown("the schedulerName dralloc places pods for (dralloc run --scheduler-name; "
+                                  f"default: {DEFAULT_SCHEDULER})"))
+    group.add_argument("--gate", default=argparse.SUPPRESS,
+                       help=shown("the scheduling gate dralloc allocates for beside kube-scheduler (dralloc run "
+                                  f"--gate; default: {DEFAULT_GATE})"))
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser, without the defaults `parse_args` fills in: flags go before or after the command."""
+    def placement_note(before: str, after: str) -> str:
+        return (f"Flags go before or after the command, as with kubectl: `kubectl dralloc {before}` and "
+                f"`kubectl dralloc {after}` are the same; a flag given on both sides takes the value given after "
+                "the command.")
+
     parser = argparse.ArgumentParser(prog="kubectl dralloc",
-                                     description="dralloc's capacity and placement reports on the live cluster")
-    parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-    parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
-    parser.add_argument("--features", default="", metavar="GATE=true,...",
-                        help="DRA feature gates; gates not named keep their Kubernetes defaults")
-    parser.add_argument("--kubernetes-version", default="1.37", choices=("1.36", "1.37", "1.38"),
-                        help="whose allocator semantics to follow where upstream changed them")
-    parser.add_argument("-o", "--output", default="table", choices=("table", "json"))
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("status", help="devices in use, counters, capacity and fragmentation per class and pool")
-    why_ = sub.add_parser("why", help="where the pod would go now, or why it fits nowhere")
-    why_.add_argument("pod", metavar="POD")
-    why_.add_argument("-n", "--namespace", default="default")
-    why_.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER,
-                      help="the schedulerName dralloc places pods for (dralloc run --scheduler-name)")
-    why_.add_argument("--gate", default=DEFAULT_GATE,
-                      help="the scheduling gate dralloc allocates for beside kube-scheduler (dralloc run --gate)")
+                                     description="dralloc's capacity and placement reports on the live cluster",
+                                     epilog=placement_note("-n NS why POD", "why POD -n NS"))
+    _add_common_flags(parser.add_argument_group("options of every command"))
+    _add_why_flags(parser.add_argument_group("options of why"))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{status,why}")
+    status_ = sub.add_parser("status", help="devices in use, counters, capacity and fragmentation per class and pool",
+                             description="Devices in use, shared counters, consumable capacity and fragmentation "
+                                         "per DeviceClass and pool, for the whole cluster.",
+                             epilog=placement_note("-o json status", "status -o json"))
+    _add_common_flags(status_)
+    _add_why_flags(status_, hidden=True)
+    why_ = sub.add_parser("why", help="where the pod would go now, or why it fits nowhere",
+                          description="Where the pod would go now, or why it fits nowhere.",
+                          epilog=placement_note("-n NS why POD", "why POD -n NS"))
+    why_.add_argument("pod", metavar="POD", help="the pod's name")
+    _add_common_flags(why_)
+    _add_why_flags(why_)
     return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command and its flags, from wherever they were given, defaults filled in; exits 2 (argparse's
+    message naming the flag) on a malformed flag, or a flag of `why` given with `status`."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "why":
+        given = [flag for dest, flag in WHY_FLAGS.items() if hasattr(args, dest)]
+        if given:
+            parser.error(f"{', '.join(given)}: a flag of why, not of {args.command} "
+                         f"({args.command} reports the whole cluster)")
+    for dest, value in {**COMMON_DEFAULTS, **(WHY_DEFAULTS if args.command == "why" else {})}.items():
+        if not hasattr(args, dest):
+            setattr(args, dest, value)
+    return args
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         features = Features.from_gates(parse_gates(args.features), release=args.kubernetes_version)
     except allocation_errors.AllocationInputError as exc:

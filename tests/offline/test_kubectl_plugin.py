@@ -236,3 +236,108 @@ def test_why_a_nominated_pod_names_its_node_and_the_victims_still_terminating() 
     plugin_module.print_why(answer, out)
     assert ("nominated to node node-a by priority preemption; 1 pod(s) removed for it are still terminating: "
             "default/victim") in out.getvalue()
+
+
+# Flags before or after the command, as kubectl users type them. KUBECONFIG stands for the sandbox's
+# kubeconfig: the run is in-process (`plugin.main`), so --kubeconfig is a flag like the others.
+KUBECONFIG = "<kubeconfig>"
+
+
+def run_main(kubeconfig: pathlib.Path, args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = plugin_module.main([a.replace(KUBECONFIG, str(kubeconfig)) for a in args], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("args", [
+    ["--kubeconfig", KUBECONFIG, "-n", NAMESPACE, "-o", "json", "why", "wants-two"],
+    ["-n", NAMESPACE, "why", "wants-two", "-o", "json", "--kubeconfig", KUBECONFIG],
+    ["why", "-n", NAMESPACE, "-o", "json", "--kubeconfig", KUBECONFIG, "wants-two"],
+    ["why", "wants-two", "-n", NAMESPACE, "-o", "json", "--kubeconfig", KUBECONFIG],
+    ["-o", "json", "--kubeconfig", KUBECONFIG, "why", "wants-two", "--namespace", NAMESPACE],
+    [f"--namespace={NAMESPACE}", "why", "--output=json", "wants-two", f"--kubeconfig={KUBECONFIG}"],
+])
+def test_namespace_and_output_flags_are_accepted_before_and_after_the_subcommand(
+        kubeconfig: pathlib.Path, args: list[str]) -> None:
+    code, out, err = run_main(kubeconfig, args)
+    assert code == 0, err
+    answer = json.loads(out)
+    assert (answer["pod"], answer["status"], answer["node"]) == (f"{NAMESPACE}/wants-two", "fits", "node-b")
+
+
+@pytest.mark.parametrize("args", [
+    ["-o", "json", "--kubeconfig", KUBECONFIG, "status"],
+    ["status", "-o", "json", "--kubeconfig", KUBECONFIG],
+    ["--kubeconfig", KUBECONFIG, "status", "--output", "json"],
+    ["--output=json", "status", f"--kubeconfig={KUBECONFIG}", "--kubernetes-version", "1.37"],
+])
+def test_status_takes_output_and_cluster_flags_before_and_after_the_subcommand(
+        kubeconfig: pathlib.Path, args: list[str]) -> None:
+    code, out, err = run_main(kubeconfig, args)
+    assert code == 0, err
+    gpu = json.loads(out)["utilization"]["classes"]["gpu"]
+    assert (gpu["devices"], gpu["inUse"]) == (4, 1)
+
+
+def test_a_flag_given_after_the_subcommand_wins_over_the_same_flag_before_it(kubeconfig: pathlib.Path) -> None:
+    code, out, err = run_main(kubeconfig, ["-o", "json", "--kubeconfig", KUBECONFIG, "status", "-o", "table"])
+    assert code == 0, err
+    assert "utilization per class:" in out  # the table, not JSON
+    code, out, err = run_main(kubeconfig, ["-n", "elsewhere", "-o", "table", "--kubeconfig", KUBECONFIG,
+                                           "why", "wants-two", "-n", NAMESPACE, "-o", "json"])
+    assert code == 0, err
+    assert json.loads(out)["pod"] == f"{NAMESPACE}/wants-two"
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    # Nothing given: the documented defaults.
+    (["why", "p"], {"namespace": "default", "output": "table", "kubeconfig": None, "context": None,
+                    "features": "", "kubernetes_version": "1.37",
+                    "scheduler_name": plugin_module.DEFAULT_SCHEDULER, "gate": plugin_module.DEFAULT_GATE}),
+    (["status"], {"output": "table", "kubeconfig": None, "context": None, "features": "",
+                  "kubernetes_version": "1.37"}),
+    # Given before the command only: not overwritten by the command's defaults.
+    (["-n", "a", "-o", "json", "--context", "c", "--scheduler-name", "s", "--gate", "g", "why", "p"],
+     {"namespace": "a", "output": "json", "context": "c", "scheduler_name": "s", "gate": "g"}),
+    (["--kubeconfig", "k", "--features", "X=true", "--kubernetes-version", "1.38", "status"],
+     {"kubeconfig": "k", "features": "X=true", "kubernetes_version": "1.38"}),
+    # Given on both sides: the one after the command wins.
+    (["-n", "a", "--context", "c1", "--gate", "g1", "why", "p", "-n", "b", "--context", "c2", "--gate", "g2"],
+     {"namespace": "b", "context": "c2", "gate": "g2"}),
+    (["--kubernetes-version", "1.36", "status", "--kubernetes-version", "1.38"], {"kubernetes_version": "1.38"}),
+])
+def test_parsed_flags_have_one_meaning_wherever_they_are_given(argv: list[str], expected: dict[str, Any]) -> None:
+    args = plugin_module.parse_args(argv)
+    assert {key: getattr(args, key) for key in expected} == expected
+    if args.command == "status":
+        assert not hasattr(args, "namespace")
+
+
+@pytest.mark.parametrize("argv", [["-o", "yaml", "status"], ["status", "-o", "yaml"],
+                                  ["why", "p", "--output", "yaml"]])
+def test_a_bad_output_value_is_refused_naming_the_flag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        plugin_module.parse_args(argv)
+    assert exited.value.code == 2
+    assert "argument -o/--output: invalid choice: 'yaml'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["-n", "a", "status"], ["status", "-n", "a"], ["--gate", "g", "status"]])
+def test_why_only_flags_with_status_are_refused_naming_the_flag(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """status reports the whole cluster: a namespace there would be ignored, so it is refused, not dropped."""
+    with pytest.raises(SystemExit) as exited:
+        plugin_module.parse_args(argv)
+    assert exited.value.code == 2
+    message = capsys.readouterr().err
+    assert ("-n/--namespace" if "-n" in argv else "--gate") in message and "why" in message
+
+
+def test_help_says_flags_go_before_or_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--help"], ["status", "--help"], ["why", "--help"]):
+        with pytest.raises(SystemExit):
+            plugin_module.parse_args(argv)
+    top, status_help, why_help = capsys.readouterr().out.split("usage:")[1:]
+    assert "before or after the command" in top and "-n NAMESPACE" in top and "-o {table,json}" in top
+    assert "-o {table,json}" in status_help and "--namespace" not in status_help
+    assert "-n NAMESPACE, --namespace NAMESPACE" in why_help and "-o {table,json}" in why_help
