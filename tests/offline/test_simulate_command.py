@@ -9,6 +9,7 @@ of four GPUs where node-b has two in use.
 
 from __future__ import annotations
 
+import io
 import pathlib
 from typing import Any
 
@@ -376,3 +377,49 @@ class TestUtilizationAmounts:
         assert report["classes"]["nic"]["capacity"] == {
             "bandwidth": {"total": "3200G", "inUse": "220G", "percent": 6.9},
             "memory": {"total": "160Gi", "inUse": "8Gi", "percent": 5.0}}
+
+
+class TestComparePolicies:
+    @staticmethod
+    def _rows(tmp_path: pathlib.Path) -> tuple[Any, list[str]]:
+        from tests.offline.test_trace_converter import _trace_files
+
+        from dralloc.offline import comparing, simulating
+
+        snapshot_file, workload_file = _trace_files(tmp_path)
+        request = simulating.Request(snapshot_files=[snapshot_file], workload_files=[workload_file])
+        out = io.StringIO()
+        comparing.print_table(comparing.compare(request, io.StringIO()), out)
+        return request, out.getvalue().splitlines()
+
+    def test_the_table_columns_line_up_under_their_headers(self, tmp_path: pathlib.Path) -> None:
+        """Each right-aligned column ends where its header ends (issue 32: "placed" stood apart from 3/4)."""
+        _, lines = self._rows(tmp_path)
+        header, rows = lines[0], lines[1:]
+        for title in ("placed", "before 1st failure", "decisions/s"):
+            end = header.index(title) + len(title)
+            for row in rows:
+                assert row[end - 1] != " " and row[end] == " ", (title, header, row)
+
+    def test_each_policy_starts_from_a_cold_selector_memo(self, tmp_path: pathlib.Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+        """What one policy's run memoized of the selectors is forgotten before the next policy's clock
+        starts: each starts as the first does (issue 32: later policies reused the first one's results,
+        and the first alone paid the CEL engine's import), and each leaves results behind."""
+        from dralloc.allocation import selectors
+        from dralloc.offline import simulating
+
+        memo: list[tuple[str, int, int]] = []
+        place = simulating.place_workload
+
+        def recorded(placer: Any, *args: Any) -> Any:
+            before = selectors.cache_usage()[0]
+            results = place(placer, *args)
+            memo.append((placer.policy, before, selectors.cache_usage()[0]))
+            return results
+
+        monkeypatch.setattr(simulating, "place_workload", recorded)
+        self._rows(tmp_path)
+        assert [(policy, before) for policy, before, _ in memo] == [
+            ("first-fit", 0), ("binpack", 0), ("spread", 0), ("fragmentation-aware", 0)]
+        assert all(after > 0 for _, _, after in memo)

@@ -214,6 +214,12 @@ def set_cache_limit(expressions: int, results: int | None = None) -> None:
     _MEMO.resize(expressions, CACHE_RESULTS if results is None else results)
 
 
+def forget_results() -> None:
+    """Drop every memoized selector result (compiled programs stay): runs that are compared then each pay
+    the same evaluations (`dralloc simulate --compare-policies`)."""
+    _MEMO.clear()
+
+
 def cache_usage() -> tuple[int, int]:
     """(expressions, results) the memo holds now."""
     return len(_MEMO), _MEMO.weight
