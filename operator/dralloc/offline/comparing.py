@@ -15,7 +15,6 @@ memoized by one policy are forgotten before the next: each policy's seconds are 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 import json
 import time
@@ -29,7 +28,7 @@ from dralloc.scheduling import placement
 def compare(request: simulating.Request, err: TextIO) -> list[dict[str, Any]]:
     """One row per policy; raises InputError / AllocationInputError on bad input (as simulate)."""
     rows: list[dict[str, Any]] = []
-    importlib.import_module("dralloc.cel.selectors")  # the CEL engine, imported on first use otherwise
+    simulating.load_cel_engine()
     for policy in placement.POLICIES:
         mine = dataclasses.replace(request, policy=policy, progress=False)
         # The notes about the inputs once, from the first run; the others read the same files.
