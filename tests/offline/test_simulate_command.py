@@ -379,6 +379,25 @@ class TestUtilizationAmounts:
             "memory": {"total": "160Gi", "inUse": "8Gi", "percent": 5.0}}
 
 
+    def test_the_table_prints_used_and_total_in_one_unit(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        """Two 1600G NICs on one node, shares of 120G and 100G in use: "bandwidth 220G/3200G" (issue 32:
+        "214843750Ki/1562500000Ki"); memory of 80Gi each, 8Gi in use: "8Gi/160Gi"."""
+        from tests.builders import device, result, slice_
+
+        nics = [device(f"nic-{i}").shared().capacity("bandwidth", "1600G", min="1G").capacity("memory", "80Gi")
+                for i in range(2)]
+        snapshot_file = documents(tmp_path / "s.yaml", [
+            node("node-a"), class_("nic", 'device.driver == "gpu.example.com"'),
+            slice_("s", pool="node-a", node="node-a", devices=nics),
+            claim("a").request("nic", "nic").allocated(result("nic", "nic-0", pool="node-a", share_id="s1",
+                                                             consumed={"bandwidth": "120G", "memory": "8Gi"})),
+            claim("b").request("nic", "nic").allocated(result("nic", "nic-0", pool="node-a", share_id="s2",
+                                                             consumed={"bandwidth": "100G"}))])
+        run = dralloc("simulate", "-f", snapshot_file)
+        assert "  nic  1 / 2 devices in use  (50%); capacity bandwidth 220G/3200G (7%), memory 8Gi/160Gi (5%)" in (
+            run.out.splitlines()), run.out
+
+
 class TestComparePolicies:
     @staticmethod
     def _rows(tmp_path: pathlib.Path) -> tuple[Any, list[str]]:

@@ -482,8 +482,26 @@ def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float,
 
 
 def _amounts_text(amounts: dict[str, dict[str, Any]]) -> str:
-    return ", ".join(f"{name} {a['inUse']}/{a['total']}" + (f" ({a['percent']:.0f}%)" if a["percent"] is not None
-                                                            else "") for name, a in amounts.items())
+    return ", ".join(f"{name} {_pair(a['inUse'], a['total'])}" + (f" ({a['percent']:.0f}%)" if a["percent"] is not None
+                                                                else "") for name, a in amounts.items())
+
+
+_BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+# No "k": thousands read as well in digits (a trace's compute 2000/2000, not 2k/2k).
+_DECIMAL_UNITS = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6))
+
+
+def _pair(used: str, total: str) -> str:
+    """"used/total" in one unit, the largest both are whole multiples of (220G/3200G, 9840/10000, 8Gi/160Gi),
+    binary when either is written binary; as written when either is not a whole number."""
+    used_value, total_value = Quantity.parse(used).value, Quantity.parse(total).value
+    if used_value.denominator != 1 or total_value.denominator != 1:
+        return f"{used}/{total}"
+    units = _BINARY_UNITS if any(text.endswith("i") for text in (used, total)) else _DECIMAL_UNITS
+    for suffix, unit in units:
+        if used_value % unit == 0 and total_value % unit == 0 and total_value:
+            return f"{used_value // unit}{suffix}/{total_value // unit}{suffix}"
+    return f"{used_value}/{total_value}"
 
 
 def _use_rows(entries: dict[str, dict[str, Any]], limit: int | None = None) -> list[str]:
