@@ -281,8 +281,10 @@ def settings_from_args(args: argparse.Namespace, features: Features) -> Settings
 
 def _served_release(args: argparse.Namespace) -> str:
     """--kubernetes-version auto: the API server's release (GET /version), or 1.37 with a warning
-    when the server cannot be asked now (the operator then reports the connection itself)."""
+    when the server cannot be asked now (the operator then reports the connection itself). Which
+    and why is logged (`_run_operator` holds it until the operator's log format is set up)."""
     import asyncio
+    import logging
 
     from dralloc.allocation.features import DEFAULT_RELEASE, release_of_server
     from dralloc.kube import errors as kube_errors
@@ -296,15 +298,17 @@ def _served_release(args: argparse.Namespace) -> str:
         finally:
             await session.close()
 
+    log = logging.getLogger(__name__)
     try:
         major, minor = asyncio.run(ask())
     except (kube_errors.KubeError, kube_errors.ConfigError) as exc:
-        print(f"dralloc run: --kubernetes-version auto: cannot read the API server's version ({exc}); "
-              f"following {DEFAULT_RELEASE}", file=sys.stderr)
+        log.warning("--kubernetes-version auto: cannot read the API server's version (%s); following %s",
+                    exc, DEFAULT_RELEASE)
         return DEFAULT_RELEASE
     release, warning = release_of_server(major, minor)
-    print(f"dralloc run: the API server is Kubernetes {major}.{minor}: following its allocator ({release})"
-          + (f"; {warning}" if warning else ""), file=sys.stderr)
+    log.log(logging.WARNING if warning else logging.INFO,
+            "--kubernetes-version auto: the API server is Kubernetes %d.%d: following its allocator (%s)%s",
+            major, minor, release, f"; {warning}" if warning else "")
     return release
 
 
@@ -315,8 +319,11 @@ def _run_operator(args: argparse.Namespace) -> int:
     from dralloc.handlers import duties
     from dralloc.state.leadership import Timing
 
-    if args.kubernetes_version == "auto":
-        args.kubernetes_version = _served_release(args)
+    # What is logged before the settings are made (which --kubernetes-version auto decides) waits for the
+    # operator's log format: with --log-format json, its first line is JSON too.
+    with running.holding_logs() as held:
+        if args.kubernetes_version == "auto":
+            args.kubernetes_version = _served_release(args)
     features = _features(args)
     if features is None:
         return 2
@@ -334,10 +341,12 @@ def _run_operator(args: argparse.Namespace) -> int:
                         "(e.g. kube-system/kube-controller-manager)")
     problems += scheduling_problems(args)
     if problems:
+        # Refused before the operator starts, as argparse refuses a flag: plain lines, whatever --log-format
+        # (what holding_logs held is left out: the flags are the news).
         for problem in problems:
             print(f"dralloc run: {problem}", file=sys.stderr)
         return 2
-    return running.run(settings)
+    return running.run(settings, held)
 
 
 def scheduling_problems(args: argparse.Namespace) -> list[str]:

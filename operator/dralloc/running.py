@@ -7,6 +7,7 @@ with settings they build themselves (`run_in_loop`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import kopf
@@ -100,6 +102,33 @@ def configure_logging(settings: Settings, identity: str = "-") -> None:
     # kopf reports every watch-event handler call at INFO ("Handler ... succeeded"): with our
     # event handlers on every pod and claim that drowns what matters. Its warnings still show.
     logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, root.level))
+
+
+class _Keeper(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def holding_logs() -> Iterator[list[logging.LogRecord]]:
+    """Every record logged inside, at any level, kept instead of written (the root logger's handlers and level
+    restored after), for `run` to log once `configure_logging` has set --log-format and --log-level up: what
+    `dralloc run` logs before it has its settings (a kubeconfig warning, the API server's version) then reads
+    like every other line, not as Python's bare last-resort line before the first JSON record."""
+    held: list[logging.LogRecord] = []
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    root.handlers[:] = [_Keeper(held)]
+    root.setLevel(logging.NOTSET)
+    try:
+        yield held
+    finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
 
 
 async def _wait(flag: asyncio.Event | threading.Event) -> None:
@@ -248,12 +277,17 @@ class OperatorThread:
             raise RuntimeError(f"the operator did not stop within {timeout:g} s")
 
 
-def run(settings: Settings) -> int:
+def run(settings: Settings, held: Sequence[logging.LogRecord] = ()) -> int:
+    """`dralloc run`: `held` (`holding_logs`) is logged first, in the format and at the level of every other line."""
     from dralloc.allocation import selectors
 
     selectors.set_cache_limit(selectors.CACHE_EXPRESSIONS, settings.scheduling.cel_cache_results)
     runtime = Runtime(settings)
     configure_logging(settings, runtime.identity)
+    for record in held:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
     try:
         asyncio.run(run_in_loop(settings, runtime=runtime))
     except KeyboardInterrupt:

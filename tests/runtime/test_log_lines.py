@@ -5,7 +5,12 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import pathlib
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -103,3 +108,29 @@ def test_json_record_is_one_line_and_keeps_the_text(configure: Configure) -> Non
     entry = json.loads(text)
     assert entry["message"] == f"evaluating {FORGED}"
     assert entry["exception"].endswith(f"ValueError: {FORGED}")
+
+
+def test_json_log_format_holds_what_is_logged_before_the_settings(tmp_path: pathlib.Path) -> None:
+    """`dralloc run --log-format json` with a kubeconfig it cannot read: the kubeconfig library's warning and the
+    `--kubernetes-version auto` one, logged before the operator's settings exist, come out as JSON records like
+    the operator's (they were plain last-resort lines before the first JSON one, #32)."""
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    stderr = tmp_path / "stderr"
+    with open(stderr, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dralloc", "run", "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json",
+             "--standalone", "--metrics-port", "0", "--health-port", "0"],
+            stdout=subprocess.PIPE, stderr=err, cwd=repo, env=os.environ | {"PYTHONPATH": str(repo / "operator")})
+    try:
+        deadline = time.monotonic() + 60
+        while '"logger": "kopf.' not in stderr.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until kopf logs too: the held records came before
+    finally:
+        proc.kill()
+        out, _ = proc.communicate(timeout=30)
+    lines = stderr.read_text().splitlines()
+    assert out == b"" and any('"logger": "kopf.' in line for line in lines), lines
+    records = [json.loads(line) for line in lines]  # every line: one JSON record
+    warning = next(record for record in records if record["logger"] == "dralloc.cli")
+    assert warning["level"] == "WARNING" and "cannot read the API server's version" in warning["message"]
+    assert warning["replica"] == records[-1]["replica"] != "-"  # held, then written by the operator's handler
