@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         answer = why(cluster, args.namespace, args.pod, features, scheduler_name=args.scheduler_name,
                      gate=args.gate)
     except (PluginError, inputs.InputError, allocation_errors.AllocationInputError) as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {allocation_errors.for_users(exc)}\n")
         return EXIT_ERROR
     if args.output == "json":
         out.write(json.dumps(answer, indent=2) + "\n")

@@ -319,6 +319,16 @@ class TestInputErrors:
         err = self.expect_error(dralloc, "-f", path)
         assert "claim ml/x, request gpus" in err and "tpu" in err
 
+    def test_a_device_class_typo_gets_a_did_you_mean(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        """A request for "gpus" where the class is "gpu": upstream's message, then the class it was probably
+        meant to name (issue 32); nothing is suggested for a name like none of them."""
+        path = documents(tmp_path / "c.yaml", [*CLUSTER, claim("x", namespace="ml").request("gpus", "gpus")])
+        assert self.expect_error(dralloc, "-f", path) == (
+            "error: claim ml/x, request gpus: could not retrieve device class gpus: "
+            "deviceclass.resource.k8s.io \"gpus\" not found (did you mean 'gpu'?)\n")
+        path = documents(tmp_path / "d.yaml", [*CLUSTER, claim("x", namespace="ml").request("gpus", "fpga-card")])
+        assert self.expect_error(dralloc, "-f", path).endswith('"fpga-card" not found\n')
+
     def test_duplicate_node(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """Two Nodes with one name: exit 2 (the answer would depend on file order)."""
         path = documents(tmp_path / "c.yaml", [*CLUSTER, node("node-a"), ONE])

@@ -18,7 +18,22 @@ from __future__ import annotations
 
 
 class AllocationInputError(Exception):
-    """The claims, classes or slices cannot be allocated as given."""
+    """The claims, classes or slices cannot be allocated as given.
+
+    `hint`: what dralloc adds for a person reading it (a "did you mean" for a name that is one typo
+    away from one that exists), kept out of the message itself, which is upstream's to the letter
+    (the differential compares it): `for_users` joins the two where a person reads them.
+    """
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def for_users(exc: BaseException) -> str:
+    """The error's message with its hint, if it has one."""
+    hint = getattr(exc, "hint", "")
+    return f"{exc}{hint}" if isinstance(hint, str) else str(exc)
 
 
 class UnknownFeatureGateError(AllocationInputError):

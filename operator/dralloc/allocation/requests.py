@@ -12,6 +12,7 @@ needs the node's pools: incomplete or invalid pools are errors for them.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping
 
 from dralloc.allocation import constraints as constraints_
@@ -108,9 +109,11 @@ def _plan_one(
         raise errors.UnsupportedFieldError(f"{owner}: missing device class name (unsupported request type?)")
     device_class = device_classes.get(source.device_class_name)
     if device_class is None:
+        close = difflib.get_close_matches(source.device_class_name, sorted(device_classes), n=1)
         raise errors.UnknownClassError(
             f"{owner}: could not retrieve device class {source.device_class_name}: "
-            f"deviceclass.resource.k8s.io \"{source.device_class_name}\" not found"
+            f"deviceclass.resource.k8s.io \"{source.device_class_name}\" not found",
+            hint=f" (did you mean {close[0]!r}?)" if close else "",
         )
     mode = source.allocation_mode or claims.ALLOCATION_MODE_EXACT_COUNT
     if mode == claims.ALLOCATION_MODE_EXACT_COUNT:

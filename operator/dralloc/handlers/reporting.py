@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 def error_message(exc: BaseException) -> str:
     """What a user reads for an error: input errors as they are (they name the object and field)."""
     if isinstance(exc, (allocation_errors.AllocationInputError, items.PodInputError, committing.Rejected)):
-        return str(exc)
+        return allocation_errors.for_users(exc)
     return failures.internal_error(exc)
 
 

@@ -212,8 +212,8 @@ def run(request: Request, output: str, out: TextIO | None = None, err: TextIO | 
     except (inputs.InputError, errors.AllocationInputError) as exc:
         if output == "json":
             out.write(json.dumps({"status": "error", "node": request.node, "claims": [], "reasons": [],
-                                  "message": str(exc)}, indent=2) + "\n")
-        err.write(f"error: {exc}\n")
+                                  "message": errors.for_users(exc)}, indent=2) + "\n")
+        err.write(f"error: {errors.for_users(exc)}\n")
         return EXIT_INPUT_ERROR
     err.write(answer.note)
     if output == "json":

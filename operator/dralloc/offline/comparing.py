@@ -72,7 +72,7 @@ def run(request: simulating.Request, out: TextIO, err: TextIO) -> int:
     try:
         rows = compare(request, err)
     except (inputs.InputError, errors.AllocationInputError) as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {errors.for_users(exc)}\n")
         return simulating.EXIT_INPUT_ERROR
     if request.output == "json":
         out.write(json.dumps({"policies": rows}, indent=2) + "\n")

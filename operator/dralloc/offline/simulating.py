@@ -439,7 +439,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
             decision = placer.place(item, explain=False)
         except errors.AllocationInputError as exc:
             # One invalid item (unknown class, bad CEL, ...) must not stop the others.
-            results.append(ItemResult(item, None, f"error: {exc}", error=True))
+            results.append(ItemResult(item, None, f"error: {errors.for_users(exc)}", error=True))
             progress.update(done + 1)
             continue
         if isinstance(decision, placement.Placement):
@@ -580,7 +580,7 @@ def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) 
     try:
         report = simulate(request, err)
     except (inputs.InputError, errors.AllocationInputError) as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {errors.for_users(exc)}\n")
         return EXIT_INPUT_ERROR
     except optimizing.SolverMissing as exc:
         err.write(f"error: {exc}\n")
