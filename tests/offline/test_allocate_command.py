@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import pathlib
 from typing import Any
 
@@ -328,6 +329,27 @@ class TestInputErrors:
             "deviceclass.resource.k8s.io \"gpus\" not found (did you mean 'gpu'?)\n")
         path = documents(tmp_path / "d.yaml", [*CLUSTER, claim("x", namespace="ml").request("gpus", "fpga-card")])
         assert self.expect_error(dralloc, "-f", path).endswith('"fpga-card" not found\n')
+
+    def test_without_claim_a_bad_claim_is_left_out_and_named_not_failing_the_others(
+            self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        """Every pending claim is allocated together when no --claim is given: one naming a class that does
+        not exist is left out, named on stderr, and the run exits 2; the others get their answer (issue 32:
+        the one bad claim failed the whole run)."""
+        bad = claim("bad", namespace="ml").request("gpus", "fpga-card")
+        path = documents(tmp_path / "c.yaml", [*CLUSTER, ONE, bad])
+        run = dralloc("allocate", "-f", path)
+        assert run.code == 2
+        assert run.out.splitlines()[0] == "STATUS: allocated  NODE: node-a"
+        assert run.err == ('error: claim ml/bad, request gpus: could not retrieve device class fpga-card: '
+                           'deviceclass.resource.k8s.io "fpga-card" not found (left out: the other claims were '
+                           'decided without it)\n')
+        run = dralloc("allocate", "-f", path, "-o", "json")
+        answer = json.loads(run.out)
+        assert (answer["status"], [c["name"] for c in answer["claims"]]) == ("allocated", ["one"])
+        assert [entry["claim"] for entry in answer["invalid"]] == ["ml/bad"]
+        # Named with --claim, the claims are allocated together or not at all: the bad one is the answer.
+        assert self.expect_error(dralloc, "-f", path, "--claim", "one", "--claim", "ml/bad").startswith(
+            "error: claim ml/bad, request gpus: could not retrieve device class fpga-card")
 
     def test_duplicate_node(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """Two Nodes with one name: exit 2 (the answer would depend on file order)."""

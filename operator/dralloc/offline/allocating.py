@@ -6,7 +6,8 @@ claims together: on `--node`, or on every known node (the Node objects, else the
 nodes the slices name), reporting the best one per `--policy`. Output is JSON,
 YAML or a table; the exit code is 0 (allocated, also with nothing to allocate),
 1 (unschedulable) or 2 (input error, message on stderr: also an input without a
-single object read, or without any node).
+single object read, or without any node; without --claim, a claim that cannot be
+allocated as written is left out and named, and the others are decided).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
 
 from dralloc import allocation
-from dralloc.allocation import errors, outcomes, scoring
+from dralloc.allocation import errors, outcomes, requests, scoring
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import NodeView
 from dralloc.model import claims as model_claims
@@ -86,6 +87,8 @@ class Answer:
     reasons: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     message: str = ""
     note: str = ""  # for stderr, not part of the document
+    # Without --claim: the claims left out because they cannot be allocated as written (claim, message).
+    invalid: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "node": self.node, "claims": []}
@@ -98,6 +101,8 @@ class Answer:
             })
         out["reasons"] = self.reasons
         out["message"] = self.message
+        if self.invalid:
+            out["invalid"] = [{"claim": ref, "message": message} for ref, message in self.invalid]
         return out
 
 
@@ -160,6 +165,9 @@ def decide(request: Request) -> Answer:
                       "nothing to allocate: every ResourceClaim in the input has status.allocation"
                       if cluster.resource_claims else "nothing to allocate: no ResourceClaim in the input", note=note)
     snapshot = inputs.snapshot_of(cluster, features)
+    invalid: list[tuple[str, str]] = []
+    if not request.claims:
+        chosen, invalid = _valid_alone(chosen, snapshot.classes, features)
     # Nodes in policy order (use before placing, ties by name: what the operator's Placer does);
     # the first node where the claims fit wins.
     candidates.sort(key=lambda n: scoring.sort_key(request.policy, n.name, scoring.node_use(snapshot, n, features)))
@@ -182,10 +190,32 @@ def decide(request: Request) -> Answer:
         summary = "; ".join(r["message"] if "claim" not in r else f"node {r['node']}: {r['message']}"
                             for r in reasons[:20])
         return Answer("unschedulable", request.node, chosen, (), reasons,
-                      f"cannot allocate {len(chosen)} claim(s) on any node: {summary}", note=note)
+                      f"cannot allocate {len(chosen)} claim(s) on any node: {summary}", note=note, invalid=invalid)
     node, outcome = best
     return Answer("allocated", node.name, chosen, outcome.results,
-                  reasons if request.explain else [], f"allocated on node {node.name}", note=note)
+                  reasons if request.explain else [], f"allocated on node {node.name}", note=note, invalid=invalid)
+
+
+def _valid_alone(chosen: list[model_claims.ResourceClaim], device_classes: Mapping[str, Any], features: Features
+                 ) -> tuple[list[model_claims.ResourceClaim], list[tuple[str, str]]]:
+    """Without --claim, every pending claim of the input is allocated together: one that cannot be allocated
+    as written (a class that does not exist, a gate that is off for a field it uses, a limit) is left out
+    and named, rather than failing the others; when every one is, the first one's error is the answer."""
+    valid: list[model_claims.ResourceClaim] = []
+    invalid: list[tuple[str, str]] = []
+    first: errors.AllocationInputError | None = None
+    for claim in chosen:
+        try:
+            requests.plan_claims([claim], device_classes=device_classes, features=features,
+                                 all_devices=lambda plan: [])
+        except errors.AllocationInputError as exc:
+            invalid.append((claim.ref(), errors.for_users(exc)))
+            first = first or exc
+            continue
+        valid.append(claim)
+    if not valid and first is not None:
+        raise first
+    return valid, invalid
 
 
 def _print_table(answer: Answer, out: TextIO) -> None:
@@ -222,4 +252,8 @@ def run(request: Request, output: str, out: TextIO | None = None, err: TextIO | 
         out.write(yaml.safe_dump(answer.as_dict(), sort_keys=False))
     else:
         _print_table(answer, out)
+    for _ref, message in answer.invalid:
+        err.write(f"error: {message} (left out: the other claims were decided without it)\n")
+    if answer.invalid:
+        return EXIT_INPUT_ERROR
     return EXIT_ALLOCATED if answer.status == "allocated" else EXIT_UNSCHEDULABLE
