@@ -40,6 +40,7 @@ from dralloc.settings import (
     SchedulingSettings,
     Settings,
 )
+from dralloc.wording import plural
 
 Obj = dict[str, Any]
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -233,7 +234,7 @@ def render_gangs(server: ThreadedApiServer, examples: Sequence[Obj], out: TextIO
                 and ((e.get("regarding") or {}).get("namespace") or namespace) == namespace]
         latest = said[-1] if said else None
         what = f"{latest['reason']}: {latest.get('note', '')}" if latest else "(not decided yet)"
-        out.write(f"  {namespace}/{name} ({len(members)} pods: {', '.join(members)})\n    {what}\n")
+        out.write(f"  {namespace}/{name} ({plural(len(members), 'pod')}: {', '.join(members)})\n    {what}\n")
     out.flush()
 
 
@@ -353,7 +354,7 @@ def _run(options: Options, out: TextIO) -> int:
                 server.seed(examples)
             except ApiError as exc:  # admission rejected an example: name it, no traceback
                 raise DemoError(f"{_shown(options.examples)}: {exc}") from exc
-            out.write(f"applied {_shown(options.examples)}: {len(examples)} objects, {len(pods)} pods; "
+            out.write(f"applied {_shown(options.examples)}: {plural(len(examples), 'object')}, {plural(len(pods), 'pod')}; "
                       f"waiting up to {options.timeout:g}s for placement...\n\n")
             out.flush()
             results = wait_until_placed(server, pods, options.timeout, operator, stop)

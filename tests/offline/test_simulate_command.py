@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import pathlib
+import re
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from tests.builders import claim, class_
 from tests.offline.conftest import Invoke, subprocess_dralloc
 from tests.offline.files import DATA, GPU_CLASS, documents, gpus, in_use, node
 from tests.scheduling.objects import pod_raw
+
+from dralloc.wording import plural
 
 SNAPSHOT = str(DATA / "pods-snapshot.yaml")
 PODS = str(DATA / "pods-workload.yaml")
@@ -320,7 +323,7 @@ class TestInvalidItems:
         """Invalid items make the exit code 2 (input error), even though a report was printed."""
         code, _, err = report
         assert code == 2
-        assert err == ("error: 4 of 6 item(s) are invalid and were not placed (listed in the report with "
+        assert err == ("error: 4 of 6 items are invalid and were not placed (listed in the report with "
                        "their error); the others were placed as reported\n")
 
     def test_errors_counted_apart_from_no_room(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
@@ -336,6 +339,62 @@ class TestInvalidItems:
         only_room = documents(tmp_path / "w2.yaml", [claim("big").request("gpu", "gpu", count=2)])
         run = dralloc("simulate", "-f", snapshot, "--workload", only_room, "-o", "json")
         assert (run.code, run.json()["errors"]) == (1, 0)
+
+
+class TestCountsAgreeWithTheirNouns:
+    """1 item, 2 items: never "1 items" nor "1 unplaced items that fit" (#32)."""
+
+    @pytest.fixture
+    def snapshot(self, tmp_path: pathlib.Path) -> str:
+        return documents(tmp_path / "s.yaml", [GPU_CLASS, node("node-a"), gpus("node-a", 1)])
+
+    @staticmethod
+    def _workload(tmp_path: pathlib.Path, *claims: Any) -> str:
+        return documents(tmp_path / "w.yaml", list(claims))
+
+    @pytest.mark.parametrize(("count", "noun", "nouns", "text"), [
+        (1, "item", "", "1 item"), (2, "item", "", "2 items"), (0, "item", "", "0 items"),
+        (1, "policy", "policies", "1 policy"), (2, "policy", "policies", "2 policies")])
+    def test_plural(self, count: int, noun: str, nouns: str, text: str) -> None:
+        assert plural(count, noun, nouns) == text
+
+    def test_the_summary_line(self, dralloc: Invoke, tmp_path: pathlib.Path, snapshot: str) -> None:
+        one = dralloc("simulate", "-f", snapshot, "--workload", self._workload(tmp_path, claim("a").request("gpu", "gpu")))
+        assert re.fullmatch(r"placed 1 of 1 item in \S+ s \(\d+ placements/s, 1 allocator call\)",
+                            one.out.splitlines()[0])
+        two = dralloc("simulate", "-f", snapshot, "--workload", self._workload(
+            tmp_path, claim("a").request("gpu", "gpu"), claim("b").request("gpu", "gpu")))
+        assert re.fullmatch(r"placed 1 of 2 items in \S+ s \(\d+ placements/s, 2 allocator calls\)",
+                            two.out.splitlines()[0])
+
+    def test_the_add_nodes_line(self, dralloc: Invoke, tmp_path: pathlib.Path, snapshot: str) -> None:
+        spare = documents(tmp_path / "spare.yaml", [node("spare"), gpus("spare", 1)])
+        one = dralloc("simulate", "-f", snapshot, "--add-nodes", spare, "--workload", self._workload(
+            tmp_path, claim("a").request("gpu", "gpu"), claim("b").request("gpu", "gpu"),
+            claim("big").request("gpu", "gpu", count=2)))
+        assert one.out.splitlines()[1] == ("1 more node like spare would let the 1 unplaced item that fits one be "
+                                           "placed; 1 fits no empty spare at all (e.g. big)")
+        two = dralloc("simulate", "-f", snapshot, "--add-nodes", spare, "--workload", self._workload(
+            tmp_path, claim("a").request("gpu", "gpu"), claim("b").request("gpu", "gpu"),
+            claim("c").request("gpu", "gpu"), claim("big").request("gpu", "gpu", count=2),
+            claim("bigger").request("gpu", "gpu", count=3)))
+        assert two.out.splitlines()[1] == ("2 more nodes like spare would let the 2 unplaced items that fit one be "
+                                           "placed; 2 fit no empty spare at all (e.g. big)")
+
+    def test_invalid_items_on_stderr(self, dralloc: Invoke, tmp_path: pathlib.Path, snapshot: str) -> None:
+        one = self._workload(tmp_path, claim("a").request("gpu", "gpu"), claim("x").request("gpu", "tpu"))
+        assert dralloc("simulate", "-f", snapshot, "--workload", one).err == (
+            "error: 1 of 2 items is invalid and was not placed (listed in the report with its error); the others "
+            "were placed as reported\n")
+        assert dralloc("simulate", "-f", snapshot, "--workload", one, "--compare-policies").err == (
+            "error: 1 item is invalid and was not placed (simulate without --compare-policies lists it)\n")
+        two = self._workload(tmp_path, claim("a").request("gpu", "gpu"), claim("x").request("gpu", "tpu"),
+                             claim("y").request("gpu", "tpu"))
+        assert dralloc("simulate", "-f", snapshot, "--workload", two).err == (
+            "error: 2 of 3 items are invalid and were not placed (listed in the report with their error); the "
+            "others were placed as reported\n")
+        assert dralloc("simulate", "-f", snapshot, "--workload", two, "--compare-policies").err == (
+            "error: 2 items are invalid and were not placed (simulate without --compare-policies lists them)\n")
 
 
 def test_culprit_names_each_items_own_claim(dralloc: Invoke, tmp_path: pathlib.Path) -> None:

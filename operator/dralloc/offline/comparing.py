@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from dralloc.allocation import errors, selectors
 from dralloc.offline import inputs, simulating
 from dralloc.scheduling import placement
+from dralloc.wording import plural
 
 
 def compare(request: simulating.Request, err: TextIO) -> list[dict[str, Any]]:
@@ -79,7 +80,9 @@ def run(request: simulating.Request, out: TextIO, err: TextIO) -> int:
     else:
         print_table(rows, out)
     if any(r["errors"] for r in rows):
-        err.write(f"error: {rows[0]['errors']} item(s) are invalid and were not placed (simulate without "
-                  f"--compare-policies lists them)\n")
+        one = rows[0]["errors"] == 1
+        err.write(f"error: {plural(rows[0]['errors'], 'item')} {'is' if one else 'are'} invalid and "
+                  f"{'was' if one else 'were'} not placed (simulate without --compare-policies lists "
+                  f"{'it' if one else 'them'})\n")
         return simulating.EXIT_INPUT_ERROR
     return simulating.EXIT_ALL_PLACED if all(r["placed"] == r["items"] for r in rows) else simulating.EXIT_SOME_UNPLACED

@@ -39,6 +39,7 @@ from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
 from dralloc.offline import adding, allocating, heap, inputs, optimizing
 from dralloc.scheduling import placement
+from dralloc.wording import plural
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
 # Exit 2 also when the run completed but some items were invalid (reported as errors).
@@ -529,24 +530,25 @@ POOL_ROWS = 20  # pools in the table; -o json has all of them
 
 def _print_table(report: dict[str, Any], out: TextIO) -> None:
     failed = f", {report['errors']} invalid" if report["errors"] else ""
-    out.write(f"placed {report['placed']} of {report['items']} items{failed} in {report['seconds']:.3f} s "
-              f"({report['placementsPerSecond']:.0f} placements/s, {report['allocatorCalls']} allocator calls)\n")
+    out.write(f"placed {report['placed']} of {plural(report['items'], 'item')}{failed} in {report['seconds']:.3f} s "
+              f"({report['placementsPerSecond']:.0f} placements/s, {plural(report['allocatorCalls'], 'allocator call')})\n")
     optimum = report.get("optimal")
     if optimum is not None:
         found = (f"{optimum['best']} (optimal)" if optimum["proven"] else
                  f"{optimum['best']}, and no assignment more than {optimum['bound']} (time limit reached)")
-        left = f"; {optimum['left_out']} items not modelled, left out" if optimum["left_out"] else ""
-        out.write(f"an exact solver places {found} of the {optimum['items']} modelled items together{left}\n")
+        left = f"; {plural(optimum['left_out'], 'item')} not modelled, left out" if optimum["left_out"] else ""
+        out.write(f"an exact solver places {found} of the {plural(optimum['items'], 'modelled item')} together{left}\n")
     added = report.get("addNodes")
     if added is not None:
-        unfit = (f"; {len(added['unfit'])} fit no empty {added['template']} at all (e.g. {added['unfit'][0]})"
-                 if added["unfit"] else "")
+        unfit = (f"; {len(added['unfit'])} {'fits' if len(added['unfit']) == 1 else 'fit'} no empty "
+                 f"{added['template']} at all (e.g. {added['unfit'][0]})" if added["unfit"] else "")
         if added["nodes"] is None:
             out.write(f"more than {adding.MAX_NODES} nodes like {added['template']} would be needed for the "
-                      f"{added['items']} unplaced items{unfit}\n")
+                      f"{plural(added['items'], 'unplaced item')}{unfit}\n")
         else:
-            out.write(f"{added['nodes']} more node(s) like {added['template']} would let the {added['items']} "
-                      f"unplaced items that fit one be placed{unfit}\n")
+            out.write(f"{plural(added['nodes'], 'more node')} like {added['template']} would let the "
+                      f"{plural(added['items'], 'unplaced item')} that {'fits' if added['items'] == 1 else 'fit'} one "
+                      f"be placed{unfit}\n")
     if report["unplaced"]:
         out.write(f"\nunplaced ({len(report['unplaced'])}):\n")
         for entry in report["unplaced"][:50]:
@@ -597,7 +599,9 @@ def run(request: Request, out: TextIO | None = None, err: TextIO | None = None) 
     else:
         _print_table(report, out)
     if report["errors"]:
-        err.write(f"error: {report['errors']} of {report['items']} item(s) are invalid and were not placed "
-                  f"(listed in the report with their error); the others were placed as reported\n")
+        one = report["errors"] == 1
+        err.write(f"error: {report['errors']} of {plural(report['items'], 'item')} {'is' if one else 'are'} invalid "
+                  f"and {'was' if one else 'were'} not placed (listed in the report with {'its' if one else 'their'} "
+                  f"error); the others were placed as reported\n")
         return EXIT_INPUT_ERROR
     return EXIT_ALL_PLACED if not report["unplaced"] else EXIT_SOME_UNPLACED
