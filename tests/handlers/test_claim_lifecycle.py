@@ -33,6 +33,11 @@ def test_shared_claim_serves_two_pods_on_one_node(apiserver: Cluster, operator: 
     assert helpers.node_of(apiserver, "reader-1") == helpers.node_of(apiserver, "reader-2") == node_b
     reserved = {r["name"] for r in helpers.claim(apiserver, "shared-gpu")["status"]["reservedFor"]}
     assert reserved == {"reader-1", "reader-2"}
+    # Both pods' Allocated Events name the device, the second's too (issue 32: it said only the node).
+    events = wait_for(lambda: len(found := helpers.events(apiserver, "Allocated")) == 2 and found,
+                      what="both Allocated Events")
+    assert {e["regarding"]["name"]: e["note"] for e in events} == {
+        reader: f"Placed on node {node_b} with devices gpu={node_b}/gpu-0" for reader in ("reader-1", "reader-2")}
 
 
 def test_finished_pod_releases_and_deletes_its_generated_claim(apiserver: Cluster, operator: OperatorThread) -> None:

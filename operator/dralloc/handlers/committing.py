@@ -507,7 +507,7 @@ async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note
     memory = rt.memory(pod.metadata.uid or "")
     memory.failure = memory.last_message = ""
     pod_raw = rt.cluster.pods.raw(pod.metadata.namespace or "", pod.metadata.name) or {}
-    devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for a in decision.results for r in a.devices.results)
+    devices = ", ".join(f"{r.request}={r.pool}/{r.device}" for r in _devices_of(rt, pod, decision))
     try:
         await writing.post_event(
             rt.require_session(), regarding=pod_raw, reason="Allocated", type_="Normal", action="Scheduling",
@@ -519,6 +519,26 @@ async def placed(rt: Runtime, pod: pods.Pod, decision: placement.Placement, note
     created = pod.metadata.creation_timestamp
     if created:
         metrics.observe_placement_latency(clock.age_seconds(created))
+
+
+def _devices_of(rt: Runtime, pod: pods.Pod, decision: placement.Placement
+                ) -> list[model_claims.DeviceRequestAllocationResult]:
+    """The devices of every claim the pod uses, in its entries' order: those of claims it shares that were
+    allocated before it (a second reader of a shared claim, a gang's PodGroup claim) as well as those
+    this decision allocated (those first, then any of the decision's the view does not show yet, such as
+    an extended-resource claim's)."""
+    recorded = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    namespace = pod.metadata.namespace or "default"
+    found: list[model_claims.DeviceRequestAllocationResult] = []
+    for entry in pod.spec.resource_claims:
+        name = entry.resource_claim_name or recorded.get(entry.name)
+        claim = rt.cluster.claims.get(namespace, name) if name else None
+        if claim is not None and claim.status.allocation is not None:
+            found.extend(claim.status.allocation.devices.results)
+    seen = {(r.request, r.driver, r.pool, r.device) for r in found}
+    found.extend(r for a in decision.results for r in a.devices.results
+                 if (r.request, r.driver, r.pool, r.device) not in seen)
+    return found
 
 
 async def give_back(rt: Runtime, held: Sequence[tuple[model_claims.ResourceClaim, str]]) -> int:
