@@ -264,3 +264,27 @@ async def test_generic_and_custom_resource_tables(http: Http) -> None:
     _, custom = await get_table(http, "/apis/example.dev/v1/namespaces/default/widgets")
     assert columns(custom) == [("Name", 0), ("Size", 0), ("Tag", 1)]
     assert custom["rows"][0]["cells"] == ["w", 3, "b"]
+
+
+async def test_printer_columns_with_a_filter_show_the_condition(http: Http) -> None:
+    """dralloc's own CRDs print a condition's status (`.status.conditions[?(@.type=="Ready")].status`), as
+    kube-apiserver's table convertor does: the first match, empty when there is none (issue 32: the
+    sandbox left ACCEPTED and READY empty)."""
+    crd = {"metadata": {"name": "gadgets.example.dev"}, "spec": {
+        "group": "example.dev", "scope": "Cluster", "names": {"kind": "Gadget", "plural": "gadgets"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                      "additionalPrinterColumns": [
+                          {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+                          {"name": "Seen", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Seen')].reason"}]}]}}
+    await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    await http.post("/apis/example.dev/v1/gadgets", {"apiVersion": "example.dev/v1", "kind": "Gadget",
+                                                     "metadata": {"name": "g"}})
+    _, before = await get_table(http, "/apis/example.dev/v1/gadgets")
+    assert before["rows"][0]["cells"] == ["g", None, None]
+    await http.put("/apis/example.dev/v1/gadgets/g/status", {
+        "apiVersion": "example.dev/v1", "kind": "Gadget", "metadata": {"name": "g"},
+        "status": {"conditions": [{"type": "Seen", "status": "True", "reason": "Looked"},
+                                  {"type": "Ready", "status": "False", "reason": "Waiting"}]}})
+    _, after = await get_table(http, "/apis/example.dev/v1/gadgets")
+    assert after["rows"][0]["cells"] == ["g", "False", "Looked"]

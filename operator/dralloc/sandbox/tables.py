@@ -561,20 +561,27 @@ def _generic(obj: Obj, now: datetime.datetime) -> tuple[list[Any], list[Obj]]:
 
 _GENERIC: tuple[list[Column], Printer] = (
     [NAME, ("Created At", "date", "", f"{_META}.creationTimestamp", 0)], _generic)
-_JSONPATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+_JSONPATH_STEP = re.compile(
+    r"""\.([^.\[\]]+)|\[(\d+)\]|\[\?\(@\.([^=!<>\s)]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]""")
 
 
 def _jsonpath(obj: Obj, path: str) -> Any:
-    """The simple JSONPaths of additionalPrinterColumns: `.a.b`, `.a[0].b`."""
-    value: Any = obj
-    for key, index in _JSONPATH_STEP.findall(path.strip().strip("{}")):
+    """The JSONPaths of additionalPrinterColumns: `.a.b`, `.a[0].b` and filters such as
+    `.status.conditions[?(@.type=="Ready")].status`; the first result, as kube-apiserver's table
+    convertor prints it (None when there is none)."""
+    values: list[Any] = [obj]
+    for key, index, field, double, single in _JSONPATH_STEP.findall(path.strip().strip("{}")):
         if key:
-            value = value.get(key) if isinstance(value, dict) else None
+            values = [v[key] for v in values if isinstance(v, dict) and v.get(key) is not None]
+        elif index:
+            values = [v[int(index)] for v in values if isinstance(v, list) and int(index) < len(v)]
         else:
-            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
-        if value is None:
+            wanted = double or single
+            values = [item for v in values if isinstance(v, list) for item in v
+                      if isinstance(item, dict) and str(item.get(field)) == wanted]
+        if not values:
             return None
-    return value
+    return values[0]
 
 
 def _custom(rt: resources.ResourceType) -> tuple[list[Column], Printer]:
