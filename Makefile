@@ -2,17 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What dralloc needs to run (make install, make run), and that plus the test tools (everything else).
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint bench run clean conformance fuzz
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(RUNTIME_STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -98,7 +104,7 @@ e2e-differential: $(STAMP) $(E2E_BIN)/.built
 
 # The demo: sandbox cluster + operator + examples/demo, then where every pod went.
 # `make run ARGS=--once` exits after the table (0: every demo pod placed, 1: not).
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/dralloc demo $(ARGS)
 
 clean:

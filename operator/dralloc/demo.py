@@ -44,8 +44,18 @@ from dralloc.wording import plural
 
 Obj = dict[str, Any]
 REPO = pathlib.Path(__file__).resolve().parents[2]
-DEFAULT_EXAMPLES = REPO / "examples" / "demo"
-DEFAULT_CRDS = REPO / "crds"
+# Installed without the repository (`pip install .`), the demo's objects and the CRDs come with the
+# package: operator/dralloc/data/ holds copies of examples/demo/ and crds/ (tests/demo/test_packaged_data.py
+# checks they are the same). From a checkout, the repository's own files are read.
+PACKAGED = pathlib.Path(__file__).resolve().parent / "data"
+
+
+def _checkout_or_packaged(in_repo: pathlib.Path, packaged: str) -> pathlib.Path:
+    return in_repo if in_repo.is_dir() else PACKAGED / packaged
+
+
+DEFAULT_EXAMPLES = _checkout_or_packaged(REPO / "examples" / "demo", "demo")
+DEFAULT_CRDS = _checkout_or_packaged(REPO / "crds", "crds")
 DEFAULT_KUBECONFIG = "dralloc-demo.kubeconfig"
 PREFERRED_PORT = 6443  # what a real API server uses; taken only when free
 EXIT_ALL_PLACED, EXIT_NOT_ALL_PLACED, EXIT_ERROR = 0, 1, 2
