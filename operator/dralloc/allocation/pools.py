@@ -52,7 +52,35 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
+# (driver, a device's attribute names in order) -> how its `DeviceInfo.attributes` are keyed: the
+# fully qualified names in the dict's order (interned: every device of a driver has the same
+# names, memory at fleet size), and the positions of the device's attributes in that order
+# (None: the device's own order). Bounded: emptied when full.
+_ATTRIBUTE_KEYS: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], tuple[int, ...] | None]] = {}
+_ATTRIBUTE_KEYS_MAX = 1 << 12
 _QUALIFIED: dict[tuple[str, str], str] = {}  # (driver, short attribute name) -> "driver/name", interned
+
+
+def _attribute_keys(driver: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
+    # Short names first so that an explicitly qualified name wins (exact match first): a later
+    # duplicate key keeps the first one's place and takes its own value.
+    order = [i for i, name in enumerate(names) if "/" not in name] + [i for i, name in enumerate(names) if "/" in name]
+    keys: list[str] = []
+    for i in order:
+        name = names[i]
+        if "/" not in name:
+            qualified = _QUALIFIED.get((driver, name))
+            if qualified is None:
+                if len(_QUALIFIED) >= 1 << 14:
+                    _QUALIFIED.clear()
+                qualified = _QUALIFIED[(driver, name)] = sys.intern(f"{driver}/{name}")
+            name = qualified
+        keys.append(name)
+    found = (tuple(keys), None if order == sorted(order) else tuple(order))
+    if len(_ATTRIBUTE_KEYS) >= _ATTRIBUTE_KEYS_MAX:
+        _ATTRIBUTE_KEYS.clear()
+    _ATTRIBUTE_KEYS[(driver, names)] = found
+    return found
 
 
 class DeviceInfo:
@@ -76,33 +104,37 @@ class DeviceInfo:
         self.device = device
         self.driver = spec.driver
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
-        attributes: dict[str, devices.DeviceAttribute] = {}
-        # Short names first so that an explicitly qualified name wins (exact match first).
         driver = spec.driver
-        for name, value in device.attributes.items():
-            if "/" not in name:
-                # Interned: every device of a driver has the same names (memory at fleet size).
-                qualified = _QUALIFIED.get((driver, name))
-                if qualified is None:
-                    if len(_QUALIFIED) >= 1 << 14:
-                        _QUALIFIED.clear()
-                    qualified = _QUALIFIED[(driver, name)] = sys.intern(f"{driver}/{name}")
-                attributes[qualified] = value
-        for name, value in device.attributes.items():
-            if "/" in name:
-                attributes[name] = value
-        self.attributes = attributes
-        self.capacity = device.capacity
+        names = tuple(device.attributes)
+        keyed = _ATTRIBUTE_KEYS.get((driver, names))
+        if keyed is None:
+            keyed = _attribute_keys(driver, names)
+        keys, order = keyed
+        if order is None:
+            self.attributes: dict[str, devices.DeviceAttribute] = dict(zip(keys, device.attributes.values(), strict=True))
+        else:
+            values = tuple(device.attributes.values())
+            self.attributes = dict(zip(keys, [values[i] for i in order], strict=True))
+        capacity = self.capacity = device.capacity
         # No request policies: a request without capacity amounts takes all of every capacity.
-        self.plain_capacity = all(c.request_policy is None for c in device.capacity.values())
-        # Counter amounts in exact integer nano-units: counter arithmetic is on the hot path.
-        self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
-            (c.counter_set, tuple((name, counter.value.nanos) for name, counter in c.counters.items()))
-            for c in device.consumes_counters
-        )
-        # DRADeviceCompatibilityGroups: the groups of each counter set consumption, in order.
-        self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
-            (c.counter_set, frozenset(c.compatibility_groups)) for c in device.consumes_counters)
+        plain = True
+        for c in capacity.values():
+            if c.request_policy is not None:
+                plain = False
+                break
+        self.plain_capacity = plain
+        consumptions = device.consumes_counters
+        if consumptions:
+            # Counter amounts in exact integer nano-units: counter arithmetic is on the hot path.
+            self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
+                (c.counter_set, tuple((name, counter.value.nanos) for name, counter in c.counters.items()))
+                for c in consumptions
+            )
+            # DRADeviceCompatibilityGroups: the groups of each counter set consumption, in order.
+            self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
+                (c.counter_set, frozenset(c.compatibility_groups)) for c in consumptions)
+        else:
+            self.consumes = self.groups = ()
         self.taints = device.taints
         self.allow_multiple = bool(device.allow_multiple_allocations)
         self.binding_conditions = device.binding_conditions

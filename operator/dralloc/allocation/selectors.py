@@ -156,24 +156,50 @@ def _conversion_error(info: DeviceInfo, view: CelView) -> str | None:
     if env is not None:
         return env.error
     for attribute in info.device.attributes.values():
-        kind, value = attribute.kind_and_value() or (None, None)
-        # The scalars that always convert, decided inline (`check_attribute_value` would only
-        # call `_scalar` to say so): every attribute of every device is checked once.
-        kind_of = type(value)
-        if kind == "string":
-            if kind_of is str:
+        # The scalars that always convert, decided inline in `kind_and_value`'s order (which
+        # field counts when several are set), without building its pair: `check_attribute_value`
+        # would only call `_scalar` to say so. Every attribute of every device is checked once.
+        value: Any = attribute.int_
+        if value is not None:
+            if type(value) is int and cel_attributes.INT64_MIN <= value <= cel_attributes.INT64_MAX:
                 continue
-        elif kind == "int":
-            if kind_of is int and cel_attributes.INT64_MIN <= cast(int, value) <= cel_attributes.INT64_MAX:
-                continue
-        elif kind == "bool":
-            if kind_of is bool:
-                continue
+            kind: str | None = "int"
+        else:
+            value = attribute.bool_
+            if value is not None:
+                if type(value) is bool:
+                    continue
+                kind = "bool"
+            else:
+                value = attribute.string
+                if value is not None:
+                    if type(value) is str:
+                        continue
+                    kind = "string"
+                else:
+                    value = attribute.version
+                    if value is not None:
+                        if value in _VERSIONS_CONVERT:
+                            continue
+                        kind = "version"
+                    else:
+                        kind, value = attribute.kind_and_value() or (None, None)
         try:  # versions parse once each (cel.attributes caches them)
             cel_attributes.check_attribute_value(kind, value, list_values=view.list_values)
         except ValueError:
             return _env(info, view).error
+        if kind == "version" and type(value) is str:
+            if len(_VERSIONS_CONVERT) >= _VERSIONS_CONVERT_MAX:
+                _VERSIONS_CONVERT.clear()
+            _VERSIONS_CONVERT.add(value)
     return None
+
+
+# Version attribute values (str) known to parse: a fleet publishes a few driver and CUDA versions,
+# checked once each here rather than through `check_attribute_value` for every device.
+# Bounded: emptied when full.
+_VERSIONS_CONVERT: set[str] = set()
+_VERSIONS_CONVERT_MAX = 1 << 12
 
 
 # The memo of selector results (module docstring): expression -> _Memo (a derived attribute's:
@@ -191,7 +217,7 @@ _RECENT = _MEMO.data  # read directly on the hot path (lock-free, `lru`)
 class _Memo:
     """What is memoized for one expression."""
 
-    __slots__ = ("alike", "literal", "pending", "results")
+    __slots__ = ("alike", "literal", "pending", "plans", "results")
 
     def __init__(self, literal: str | None) -> None:
         # By view (CelView.index): DeviceInfo.serial -> True, False or (kind, message) of an error.
@@ -199,6 +225,9 @@ class _Memo:
         # (view index, what the selector reads of a device: `_alike_key`) -> result, shared by
         # alike devices.
         self.alike: dict[tuple[Any, ...], Any] = {}
+        # By view: how to read a device's alike key (`_alike_plan`), known once the expression
+        # compiled for that view (_UNPLANNED before; None: devices never share its results).
+        self.plans: list[Any] = [_UNPLANNED] * VIEWS
         # The driver compared by a `device.driver == "..."` selector, else None.
         self.literal = literal
         # Results stored since last weighed (approximate if threads race: it only says when).
@@ -288,25 +317,45 @@ def _converts(info: DeviceInfo, view: CelView) -> bool:
     return cast(bool, converts)
 
 
-def _alike_key(info: DeviceInfo, view: CelView, reads: tuple[tuple[str, ...], ...]) -> tuple[Any, ...] | None:
-    """The key under which devices alike in what `reads` names share a result (within one
-    expression's memo), or None when this device cannot share: its attributes do not convert
-    (the error names the device's own attribute), a read name could mean two of its entries,
-    or a domain cannot be one. A fleet's devices differ in UUIDs and bus addresses, which
-    selectors rarely read; building each device's CEL value only to evaluate the same
-    comparison on the same model name was most of a large snapshot's placement time."""
-    if not _converts(info, view) or len(info.attributes) != len(info.device.attributes):
-        return None  # a short and a qualified name for one attribute: the CEL value decides which
-    values: list[Any] = [view.index]
+# Steps of an alike plan (`_alike_plan`): what one read of the selector takes from a device.
+_READ_DRIVER, _READ_ALLOW_MULTIPLE, _READ_ATTRIBUTE, _READ_CAPACITY = range(4)
+_UNPLANNED = object()  # _Memo.plans: the expression has not compiled for that view yet
+
+
+def _alike_plan(reads: tuple[tuple[str, ...], ...]) -> tuple[tuple[Any, ...], ...] | None:
+    """How `_alike_key` reads a device for a selector that reads `reads`, worked out once per
+    expression: per read its step and the names it looks up; None when no device can share
+    (a domain that cannot be one)."""
+    plan: list[tuple[Any, ...]] = []
     for read in reads:
         if read[0] == "device":
-            values.append(info.driver if read[1] == "driver" else info.allow_multiple and view.allow_multiple)
+            plan.append((_READ_DRIVER,) if read[1] == "driver" else (_READ_ALLOW_MULTIPLE,))
             continue
         field, domain, ident = read
         if "/" in domain:
             return None
         if field == "attributes":
-            attribute = info.attributes.get(f"{domain}/{ident}")
+            plan.append((_READ_ATTRIBUTE, f"{domain}/{ident}"))
+        else:
+            # The short name too, read when the domain is the device's driver (see `_alike_key`).
+            plan.append((_READ_CAPACITY, f"{domain}/{ident}", domain, None if "/" in ident else ident))
+    return tuple(plan)
+
+
+def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...] | None:
+    """The key under which devices alike in what the selector reads (its `_alike_plan`) share a
+    result (within one expression's memo), or None when this device cannot share: its
+    attributes do not convert (the error names the device's own attribute), or a read name
+    could mean two of its entries. A fleet's devices differ in UUIDs and bus addresses, which
+    selectors rarely read; building each device's CEL value only to evaluate the same
+    comparison on the same model name was most of a large snapshot's placement time."""
+    if not _converts(info, view) or len(info.attributes) != len(info.device.attributes):
+        return None  # a short and a qualified name for one attribute: the CEL value decides which
+    values: list[Any] = [view.index]
+    for step in plan:
+        kind = step[0]
+        if kind == _READ_ATTRIBUTE:
+            attribute = info.attributes.get(step[1])
             if attribute is None:
                 values.append(None)
                 continue
@@ -314,14 +363,19 @@ def _alike_key(info: DeviceInfo, view: CelView, reads: tuple[tuple[str, ...], ..
             # an absent one: reading it fails, testing an absent one does not.
             value = attribute.kind_and_value()
             values.append(_NO_VALUE if value is None else value)
-            continue
-        qualified = info.capacity.get(f"{domain}/{ident}")
-        short = info.capacity.get(ident) if domain == info.driver and "/" not in ident else None
-        if qualified is not None and short is not None:
-            return None
-        amount = qualified if qualified is not None else short
-        # A quantity is its value and print format (the CEL value keeps nothing else).
-        values.append(None if amount is None else (amount.value.value, amount.value.format))
+        elif kind == _READ_CAPACITY:
+            capacity = info.capacity
+            qualified = capacity.get(step[1])
+            short = capacity.get(step[3]) if step[3] is not None and step[2] == info.driver else None
+            if qualified is not None and short is not None:
+                return None
+            amount = qualified if qualified is not None else short
+            # A quantity is its value and print format (the CEL value keeps nothing else).
+            values.append(None if amount is None else (amount.value.value, amount.value.format))
+        elif kind == _READ_DRIVER:
+            values.append(info.driver)
+        else:
+            values.append(info.allow_multiple and view.allow_multiple)
     return tuple(values)
 
 
@@ -386,6 +440,19 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
     raise errors.InvalidSelectorError(f"{owner}: selector #{index}: CEL {kind} error: {message}")
 
 
+_CEL_SELECTORS: Any = None  # dralloc.cel.selectors once imported (`_cel_selectors`)
+
+
+def _cel_selectors() -> Any:
+    """The CEL engine's selector module, imported on first use (module docstring)."""
+    global _CEL_SELECTORS
+    if _CEL_SELECTORS is None:
+        from dralloc.cel import selectors as cel_selectors
+
+        _CEL_SELECTORS = cel_selectors
+    return _CEL_SELECTORS
+
+
 def _evaluate(info: DeviceInfo, expression: str, view: CelView, memo: _Memo) -> Any:
     """The selector's result on the device: True, False or (kind, message) of an error."""
     literal = memo.literal
@@ -397,17 +464,29 @@ def _evaluate(info: DeviceInfo, expression: str, view: CelView, memo: _Memo) -> 
         if _converts(info, view):
             return info.driver == literal
         return ("runtime", _conversion_error(info, view))
-    from dralloc.cel import selectors as cel_selectors  # the CEL engine, on first use
-
+    index = view.index
+    plan = memo.plans[index]
+    alike = None
+    if plan is not None and plan is not _UNPLANNED:
+        # The expression compiled for this view before (it always will): an alike device's
+        # result answers without the compiled program.
+        alike = _alike_key(info, view, plan)
+        if alike is not None:
+            shared = memo.alike.get(alike)
+            if shared is not None:
+                return shared
+    cel_selectors = _cel_selectors()
     try:
         program = cel_selectors.compile_selector(expression, list_values=view.list_values, cidr_v1=view.lazy)
     except cel_selectors.CELCompileError as exc:
         return ("compile", str(exc))
-    alike = _alike_key(info, view, program.reads) if program.reads is not None else None
-    if alike is not None:
-        shared = memo.alike.get(alike)
-        if shared is not None:
-            return shared
+    if plan is _UNPLANNED:
+        plan = memo.plans[index] = _alike_plan(program.reads) if program.reads is not None else None
+        alike = _alike_key(info, view, plan) if plan is not None else None
+        if alike is not None:
+            shared = memo.alike.get(alike)
+            if shared is not None:
+                return shared
     try:
         result: Any = program.evaluate(_env(info, view)) is True
     except cel_selectors.CELRuntimeError as exc:
