@@ -2,7 +2,7 @@
 
 The operator runs a real scenario against the API server; its metrics are scraped
 (`dralloc.metrics.REGISTRY`, as Prometheus would) before and after, and every alert
-expression of manifests/monitoring.yaml is evaluated on those two scrapes by a small
+expression of manifests-monitoring/monitoring.yaml is evaluated on those two scrapes by a small
 evaluator of the PromQL the rules use: `agg [by (labels)] (selector)` and
 `agg [by (labels)] (rate(selector[window]))` compared with a number, and `absent(...)`.
 A rate is the counter's increase between the scrapes over the seconds between them
@@ -20,7 +20,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
-from tests.manifests.rendered import find, load
+from tests.manifests.rendered import find, load_monitoring
 
 from dralloc import metrics
 from dralloc.testing import cluster
@@ -97,7 +97,7 @@ def evaluate(expr: str, before: tuple[float, Series], after: tuple[float, Series
 
 
 def alerts() -> dict[str, str]:
-    rule = find(load("monitoring.yaml"), "PrometheusRule")
+    rule = find(load_monitoring(), "PrometheusRule")
     return {r["alert"]: r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]
             if not r["expr"].startswith("absent(")}
 

@@ -19,6 +19,9 @@ import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
+# The overlay that adds the Prometheus Operator's objects (outside manifests/: kustomize refuses an
+# overlay inside its base).
+MONITORING = REPO / "manifests-monitoring"
 NAMESPACE = "dralloc-system"
 KUBECTL = shutil.which("kubectl")
 
@@ -27,9 +30,14 @@ needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not insta
 Obj = dict[str, Any]
 
 
-def load(name: str) -> list[Obj]:
-    """The documents of one file under manifests/."""
-    return [doc for doc in yaml.safe_load_all((MANIFESTS / name).read_text()) if doc]
+def load(name: str, folder: pathlib.Path = MANIFESTS) -> list[Obj]:
+    """The documents of one file under manifests/ (or `folder`)."""
+    return [doc for doc in yaml.safe_load_all((folder / name).read_text()) if doc]
+
+
+def load_monitoring() -> list[Obj]:
+    """The ServiceMonitor and PrometheusRule of manifests-monitoring/monitoring.yaml."""
+    return load("monitoring.yaml", MONITORING)
 
 
 def find(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
@@ -39,17 +47,17 @@ def find(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
 
 
 @functools.cache
-def _render() -> tuple[Obj, ...]:
+def _render(folder: pathlib.Path) -> tuple[Obj, ...]:
     assert KUBECTL is not None
-    done = subprocess.run([KUBECTL, "kustomize", str(MANIFESTS)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([KUBECTL, "kustomize", str(folder)], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
-        raise AssertionError(f"kubectl kustomize manifests/ failed:\n{done.stderr}")
+        raise AssertionError(f"kubectl kustomize {folder.name}/ failed:\n{done.stderr}")
     return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
 
 
-def render() -> list[Obj]:
-    """Every object `kubectl apply -k manifests/` would send (a fresh copy per call)."""
-    return copy.deepcopy(list(_render()))
+def render(folder: pathlib.Path = MANIFESTS) -> list[Obj]:
+    """Every object `kubectl apply -k manifests/` (or `folder`) would send (a fresh copy per call)."""
+    return copy.deepcopy(list(_render(folder)))
 
 
 def is_crd(obj: Obj) -> bool:

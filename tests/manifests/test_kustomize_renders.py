@@ -15,7 +15,18 @@ import tomllib
 import kubernetes_validate
 import pytest
 import yaml
-from tests.manifests.rendered import MANIFESTS, NAMESPACE, REPO, find, is_crd, load, needs_kubectl, render
+from tests.manifests.rendered import (
+    MANIFESTS,
+    MONITORING,
+    NAMESPACE,
+    REPO,
+    find,
+    is_crd,
+    load,
+    load_monitoring,
+    needs_kubectl,
+    render,
+)
 
 from dralloc import cli
 
@@ -27,10 +38,10 @@ EXPECTED_KINDS = collections.Counter({
     "ClusterRoleBinding": 1,
     "Deployment": 1,
     "Service": 1,
-    "ServiceMonitor": 1,
-    "PrometheusRule": 1,
     "ConfigMap": 1,
 })
+# manifests-monitoring/ adds these (CRDs of the Prometheus Operator) to everything above.
+MONITORING_KINDS = collections.Counter({"ServiceMonitor": 1, "PrometheusRule": 1})
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 NO_OFFLINE_SCHEMA = {"ServiceMonitor", "PrometheusRule"}  # CRD types: no built-in schema
 
@@ -47,6 +58,12 @@ def test_every_yaml_file_parses(name: str) -> None:
         assert isinstance(doc, dict), f"{name}: a document is not a mapping"
         if name != "kustomization.yaml":
             assert doc.get("apiVersion") and doc.get("kind") and doc.get("metadata", {}).get("name"), name
+
+
+def test_the_monitoring_overlay_lists_the_base_and_its_file() -> None:
+    assert load("kustomization.yaml", MONITORING)[0]["resources"] == ["../manifests", "monitoring.yaml"]
+    assert sorted(p.name for p in MONITORING.iterdir()) == ["kustomization.yaml", "monitoring.yaml"]
+    assert {o["kind"] for o in load_monitoring()} == {"ServiceMonitor", "PrometheusRule"}
 
 
 def test_dashboard_json_parses() -> None:
@@ -74,8 +91,12 @@ def test_kustomization_lists_every_file() -> None:
 
 @needs_kubectl
 def test_renders_the_promised_kinds() -> None:
-    objs = render()
-    assert collections.Counter(o["kind"] for o in objs) == EXPECTED_KINDS
+    """manifests/ holds only built-in kinds and dralloc's CRDs, so `kubectl apply -k manifests/` succeeds on
+    any cluster (issue 32: with the ServiceMonitor and PrometheusRule in it, it exited 1 on a cluster
+    without the Prometheus Operator); manifests-monitoring/ is the same plus those two."""
+    assert collections.Counter(o["kind"] for o in render()) == EXPECTED_KINDS
+    objs = render(MONITORING)
+    assert collections.Counter(o["kind"] for o in objs) == EXPECTED_KINDS + MONITORING_KINDS
     for obj in objs:
         meta = obj["metadata"]
         if obj["kind"] in CLUSTER_SCOPED:
@@ -172,7 +193,7 @@ def test_objects_are_wired_to_each_other() -> None:
     service = find(load("service.yaml"), "Service")
     assert service["spec"]["selector"].items() <= pod_labels.items()
     assert service["spec"]["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]
-    monitor = find(load("monitoring.yaml"), "ServiceMonitor")
+    monitor = find(load_monitoring(), "ServiceMonitor")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.manifests.rendered import MANIFESTS, find, load
+from tests.manifests.rendered import MANIFESTS, find, load_monitoring
 
 from dralloc import metrics
 
@@ -52,7 +52,7 @@ def exported() -> dict[str, dict[str, set[str]]]:
 
 
 def alerts() -> list[dict[str, Any]]:
-    rule = find(load("monitoring.yaml"), "PrometheusRule")
+    rule = find(load_monitoring(), "PrometheusRule")
     return [r for group in rule["spec"]["groups"] for r in group["rules"]]
 
 

@@ -8,7 +8,7 @@ skip with that reason: a fresh CI machine has only what the repo installs, so th
 install is part of the test setup.
 
 `rules()` is the rule file Prometheus reads, taken out of the PrometheusRule in
-manifests/monitoring.yaml (its `spec` is a rule file's `groups:`, unchanged).
+manifests-monitoring/monitoring.yaml (its `spec` is a rule file's `groups:`, unchanged).
 `Prometheus` runs a server on a free loopback port with its own storage directory.
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-MONITORING = REPO / "manifests" / "monitoring.yaml"
+MONITORING = REPO / "manifests-monitoring" / "monitoring.yaml"
 DASHBOARD = REPO / "manifests" / "dashboard.json"
 PACKAGE = "prometheus"  # Debian's package: /usr/bin/prometheus and /usr/bin/promtool
 LOCK = pathlib.Path(tempfile.gettempdir()) / "dralloc-prometheus-install.lock"
@@ -108,7 +108,7 @@ def binaries() -> Binaries | str:
 
 
 def rule_file() -> Obj:
-    """The `spec` of the PrometheusRule in manifests/monitoring.yaml: a Prometheus rule file."""
+    """The `spec` of the PrometheusRule in manifests-monitoring/monitoring.yaml: a Prometheus rule file."""
     docs = [d for d in yaml.safe_load_all(MONITORING.read_text()) if d]
     rules = [d for d in docs if d.get("kind") == "PrometheusRule"]
     assert len(rules) == 1, f"{MONITORING}: expected one PrometheusRule, found {len(rules)}"

@@ -4,7 +4,7 @@ scenario, and every panel of the dashboard shows data.
 The cluster is the sandbox API server (in this process); dralloc is a separate `dralloc run`
 process (standalone, `/metrics` on a free loopback port); Prometheus (Debian's package,
 installed by the test setup when absent) scrapes it every second with the rules of
-manifests/monitoring.yaml. The rules are used as shipped except their `for:` durations,
+manifests-monitoring/monitoring.yaml. The rules are used as shipped except their `for:` durations,
 which a copy shortens to FOR (a test cannot wait 15 minutes); the expressions, with their
 5-minute rate windows, are unchanged. The scrape target carries the labels the
 ServiceMonitor's relabelling gives a dralloc pod (namespace, service, pod), which
