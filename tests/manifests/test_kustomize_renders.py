@@ -37,6 +37,7 @@ EXPECTED_KINDS = collections.Counter({
     "ClusterRole": 1,
     "ClusterRoleBinding": 1,
     "Deployment": 1,
+    "PodDisruptionBudget": 1,
     "Service": 1,
     "ConfigMap": 1,
 })
@@ -197,3 +198,16 @@ def test_objects_are_wired_to_each_other() -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+
+
+def test_a_drain_takes_at_most_one_replica() -> None:
+    """The PodDisruptionBudget selects exactly the Deployment's pods and keeps one of its two replicas: a
+    node drain or an upgrade never stops every replica at once (issue 32)."""
+    deployment = find(load("deployment.yaml"), "Deployment")
+    budget = find(load("pdb.yaml"), "PodDisruptionBudget")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selected = budget["spec"]["selector"]["matchLabels"]
+    assert selected == deployment["spec"]["selector"]["matchLabels"]
+    assert all(labels.get(k) == v for k, v in selected.items())
+    assert budget["spec"]["minAvailable"] == deployment["spec"]["replicas"] - 1 == 1
+    assert budget["metadata"]["namespace"] == NAMESPACE
