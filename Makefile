@@ -87,8 +87,11 @@ e2e: $(STAMP) $(E2E_BIN)/.built
 	DRALLOC_CLAIM_LIFECYCLE=dralloc DRALLOC_TAINT_EVICTION=dralloc $(E2E_PLANE) \
 		--kcm-controllers '*,-resourceclaim-controller,-device-taint-eviction-controller' \
 		run -- $(BIN)/pytest -q --e2e-real $(E2E_TESTS) $(PYTEST_ARGS)
+# `make e2e-up` is a dev cluster: seeded with dralloc's CRDs and the demo cluster (E2E_SEED=none: empty),
+# every Node (the seeded ones and any made by hand) kept Ready by e2e/devcluster.py until Ctrl-C.
+E2E_SEED ?= demo
 e2e-up: $(STAMP) $(E2E_BIN)/.built
-	$(E2E_PLANE) up
+	$(E2E_PLANE) up --seed $(E2E_SEED)
 
 # dralloc against kube-scheduler itself (tests/differential/kube_scheduler.py): N random scenarios
 # (default 200; `make e2e` runs 16 in tests/handlers/test_kube_scheduler_differential.py), each on a

@@ -47,6 +47,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 
+import devcluster  # e2e/devcluster.py: this file's folder is on sys.path (run as a script, or as bench/ imports it)
+
 HERE = pathlib.Path(__file__).resolve().parent
 BIN = HERE / "bin"
 RUN = HERE / "run"
@@ -347,7 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start, run a command with KUBECONFIG set, stop")
     run.add_argument("cmd", nargs=argparse.REMAINDER)
-    sub.add_parser("up", help="start and serve until Ctrl-C")
+    up = sub.add_parser("up", help="start and serve until Ctrl-C, keeping every Node Ready (e2e/devcluster.py)")
+    up.add_argument("--seed", choices=("none", "demo"), default="none",
+                    help="demo: create dralloc's CRDs and the cluster of `dralloc demo` (4 Nodes with GPUs, GPU "
+                    "partitions and NICs, their DeviceClasses) once the control plane is up (default none)")
     args = parser.parse_args(argv)
     if args.kube_version not in KUBE_VERSIONS:  # from $E2E_KUBE_VERSION, which argparse does not check
         parser.error(f"--kube-version (E2E_KUBE_VERSION) {args.kube_version!r}: one of {', '.join(sorted(KUBE_VERSIONS))}")
@@ -370,10 +375,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"e2e: control plane up in {time.monotonic() - started:.1f} s at {plane.url};"
               f" KUBECONFIG={kubeconfig}", flush=True)
         if args.command == "up":
-            print("e2e: Ctrl-C stops it", flush=True)
-            while True:
-                plane.check()
-                time.sleep(1)
+            client = devcluster.Client(plane.url, token=plane.token, ca_file=plane.pki / "ca.crt")
+            if args.seed == "demo":
+                created = devcluster.seed_demo(client)
+                print(f"e2e: seeded the demo cluster ({created} objects: dralloc's CRDs, 4 Nodes, their "
+                      "ResourceSlices and DeviceClasses); try kubectl apply -f examples/demo/", flush=True)
+            agent = devcluster.NodeAgent(client).start()
+            print("e2e: every Node is kept Ready (Lease heartbeats, as a kubelet would) and pods deleted on them "
+                  "are finished; Ctrl-C stops it", flush=True)
+            try:
+                while True:
+                    plane.check()
+                    time.sleep(1)
+            finally:
+                agent.stop()
         child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
         try:
             while True:
