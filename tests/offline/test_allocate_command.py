@@ -351,6 +351,18 @@ class TestInputErrors:
         assert self.expect_error(dralloc, "-f", path, "--claim", "one", "--claim", "ml/bad").startswith(
             "error: claim ml/bad, request gpus: could not retrieve device class fpga-card")
 
+    def test_more_claims_together_than_the_search_can_take_is_said_plainly(
+            self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+        """1,100 one-GPU claims on a node of 1,100 GPUs, allocated together by default: the search goes a
+        level deeper per device, past Python's recursion limit; exit 2 with what to do, no traceback."""
+        count = 1100
+        path = documents(tmp_path / "c.yaml", [
+            GPU_CLASS, node("node-a"),
+            slice_("s", pool="node-a", node="node-a", devices=[device(f"gpu-{i}") for i in range(count)]),
+            *(claim(f"c{i}").request("gpu", "gpu") for i in range(count))])
+        assert self.expect_error(dralloc, "-f", path).startswith(
+            f"error: {count} claims allocated together are more than dralloc's search takes at once")
+
     def test_duplicate_node(self, dralloc: Invoke, tmp_path: pathlib.Path) -> None:
         """Two Nodes with one name: exit 2 (the answer would depend on file order)."""
         path = documents(tmp_path / "c.yaml", [*CLUSTER, node("node-a"), ONE])

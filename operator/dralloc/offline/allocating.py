@@ -176,6 +176,13 @@ def decide(request: Request) -> Answer:
     for node in candidates:
         try:
             outcome = allocation.allocate(snapshot, chosen, node, features=features, budget=request.budget)
+        except RecursionError as exc:
+            # The search recurses once per device it picks: thousands of claims at once go past Python's
+            # recursion limit (upstream's Go stack grows instead). Said plainly, not as a traceback.
+            raise inputs.InputError(
+                f"{len(chosen)} claims allocated together are more than dralloc's search takes at once (it "
+                f"goes one device deeper per device it picks, past Python's recursion limit of "
+                f"{sys.getrecursionlimit()}): allocate them in smaller groups with --claim") from exc
         except errors.InvalidPoolOnNodeError as exc:
             if len(candidates) == 1:
                 raise  # the one node asked about: the error is the answer
