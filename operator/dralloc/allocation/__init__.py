@@ -126,7 +126,10 @@ def allocate(
     # Most searches end within a few steps, where the counting bound would only cost time: the
     # search first runs on a small probe budget, and only when that is not enough does the
     # bound get to declare the claims hopeless before the full (fresh) search runs.
-    demand = sum(min(p.count for p in alternatives) for plan in plans for alternatives in plan.requests)
+    demand = 0
+    for plan in plans:
+        for alternatives in plan.requests:
+            demand += alternatives[0].count if len(alternatives) == 1 else min(p.count for p in alternatives)
     probe = (PROBE_STEPS if budget is None else min(PROBE_STEPS, budget)) if demand > 1 else None
     try:
         if probe is not None:

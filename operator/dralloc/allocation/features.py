@@ -11,6 +11,7 @@ same. 1.38 turns DRAFractionalCapacityRange on and locks six gates on (LOCKED_1_
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 
 from dralloc.allocation import errors
@@ -94,6 +95,17 @@ class Features:
     node_allocatable_resources: bool = False
     release: str = DEFAULT_RELEASE
 
+    # The properties below are cached on the instance (functools.cached_property: the allocator reads
+    # them on every call); fields alone make a Features' value, equality and hash.
+
+    def __hash__(self) -> int:
+        # The dataclass's hash (of the fields), computed once: features key the allocator's caches.
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, field.name) for field in dataclasses.fields(self)))
+
     def __post_init__(self) -> None:
         if self.release not in RELEASES:
             raise errors.UnknownReleaseError(
@@ -168,16 +180,16 @@ class Features:
         cls._check_known(gates, release)
         return cls._from_known(gates, release)
 
-    @property
+    @functools.cached_property
     def binding_conditions(self) -> bool:
         """Devices with binding conditions need both gates (upstream's DeviceBindingAndStatus)."""
         return self.device_binding_conditions and self.resource_claim_device_status
 
-    @property
+    @functools.cached_property
     def at_least_1_37(self) -> bool:
         return self.release != "1.36"
 
-    @property
+    @functools.cached_property
     def variant(self) -> str:
         """Which of upstream's allocator variants these features select: stable, incubating or
         experimental (the first whose supported features cover the enabled ones).
@@ -200,7 +212,7 @@ class Features:
             return "incubating"
         return "stable"
 
-    @property
+    @functools.cached_property
     def code(self) -> str:
         """Which generation of upstream's allocator code answers, named by its 1.36/1.37 variant.
 
@@ -213,7 +225,7 @@ class Features:
             return {"stable": "incubating", "incubating": "experimental"}[self.variant]
         return self.variant
 
-    @property
+    @functools.cached_property
     def counter_slices_everywhere(self) -> bool:
         """Whether a slice with sharedCounters is read for every node, whatever its node fields.
 
@@ -222,7 +234,7 @@ class Features:
         """
         return not (self.at_least_1_37 and self.beyond_stable_channel)
 
-    @property
+    @functools.cached_property
     def beyond_stable_channel(self) -> bool:
         """Whether upstream runs code newer than 1.36/1.37's stable variant (`code`).
 

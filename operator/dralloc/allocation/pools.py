@@ -52,16 +52,26 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-# (driver, a device's attribute names in order) -> how its `DeviceInfo.attributes` are keyed: the
-# fully qualified names in the dict's order (interned: every device of a driver has the same
-# names, memory at fleet size), and the positions of the device's attributes in that order
-# (None: the device's own order). Bounded: emptied when full.
-_ATTRIBUTE_KEYS: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], tuple[int, ...] | None]] = {}
+# (driver, a device's attribute names in order) -> how its `DeviceInfo.attributes` are keyed
+# (`AttributeKeys`). Bounded: emptied when full.
+_ATTRIBUTE_KEYS: dict[tuple[str, tuple[str, ...]], AttributeKeys] = {}
 _ATTRIBUTE_KEYS_MAX = 1 << 12
 _QUALIFIED: dict[tuple[str, str], str] = {}  # (driver, short attribute name) -> "driver/name", interned
 
 
-def _attribute_keys(driver: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
+class AttributeKeys(NamedTuple):
+    """How the devices of a driver that publish the same attribute names in the same order key their
+    `DeviceInfo.attributes`: shared by all of them (memory at fleet size)."""
+
+    # The fully qualified names in the dict's order (interned).
+    keys: tuple[str, ...]
+    # The positions of the device's attributes in that order (None: the device's own order).
+    order: tuple[int, ...] | None
+    # Whether a short and a qualified name mean one attribute (the dict then holds fewer entries).
+    collide: bool
+
+
+def _attribute_keys(driver: str, names: tuple[str, ...]) -> AttributeKeys:
     # Short names first so that an explicitly qualified name wins (exact match first): a later
     # duplicate key keeps the first one's place and takes its own value.
     order = [i for i, name in enumerate(names) if "/" not in name] + [i for i, name in enumerate(names) if "/" in name]
@@ -76,7 +86,7 @@ def _attribute_keys(driver: str, names: tuple[str, ...]) -> tuple[tuple[str, ...
                 qualified = _QUALIFIED[(driver, name)] = sys.intern(f"{driver}/{name}")
             name = qualified
         keys.append(name)
-    found = (tuple(keys), None if order == sorted(order) else tuple(order))
+    found = AttributeKeys(tuple(keys), None if order == sorted(order) else tuple(order), len(set(keys)) != len(keys))
     if len(_ATTRIBUTE_KEYS) >= _ATTRIBUTE_KEYS_MAX:
         _ATTRIBUTE_KEYS.clear()
     _ATTRIBUTE_KEYS[(driver, names)] = found
@@ -90,10 +100,13 @@ class DeviceInfo:
     value, whether its attributes convert); selector results are memoized per expression in
     `dralloc.allocation.selectors`, by `serial` (set there on first use): a device's attributes
     cannot change without a new slice object.
+
+    `attributes` (by fully qualified name) is built on first use: selectors read the device's own
+    attributes (`attribute`), and most devices of a large snapshot never meet a constraint.
     """
 
     __slots__ = (
-        "allow_multiple", "attributes", "binding_conditions", "binding_failure_conditions",
+        "_attributes", "allow_multiple", "attribute_keys", "binding_conditions", "binding_failure_conditions",
         "binds_to_node", "capacity", "consumes", "content", "device", "driver", "groups", "id", "per_device_node", "plain_capacity",
         "selector_results", "serial", "slice", "taints",
     )
@@ -109,12 +122,8 @@ class DeviceInfo:
         keyed = _ATTRIBUTE_KEYS.get((driver, names))
         if keyed is None:
             keyed = _attribute_keys(driver, names)
-        keys, order = keyed
-        if order is None:
-            self.attributes: dict[str, devices.DeviceAttribute] = dict(zip(keys, device.attributes.values(), strict=True))
-        else:
-            values = tuple(device.attributes.values())
-            self.attributes = dict(zip(keys, [values[i] for i in order], strict=True))
+        self.attribute_keys = keyed
+        self._attributes: dict[str, devices.DeviceAttribute] | None = None
         capacity = self.capacity = device.capacity
         # No request policies: a request without capacity amounts takes all of every capacity.
         plain = True
@@ -144,6 +153,30 @@ class DeviceInfo:
         self.selector_results: dict[Any, Any] = {}
         self.serial: int | None = None  # see dralloc.allocation.selectors._serial
         self.content: Hashable | None = None  # see dralloc.allocation.equivalence._content
+
+    @property
+    def attributes(self) -> dict[str, devices.DeviceAttribute]:
+        """The device's attributes by fully qualified name (a short name is the driver's); where a
+        short and a qualified name mean one attribute, the qualified one's value."""
+        found = self._attributes
+        if found is None:
+            keys, order, _ = self.attribute_keys
+            values = self.device.attributes.values()
+            if order is None:
+                found = dict(zip(keys, values, strict=True))
+            else:
+                listed = tuple(values)
+                found = dict(zip(keys, [listed[i] for i in order], strict=True))
+            self._attributes = found
+        return found
+
+    def attribute(self, domain: str, ident: str) -> devices.DeviceAttribute | None:
+        """`attributes.get(f"{domain}/{ident}")`, read from the device's own attributes."""
+        own = self.device.attributes
+        found = own.get(f"{domain}/{ident}")
+        if found is None and domain == self.driver and "/" not in ident:
+            found = own.get(ident)
+        return found
 
     def node_fields(self) -> tuple[str | None, nodes.NodeSelector | None]:
         """The nodeName / nodeSelector that restrict where this device can be used."""
@@ -208,6 +241,9 @@ def _ignores_groups(features: Features) -> bool:
     return features.at_least_1_37 and not features.compatibility_groups
 
 
+_BY_VIEW_MIN = 1024  # SliceIndex._scope_by_view holds at least this many views
+
+
 class SliceIndex:
     """All ResourceSlices of a cluster, grouped by pool, with per-node pool lists cached."""
 
@@ -238,6 +274,7 @@ class SliceIndex:
                 self._unpinned_1_37.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
         self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
+        self._scope_by_view: dict[int, tuple[NodeView, Features, NodeScope]] = {}  # id(view) -> the last answer
         # Many nodes see the same pool the same way (e.g. counter-set slices, network pools).
         self._pool_cache: dict[tuple[PoolID, tuple[int, ...], bool, Features], Pool] = {}
         # What other modules derive from these slices alone (allocation.equivalence), kept as long as they are.
@@ -259,6 +296,11 @@ class SliceIndex:
         return self.scope_for(node, features).pools
 
     def scope_for(self, node: NodeView, features: Features) -> NodeScope:
+        # The same view object asks again and again (placement tries claim after claim on its nodes):
+        # answered by identity, without sorting its labels into the key (a NodeView is immutable).
+        known = self._scope_by_view.get(id(node))
+        if known is not None and known[0] is node and known[1] is features:
+            return known[2]
         key = (node.name, tuple(sorted(node.labels.items())), features)
         cached = self._scope_cache.get(key)
         if cached is None:
@@ -270,6 +312,9 @@ class SliceIndex:
                 invalid_pool_seen=any(p.invalid for p in pools),
             )
             self._scope_cache[key] = cached
+        if len(self._scope_by_view) >= max(_BY_VIEW_MIN, 2 * len(self._scope_cache)):
+            self._scope_by_view.clear()  # views made per decision: bounded by about the nodes' number
+        self._scope_by_view[id(node)] = (node, features, cached)  # the view is held: its id is the key
         return cached
 
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 
 from dralloc.allocation import constraints as constraints_
@@ -45,10 +46,31 @@ class RequestPlan:
     all_devices: list[tuple[Pool, DeviceInfo]] = dataclasses.field(default_factory=list)
     # position in the node's candidate order -> passes selectors etc. (filled lazily by the search)
     selectable: dict[int, bool] = dataclasses.field(default_factory=dict)
+    # The name the request gave its class by (what `device_class` was looked up with).
+    class_name: str = ""
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         return self.base_name if self.sub_name is None else f"{self.base_name}/{self.sub_name}"
+
+    # Who a selector error names (`selectors.evaluate`), worded once per plan rather than per device.
+    @functools.cached_property
+    def class_owner(self) -> str:
+        # Errors name the claim and request that met the class, then the class (upstream says
+        # only "class X: selector #i"; a user with many claims needs to know which one).
+        return f"claim {self.claim_ref}, request {self.name}: class {self.device_class.metadata.name}"
+
+    @functools.cached_property
+    def request_owner(self) -> str:
+        return f"claim {self.claim_ref}, request {self.name}"
+
+    def fresh(self) -> RequestPlan:
+        """A copy with nothing memoized by a search (`selectable`) and no `All` devices yet."""
+        plan = RequestPlan.__new__(RequestPlan)
+        plan.__dict__.update(self.__dict__)
+        plan.selectable = {}
+        plan.all_devices = []
+        return plan
 
 
 @dataclasses.dataclass
@@ -137,6 +159,7 @@ def _plan_one(
         tolerations=tuple(source.tolerations),
         capacity=capacity_requests,
         derived=derived,
+        class_name=source.device_class_name,
     )
 
 
@@ -150,6 +173,12 @@ def plan_claims(
     all_devices: AllDevices,
 ) -> list[ClaimPlan]:
     """Validate the claims and build their plans. `all_devices(plan)` computes an All request's set."""
+    global _LAST
+    last = _LAST
+    if last is not None and last.fits(claim_list, device_classes, features):
+        return [ClaimPlan(claim, ref, [[plan.fresh() for plan in alternatives] for alternatives in requests],
+                          _constraints(claim, ref, features))
+                for claim, (ref, requests) in zip(claim_list, last.plans, strict=True)]
     plans: list[ClaimPlan] = []
     for claim in claim_list:
         ref = claim.ref()
@@ -188,7 +217,44 @@ def plan_claims(
                 f"claim {ref}: number of requested devices {minimum} exceeds the claim limit of {RESULTS_MAX}"
             )
         plans.append(ClaimPlan(claim, ref, requests, _constraints(claim, ref, features)))
+    if not any(plan.all_mode for claim_plan in plans for alternatives in claim_plan.requests for plan in alternatives):
+        # What the next call with these claims plans the same way; not with an `All` request,
+        # whose devices depend on the node.
+        _LAST = _Planned(tuple(claim_list), features, tuple(
+            (claim_plan.ref, tuple(tuple(plan.fresh() for plan in alternatives) for alternatives in claim_plan.requests))
+            for claim_plan in plans))
     return plans
+
+
+@dataclasses.dataclass(frozen=True)
+class _Planned:
+    """Claims' plans as `plan_claims` made them without error, to copy (`RequestPlan.fresh`) for the
+    next call with the same claim objects: placement tries an item's claims on node after node.
+    They stay right while the features are equal and the device classes they name are the same
+    objects (a plan depends on nothing else but its claim, which is immutable; constraints are
+    built again each time, as they keep a search's state). Only the last call's claims are kept:
+    a plan held longer would outlive the young generations of the garbage collector."""
+
+    claimed: tuple[claims.ResourceClaim, ...]
+    features: Features
+    plans: tuple[tuple[str, tuple[tuple[RequestPlan, ...], ...]], ...]  # per claim: its ref, its requests
+
+    def fits(self, claim_list: list[claims.ResourceClaim], device_classes: Mapping[str, classes.DeviceClass],
+             features: Features) -> bool:
+        mine = self.claimed
+        if len(mine) != len(claim_list) or any(a is not b for a, b in zip(mine, claim_list, strict=True)):
+            return False
+        if self.features is not features and self.features != features:
+            return False
+        for _, requests in self.plans:
+            for alternatives in requests:
+                for plan in alternatives:
+                    if device_classes.get(plan.class_name) is not plan.device_class:
+                        return False
+        return True
+
+
+_LAST: _Planned | None = None  # the claims planned last (`_Planned`)
 
 
 def _constraints(claim: claims.ResourceClaim, ref: str, features: Features) -> list[constraints_.Constraint]:

@@ -28,11 +28,21 @@ def _result_entry(
     pick: Pick, features: Features, share_id: ShareIdFactory, claim_index: int
 ) -> claims.DeviceRequestAllocationResult:
     info, request = pick.info, pick.request
+    device_id = info.id
+    if not (request.admin_access or request.tolerations or pick.shared or info.slice.spec.skip_node_operations):
+        # The common case, the same fields set as below.
+        if features.binding_conditions:
+            return claims.DeviceRequestAllocationResult(
+                request=request.name, driver=device_id.driver, pool=device_id.pool, device=device_id.device,
+                binding_conditions=info.binding_conditions,
+                binding_failure_conditions=info.binding_failure_conditions)
+        return claims.DeviceRequestAllocationResult(
+            request=request.name, driver=device_id.driver, pool=device_id.pool, device=device_id.device)
     fields: dict[str, object] = {
         "request": request.name,
-        "driver": info.id.driver,
-        "pool": info.id.pool,
-        "device": info.id.device,
+        "driver": device_id.driver,
+        "pool": device_id.pool,
+        "device": device_id.device,
     }
     if request.admin_access:
         fields["admin_access"] = True
@@ -42,14 +52,18 @@ def _result_entry(
         fields["binding_conditions"] = info.binding_conditions
         fields["binding_failure_conditions"] = info.binding_failure_conditions
     if pick.shared:
-        fields["share_id"] = share_id(claim_index, request.name, info.id, pick.share_index)
+        fields["share_id"] = share_id(claim_index, request.name, device_id, pick.share_index)
         fields["consumed_capacity"] = dict(pick.amounts or {})
-    if features.at_least_1_37 and features.code == "experimental" and info.slice.spec.skip_node_operations:
+    if info.slice.spec.skip_node_operations and features.at_least_1_37 and features.code == "experimental":
         fields["skip_node_operations"] = info.slice.spec.skip_node_operations
     return claims.DeviceRequestAllocationResult(**fields)
 
 
 def _configs(plan: ClaimPlan, selected: dict[int, int], features: Features) -> list[claims.DeviceAllocationConfiguration]:
+    if not plan.claim.spec.devices.config and not any(
+            alternatives[selected.get(request_index, 0)].device_class.spec.config
+            for request_index, alternatives in enumerate(plan.requests)):
+        return []  # neither the classes nor the claim configure anything
     configs: list[claims.DeviceAllocationConfiguration] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     class_requests: list[list[str]] = []
@@ -107,7 +121,7 @@ def _add_unique(into: list[nodes.NodeSelectorRequirement], more: tuple[nodes.Nod
             into.append(requirement)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 15)
 def _pinned(node_name: str) -> nodes.NodeSelector:
     """The selector of an allocation bound to one node; immutable, so one instance per node."""
     return nodes.NodeSelector(node_selector_terms=(nodes.NodeSelectorTerm(match_fields=(
@@ -151,7 +165,7 @@ def build(
 ) -> tuple[claims.AllocationResult, ...]:
     out: list[claims.AllocationResult] = []
     for claim_index, plan in enumerate(plans):
-        chosen = {ri: si for (ci, ri), si in selected.items() if ci == claim_index}
+        chosen = {ri: si for (ci, ri), si in selected.items() if ci == claim_index} if selected else {}
         out.append(claims.AllocationResult(
             devices=claims.DeviceAllocationResult(
                 results=tuple(_result_entry(p, features, share_id, claim_index) for p in picks[claim_index]),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from fractions import Fraction
 
 from dralloc.allocation import capacity, errors, interruption, nodeaffinity, selectors, taints
@@ -105,6 +106,9 @@ class Search:
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.share_count = 0
         self.interrupt = interruption.current()  # the caller's "too costly, stop" (None: never)
+        self.consumable = features.consumable_capacity
+        # Devices with shares before this call; an empty tuple when there are none (a cheaper test).
+        self.shared_before: AbstractSet[DeviceID] | tuple[()] = allocated.shared if allocated.shared else ()
 
     def fresh(self, *, budget: int | None) -> Search:
         """A new search over the same claims and node, with nothing taken yet.
@@ -125,7 +129,7 @@ class Search:
     # ---- per-device checks -------------------------------------------------------------
 
     def shareable(self, info: DeviceInfo) -> bool:
-        return self.features.consumable_capacity and info.allow_multiple
+        return self.consumable and info.allow_multiple
 
     def in_use_before(self, info: DeviceInfo) -> bool:
         """In use by allocations that already exist (not by picks of this call)."""
@@ -133,18 +137,24 @@ class Search:
         if device_id in self.allocated.exclusive:
             return True
         # A device that stopped allowing multiple allocations is still held by its shares.
-        return device_id in self.allocated.shared and not self.shareable(info)
+        return device_id in self.shared_before and not (self.consumable and info.allow_multiple)
 
     def in_use(self, request: RequestPlan, info: DeviceInfo, claim_index: int) -> bool:
-        holders = self.allocating.get(info.id)
+        device_id = info.id
+        holders = self.allocating.get(device_id)
         if request.admin_access:
             # Admin access only keeps out of devices its own claim holds exclusively: a device
             # that allows multiple allocations takes another share, as it does for any request
             # (upstream records only non-shareable picks as "allocating for this claim").
-            return holders is not None and claim_index in holders and not self.shareable(info)
-        if self.in_use_before(info):
+            return holders is not None and claim_index in holders and not (self.consumable and info.allow_multiple)
+        # `in_use_before`, then this call's picks, inlined: a device that allows multiple
+        # allocations is never in use but exclusively allocated; any other one is when it has a
+        # holder, existing shares included (a device that stopped allowing them).
+        if device_id in self.allocated.exclusive:
             return True
-        return bool(holders) and not self.shareable(info)
+        if self.consumable and info.allow_multiple:
+            return False
+        return bool(holders) or device_id in self.shared_before
 
     def selectable(self, request: RequestPlan, position: int) -> bool:
         """Selectors, per-device node selection and the binding-conditions gate (memoized per request)."""
@@ -163,17 +173,14 @@ class Search:
         return self.class_matches(request, info) and self.request_matches(request, info) and self.node_usable(info)
 
     def class_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
-        device_class = request.device_class
-        # Errors name the claim and request that met the class, then the class (upstream says
-        # only "class X: selector #i"; a user with many claims needs to know which one).
-        return not device_class.spec.selectors or selectors.all_match(
-            info, device_class.spec.selectors,
-            owner=f"claim {request.claim_ref}, request {request.name}: class {device_class.metadata.name}",
-            view=self.cel_view, release_1_37_wording=self.features.at_least_1_37)
+        class_selectors = request.device_class.spec.selectors
+        # Errors name the claim and request that met the class, then the class (`class_owner`).
+        return not class_selectors or selectors.all_match(
+            info, class_selectors, owner=request.class_owner, view=self.cel_view,
+            release_1_37_wording=self.features.at_least_1_37)
 
     def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
-        return not request.selectors or selectors.all_match(info, request.selectors,
-                                                            owner=f"claim {request.claim_ref}, request {request.name}",
+        return not request.selectors or selectors.all_match(info, request.selectors, owner=request.request_owner,
                                                             view=self.cel_view,
                                                             release_1_37_wording=self.features.at_least_1_37)
 
@@ -397,12 +404,16 @@ class Search:
         order = self.order
         last = len(order)
         position = start
+        selectable = request.selectable
         while position < last:
             pool, info = order[position]
             position += 1
             if self.in_use(request, info, ci):
                 continue
-            if not self.selectable(request, position - 1):
+            known = selectable.get(position - 1)  # `selectable`'s memo, read inline
+            if known is None:
+                known = self.selectable(request, position - 1)
+            if not known:
                 continue
             # Capacity before the in-call checks, as upstream's allocateOne (CmpRequestOverCapacity):
             # a device without room never reaches the constraints, whose derived attributes can fail.

@@ -334,11 +334,9 @@ def _alike_plan(reads: tuple[tuple[str, ...], ...]) -> tuple[tuple[Any, ...], ..
         field, domain, ident = read
         if "/" in domain:
             return None
-        if field == "attributes":
-            plan.append((_READ_ATTRIBUTE, f"{domain}/{ident}"))
-        else:
-            # The short name too, read when the domain is the device's driver (see `_alike_key`).
-            plan.append((_READ_CAPACITY, f"{domain}/{ident}", domain, None if "/" in ident else ident))
+        # The short name too, read when the domain is the device's driver (see `_alike_key`).
+        plan.append((_READ_ATTRIBUTE if field == "attributes" else _READ_CAPACITY, f"{domain}/{ident}", domain,
+                     None if "/" in ident else ident))
     return tuple(plan)
 
 
@@ -349,13 +347,17 @@ def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...
     could mean two of its entries. A fleet's devices differ in UUIDs and bus addresses, which
     selectors rarely read; building each device's CEL value only to evaluate the same
     comparison on the same model name was most of a large snapshot's placement time."""
-    if not _converts(info, view) or len(info.attributes) != len(info.device.attributes):
+    if not _converts(info, view) or info.attribute_keys.collide:
         return None  # a short and a qualified name for one attribute: the CEL value decides which
     values: list[Any] = [view.index]
     for step in plan:
         kind = step[0]
         if kind == _READ_ATTRIBUTE:
-            attribute = info.attributes.get(step[1])
+            # `info.attributes.get(step[1])` (`DeviceInfo.attribute`), inlined: names do not collide.
+            own = info.device.attributes
+            attribute = own.get(step[1])
+            if attribute is None and step[3] is not None and step[2] == info.driver:
+                attribute = own.get(step[3])
             if attribute is None:
                 values.append(None)
                 continue
