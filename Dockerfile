@@ -17,8 +17,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# A named user for uid 65532 (kopf's peering identity falls back to the user name
-# when POD_ID is not set).
+# A named user for uid 65532: kopf works out an identity when it starts, standalone too,
+# from POD_ID or else the user name, and getpass.getuser() fails for a uid without one.
+# (dralloc's own leader election names a replica by POD_NAME: handlers/leading.py.)
 RUN groupadd --gid 65532 dralloc \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
     --shell /usr/sbin/nologin dralloc
