@@ -24,7 +24,7 @@ node then the explanation), the first one (the nodes not yet compared) and one a
 the cluster, with nodes compared (allocation.equivalence) and without (signatures switched off).
 
 Times are the minimum of --repeat runs of CPU time (process_time); prints, asserts nothing.
-Usage: .venv/bin/python bench/explanations.py [--repeat 5] [--skip-traces] [--files default,...] [--nodes 5000]
+Usage: .venv/bin/python bench/explanations.py [--repeat 5] [--skip-traces | --trace DIR] [--files default,...] [--nodes 5000]
 """
 
 from __future__ import annotations
@@ -212,18 +212,18 @@ class _Timed:
             self.calls += 1
 
 
-def traces_part(files: list[str]) -> None:
+def traces_part(trace: pathlib.Path, files: list[str]) -> None:
     import traces
 
     from dralloc.offline import simulating
 
     print("\nPart 2: the Alibaba trace workloads (inflation 1.3, seed 0, first-fit): seconds in explanations "
           "against the rest of simulate's loop; goal: <= 10 %")
-    nodes = traces.read_nodes(traces.DEFAULT_TRACE / "openb_node_list_gpu_node.csv")
+    nodes = traces.read_nodes(trace / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
     with tempfile.TemporaryDirectory() as tmp:
         for name in files:
-            tasks = traces.inflate(traces.read_tasks(traces.DEFAULT_TRACE / f"openb_pod_list_{name}.csv"), total,
+            tasks = traces.inflate(traces.read_tasks(trace / f"openb_pod_list_{name}.csv"), total,
                                    factor=1.3, seed=0)
             directory = pathlib.Path(tmp) / name
             directory.mkdir()
@@ -303,12 +303,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-traces", action="store_true")
+    parser.add_argument("--trace", type=pathlib.Path, metavar="DIR",
+                        help="the folder of the Alibaba GPU trace's CSV files, for part 2 (see bench/traces.py)")
     parser.add_argument("--files", default="default,gpushare100,gpuspec33,multigpu50")
     parser.add_argument("--nodes", type=int, default=5000, help="Part 3's copies (0: skip it)")
     args = parser.parse_args()
-    bounded_search(args.repeat)
+    trace = None
     if not args.skip_traces:
-        traces_part(args.files.split(","))
+        import traces
+
+        trace = traces.require_trace(parser, args.trace or traces.DEFAULT_TRACE, ", or --skip-traces")
+    bounded_search(args.repeat)
+    if trace is not None:
+        traces_part(trace, args.files.split(","))
     if args.nodes:
         copies_part(args.nodes)
     return 0

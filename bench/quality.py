@@ -329,7 +329,8 @@ def judge(all_nodes: Sequence[traces.TraceNode], all_tasks: Sequence[traces.Trac
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE)
+    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE, metavar="DIR",
+                        help="the folder of the Alibaba GPU trace's CSV files (see bench/traces.py)")
     parser.add_argument("--files", default="default,gpushare100,multigpu50,gpuspec33",
                         help="pod lists openb_pod_list_<name>.csv, comma-separated")
     parser.add_argument("--policies", default=",".join(POLICIES))
@@ -355,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         sys.stderr.write(f"error: --policies: unknown {', '.join(unknown)}; known: {', '.join(placement.POLICIES)}\n")
         return 2
-    nodes = traces.read_nodes(args.trace / "openb_node_list_gpu_node.csv")
+    nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
     with tempfile.TemporaryDirectory(prefix="dralloc-quality-") as tmp:
         workdir = pathlib.Path(tmp)

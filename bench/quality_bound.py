@@ -159,7 +159,8 @@ def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int) -> tuple
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE)
+    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE, metavar="DIR",
+                        help="the folder of the Alibaba GPU trace's CSV files (see bench/traces.py)")
     parser.add_argument("--files", default="default,gpushare100,multigpu50,gpuspec33")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inflation", type=float, default=1.3)
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="share residue bounds for a policy whose first failure comes once the tasks "
                              "before it asked for these percents of the cluster's GPUs (comma-separated)")
     args = parser.parse_args(argv)
-    nodes = traces.read_nodes(args.trace / "openb_node_list_gpu_node.csv")
+    nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
     node_types = collections.Counter((n.cpu_milli, n.memory_mib, n.gpus, n.model) for n in nodes)
     sys.stdout.write(f"{len(nodes)} nodes of {len(node_types)} types, {total} GPUs, "

@@ -147,13 +147,14 @@ def analyze(name: str, policy: str, nodes: Sequence[traces.TraceNode], tasks: Se
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE)
+    parser.add_argument("--trace", type=pathlib.Path, default=traces.DEFAULT_TRACE, metavar="DIR",
+                        help="the folder of the Alibaba GPU trace's CSV files (see bench/traces.py)")
     parser.add_argument("--files", default="default")
     parser.add_argument("--policies", default="first-fit,fragmentation-aware")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inflation", type=float, default=1.3)
     args = parser.parse_args(argv)
-    nodes = traces.read_nodes(args.trace / "openb_node_list_gpu_node.csv")
+    nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
     with tempfile.TemporaryDirectory(prefix="dralloc-waste-") as tmp:
         for name in [f for f in args.files.split(",") if f]:

@@ -36,8 +36,13 @@ Both ways:
 The paper's "inflation": tasks drawn from the trace with replacement, seeded,
 until the GPUs they request reach a multiple (1.3) of the cluster's GPUs.
 
+The trace is public: the CSV files of github.com/alibaba/clusterdata, folder
+cluster-trace-gpu-v2023/csv/; `--trace DIR` is the folder that holds them (by default
+../shared/traces/alibaba-gpu-v2023 next to the repository, where its authors keep a copy).
+
 Usage (writes snapshot.yaml and workload.yaml into DIR):
-  .venv/bin/python bench/traces.py --nodes NODES.csv --pods PODS.csv -o DIR [--inflation 1.3] [--seed 0]
+  .venv/bin/python bench/traces.py --trace TRACE_DIR -o DIR [--inflation 1.3] [--seed 0]
+  .venv/bin/python bench/traces.py --nodes NODES.csv --pods PODS.csv -o DIR   (your own rows, same columns)
   (add --sharing partitions for GPUs as partitions on shared counters)
   then: .venv/bin/dralloc simulate -f DIR/snapshot.yaml --workload DIR/workload.yaml --compare-policies
 """
@@ -64,7 +69,18 @@ SLICE_MILLI = MILLI // SLICES
 COUNTER_SETS_PER_SLICE = 8  # upstream's limits per ResourceSlice (counter sets; devices that consume counters)
 COUNTER_DEVICES_PER_SLICE = 64
 NAMESPACE = "trace"
+# Where the authors keep the trace, next to the repository; anyone else passes --trace DIR.
 DEFAULT_TRACE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-v2023"
+TRACE_SOURCE = "https://github.com/alibaba/clusterdata, folder cluster-trace-gpu-v2023/csv/"
+
+
+def require_trace(parser: argparse.ArgumentParser, folder: pathlib.Path, otherwise: str = "") -> pathlib.Path:
+    """`folder` if it exists; otherwise the command stops (exit status 2) saying where to get the trace
+    and that --trace takes its folder (`otherwise`: another way out, such as a flag that skips it)."""
+    if not folder.is_dir():
+        parser.error(f"no Alibaba GPU trace at {folder}: download its CSV files ({TRACE_SOURCE}) "
+                     f"and pass their folder with --trace DIR{otherwise}")
+    return folder
 
 
 class TraceError(ValueError):
@@ -309,8 +325,12 @@ def _dump(objects: Sequence[dict[str, Any]], path: pathlib.Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=pathlib.Path, default=DEFAULT_TRACE / "openb_node_list_gpu_node.csv")
-    parser.add_argument("--pods", type=pathlib.Path, default=DEFAULT_TRACE / "openb_pod_list_default.csv")
+    parser.add_argument("--trace", type=pathlib.Path, default=DEFAULT_TRACE, metavar="DIR",
+                        help="the folder of the Alibaba GPU trace's CSV files (cluster-trace-gpu-v2023/csv/ of "
+                             f"github.com/alibaba/clusterdata); default {DEFAULT_TRACE}")
+    parser.add_argument("--nodes", type=pathlib.Path,
+                        help="node list CSV (default: openb_node_list_gpu_node.csv in --trace)")
+    parser.add_argument("--pods", type=pathlib.Path, help="pod list CSV (default: openb_pod_list_default.csv in --trace)")
     parser.add_argument("-o", "--output-dir", type=pathlib.Path, required=True)
     parser.add_argument("--inflation", type=float, default=1.3,
                         help="draw tasks until they ask for this multiple of the cluster's GPUs (0: the trace as is)")
@@ -321,6 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "set of 4 quarters with partitions of 1-4 quarters, a share takes the smallest "
                              "partition that holds it); default capacity")
     args = parser.parse_args(argv)
+    if args.nodes is None or args.pods is None:
+        require_trace(parser, args.trace)
+    args.nodes = args.nodes or args.trace / "openb_node_list_gpu_node.csv"
+    args.pods = args.pods or args.trace / "openb_pod_list_default.csv"
     try:
         nodes = read_nodes(args.nodes)
         tasks = read_tasks(args.pods)

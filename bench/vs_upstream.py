@@ -1,7 +1,9 @@
 """dralloc against the upstream allocator, both as processes, on the shared workloads w1-w5.
 
-Each workload of /work/shared/bench (generated into a temp dir by its workloads.py,
-or read from --workloads DIR) is run through two commands, as a user runs them:
+Each workload (generated into a temp dir by the workloads.py of --generator, or read from
+--workloads DIR: w1-fill/ ... w5-pathological/, each with its YAML and a protocol.yaml) is run
+through two commands, as a user runs them (the generator is the authors' shared benchmark's,
+/work/shared/bench/workloads.py by default, which is not part of this repository):
 
   dralloc   `dralloc simulate -f deviceclasses.yaml -f nodes.yaml -f resourceslices.yaml
             -f resourceclaims.yaml --policy first-fit --features <protocol.yaml's gates>
@@ -69,6 +71,7 @@ from typing import Any
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# The authors' shared benchmark, outside the repository; anyone else passes --generator or --workloads.
 GENERATOR = pathlib.Path("/work/shared/bench/workloads.py")
 KEYS = ("w1", "w2", "w3", "w4", "w5")
 FILES = ("deviceclasses.yaml", "nodes.yaml", "resourceslices.yaml", "resourceclaims.yaml")
@@ -331,7 +334,8 @@ def main() -> int:
                         help="place only the first N claims of W (of every workload without W=), on both sides")
     parser.add_argument("--workloads", type=pathlib.Path,
                         help="directory with w1-fill/ ... w5-pathological/ (default: generate into a temp dir)")
-    parser.add_argument("--generator", type=pathlib.Path, default=GENERATOR, help="workloads.py to generate with")
+    parser.add_argument("--generator", type=pathlib.Path, default=GENERATOR,
+                        help=f"workloads.py to generate with (default {GENERATOR}, outside this repository)")
     parser.add_argument("--keep", type=pathlib.Path, help="write placements and reports here (default: a temp dir)")
     parser.add_argument("--oracle", default=str(ROOT / "oracle" / "bin" / "oracle"), help="oracle binary")
     parser.add_argument("--dralloc", default=str(ROOT / ".venv" / "bin" / "dralloc"), help="dralloc command")
@@ -344,6 +348,10 @@ def main() -> int:
     for path in (args.oracle, args.dralloc):
         if not os.access(path, os.X_OK):
             parser.error(f"{path} is not executable (make oracle / make install)")
+    if args.workloads is None and not args.generator.is_file():
+        parser.error(f"no workload generator at {args.generator} (the authors' shared benchmark, not part of this "
+                     "repository): pass --generator PATH (a workloads.py writing OUTDIR/w1-fill/ ... with a "
+                     "protocol.yaml each) or --workloads DIR (those folders, already generated)")
 
     with tempfile.TemporaryDirectory(prefix="vs-upstream-") as tmp:
         scratch = pathlib.Path(tmp)
