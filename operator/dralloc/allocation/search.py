@@ -355,7 +355,70 @@ class Search:
     # ---- the recursion ------------------------------------------------------------------
 
     def run(self) -> bool:
+        found = self.run_plain()
+        if found is not None:
+            return found
         return self.allocate_one(0, 0, 0, 0, False, 0) == FOUND
+
+    def run_plain(self) -> bool | None:
+        """The search's answer for the commonest call, one claim with one plain request, found
+        without the recursion; None when the call is not such (the recursion decides).
+
+        Plain: ExactCount, no subrequests, no admin access, no capacity request, no constraint,
+        and the devices met consume no counters and are neither shared nor capacity-limited
+        (when they are, the walk is given back and None answered). Then whether a device can be
+        taken does not depend on the devices taken before it, so the recursion takes the first
+        `count` usable devices in order (it never backtracks on the way) in count + 3 steps, or,
+        when only q < count are usable, walks every subset of them (2^q steps) and fails. This walk
+        meets the devices in the recursion's order and makes the same checks (selector errors
+        surface on the same device), and answers with the same steps, picks and state; a budget
+        the recursion would run out of, or an interruption check it would make, leaves it to the
+        recursion.
+        """
+        claims = self.claims
+        if len(claims) != 1 or self.steps or self.results[0]:
+            return None
+        claim = claims[0]
+        if len(claim.requests) != 1 or claim.constraints or len(claim.requests[0]) != 1:
+            return None
+        request = claim.requests[0][0]
+        count = request.count
+        if (request.sub_name is not None or request.all_mode or request.admin_access or request.capacity
+                or not 0 < count <= RESULTS_MAX):
+            return None
+        budget = self.budget
+        consumable = self.consumable
+        picks: list[Pick] = []
+        order = self.order
+        for position in range(len(order)):
+            pool, info = order[position]
+            if info.consumes or (consumable and (info.allow_multiple or not info.plain_capacity)):
+                break  # counters or capacity shared with other picks: the recursion decides
+            if self.in_use(request, info, 0) or not self.selectable(request, position):
+                continue
+            room = self.capacity_amounts(request, info, in_call=True)
+            if not room[0]:
+                continue
+            pick = self.take(0, request, pool, info, must=False, room=room)
+            if pick is None:
+                continue
+            picks.append(pick)
+            if len(picks) == count:
+                steps = count + 3
+                if budget is not None and steps > budget:
+                    break
+                self.steps = steps
+                return True
+        else:
+            steps = 1 << len(picks)
+            if (budget is None or steps <= budget) and steps < interruption.STEPS_BETWEEN_CHECKS:
+                for pick in reversed(picks):
+                    self.give_back(0, pick)
+                self.steps = steps
+                return False
+        for pick in reversed(picks):
+            self.give_back(0, pick)
+        return None
 
     def allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> int:
         self.steps += 1

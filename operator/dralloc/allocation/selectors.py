@@ -372,8 +372,14 @@ def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...
             if qualified is not None and short is not None:
                 return None
             amount = qualified if qualified is not None else short
-            # A quantity is its value and print format (the CEL value keeps nothing else).
-            values.append(None if amount is None else (amount.value.value, amount.value.format))
+            if amount is None:
+                values.append(None)
+            else:
+                # A quantity is its value and print format (the CEL value keeps nothing else), as
+                # integers and the format's name: a Fraction's hash is Python code.
+                quantity = amount.value
+                exact = quantity.value
+                values.append((exact.numerator, exact.denominator, quantity.format._value_))
         elif kind == _READ_DRIVER:
             values.append(info.driver)
         else:
