@@ -172,7 +172,7 @@ def test_the_scan_flags_what_is_missing_and_skips_placeholders_and_ignored_outpu
     assert _missing(code_paths(document)) == ["../elsewhere", "tests/e2e/"]
     readme = REPO / "README.md"
     assert "manifests/rbac.yaml" in code_paths(readme)
-    assert "tests/handlers/test_admission.py" in code_paths(readme)
+    assert "tests/handlers/test_admission.py" in code_paths(REPO / "docs" / "development.md")
     assert _git_ignored("e2e/bin/kube-apiserver") and _git_ignored("e2e/bin-1.38/")
     assert _git_ignored("out/differential/x.yaml") and _git_ignored("oracle/bin/")
     assert not _git_ignored("e2e/build.sh")
