@@ -63,6 +63,8 @@ class AttributeKeys(NamedTuple):
     """How the devices of a driver that publish the same attribute names in the same order key their
     `DeviceInfo.attributes`: shared by all of them (memory at fleet size)."""
 
+    # The device's own attribute names, in its order.
+    names: tuple[str, ...]
     # The fully qualified names in the dict's order (interned).
     keys: tuple[str, ...]
     # The positions of the device's attributes in that order (None: the device's own order).
@@ -86,7 +88,8 @@ def _attribute_keys(driver: str, names: tuple[str, ...]) -> AttributeKeys:
                 qualified = _QUALIFIED[(driver, name)] = sys.intern(f"{driver}/{name}")
             name = qualified
         keys.append(name)
-    found = AttributeKeys(tuple(keys), None if order == sorted(order) else tuple(order), len(set(keys)) != len(keys))
+    found = AttributeKeys(names, tuple(keys), None if order == sorted(order) else tuple(order),
+                          len(set(keys)) != len(keys))
     if len(_ATTRIBUTE_KEYS) >= _ATTRIBUTE_KEYS_MAX:
         _ATTRIBUTE_KEYS.clear()
     _ATTRIBUTE_KEYS[(driver, names)] = found
@@ -160,7 +163,7 @@ class DeviceInfo:
         short and a qualified name mean one attribute, the qualified one's value."""
         found = self._attributes
         if found is None:
-            keys, order, _ = self.attribute_keys
+            _, keys, order, _ = self.attribute_keys
             values = self.device.attributes.values()
             if order is None:
                 found = dict(zip(keys, values, strict=True))
@@ -241,7 +244,7 @@ def _ignores_groups(features: Features) -> bool:
     return features.at_least_1_37 and not features.compatibility_groups
 
 
-_BY_VIEW_MIN = 1024  # SliceIndex._scope_by_view holds at least this many views
+_BY_VIEW_MIN = 1024  # SliceIndex._views holds at least this many views
 
 
 class SliceIndex:
@@ -274,7 +277,10 @@ class SliceIndex:
                 self._unpinned_1_37.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
         self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
-        self._scope_by_view: dict[int, tuple[NodeView, Features, NodeScope]] = {}  # id(view) -> the last answer
+        # id(view) -> its scope under `_views_features`, for the views in `_views_held` (`scope_for`).
+        self._views: dict[int, NodeScope] = {}
+        self._views_held: list[NodeView] = []
+        self._views_features: Features | None = None
         # Many nodes see the same pool the same way (e.g. counter-set slices, network pools).
         self._pool_cache: dict[tuple[PoolID, tuple[int, ...], bool, Features], Pool] = {}
         # What other modules derive from these slices alone (allocation.equivalence), kept as long as they are.
@@ -288,6 +294,10 @@ class SliceIndex:
             self._device_infos[key] = infos
         return infos
 
+    def pinned_to(self, node_name: str) -> Sequence[devices.ResourceSlice]:
+        """The slices that name this node (spec.nodeName), in input order."""
+        return self._by_node_1_37.get(node_name, ())
+
     def pool_ids(self) -> tuple[PoolID, ...]:
         return tuple(self._by_pool)
 
@@ -298,9 +308,10 @@ class SliceIndex:
     def scope_for(self, node: NodeView, features: Features) -> NodeScope:
         # The same view object asks again and again (placement tries claim after claim on its nodes):
         # answered by identity, without sorting its labels into the key (a NodeView is immutable).
-        known = self._scope_by_view.get(id(node))
-        if known is not None and known[0] is node and known[1] is features:
-            return known[2]
+        if features is self._views_features:
+            known = self._views.get(id(node))
+            if known is not None:
+                return known
         key = (node.name, tuple(sorted(node.labels.items())), features)
         cached = self._scope_cache.get(key)
         if cached is None:
@@ -312,9 +323,14 @@ class SliceIndex:
                 invalid_pool_seen=any(p.invalid for p in pools),
             )
             self._scope_cache[key] = cached
-        if len(self._scope_by_view) >= max(_BY_VIEW_MIN, 2 * len(self._scope_cache)):
-            self._scope_by_view.clear()  # views made per decision: bounded by about the nodes' number
-        self._scope_by_view[id(node)] = (node, features, cached)  # the view is held: its id is the key
+        if features is not self._views_features or len(self._views) >= max(_BY_VIEW_MIN, 2 * len(self._scope_cache)):
+            # Other features start over; so do views made per decision (bounded by about the nodes'
+            # number). The map is replaced before the views it names are let go.
+            self._views = {}
+            self._views_held = []
+            self._views_features = features
+        self._views_held.append(node)  # held: its id stays its own while it is a key
+        self._views[id(node)] = cached
         return cached
 
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
@@ -406,7 +422,8 @@ class SliceIndex:
         features: Features,
         counter_slices: list[devices.ResourceSlice],
     ) -> Pool:
-        infos = tuple(info for s in kept for info in self.device_infos(s))
+        infos = self.device_infos(kept[0]) if len(kept) == 1 else tuple(
+            info for s in kept for info in self.device_infos(s))
         counter_sets: dict[str, dict[str, int]] = {}
         reason: str | None = None
         seen: set[str] = set()

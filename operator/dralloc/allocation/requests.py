@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 from collections.abc import Callable, Mapping
 
 from dralloc.allocation import constraints as constraints_
@@ -48,21 +47,24 @@ class RequestPlan:
     selectable: dict[int, bool] = dataclasses.field(default_factory=dict)
     # The name the request gave its class by (what `device_class` was looked up with).
     class_name: str = ""
+    # Derived once per plan (`__post_init__`), read per device by the search.
+    name: str = dataclasses.field(init=False, repr=False, compare=False)
+    # Who a selector error names (`selectors.evaluate`): errors name the claim and request that met
+    # the class, then the class (upstream says only "class X: selector #i"; a user with many claims
+    # needs to know which one).
+    class_owner: str = dataclasses.field(init=False, repr=False, compare=False)
+    request_owner: str = dataclasses.field(init=False, repr=False, compare=False)
+    # The selectors' CEL expressions; None for a class with a selector without one (the search's
+    # check says so when it meets a device, `selectors.all_match`).
+    class_expressions: tuple[str, ...] | None = dataclasses.field(init=False, repr=False, compare=False)
+    request_expressions: tuple[str, ...] | None = dataclasses.field(init=False, repr=False, compare=False)
 
-    @functools.cached_property
-    def name(self) -> str:
-        return self.base_name if self.sub_name is None else f"{self.base_name}/{self.sub_name}"
-
-    # Who a selector error names (`selectors.evaluate`), worded once per plan rather than per device.
-    @functools.cached_property
-    def class_owner(self) -> str:
-        # Errors name the claim and request that met the class, then the class (upstream says
-        # only "class X: selector #i"; a user with many claims needs to know which one).
-        return f"claim {self.claim_ref}, request {self.name}: class {self.device_class.metadata.name}"
-
-    @functools.cached_property
-    def request_owner(self) -> str:
-        return f"claim {self.claim_ref}, request {self.name}"
+    def __post_init__(self) -> None:
+        self.name = self.base_name if self.sub_name is None else f"{self.base_name}/{self.sub_name}"
+        self.class_owner = f"claim {self.claim_ref}, request {self.name}: class {self.device_class.metadata.name}"
+        self.request_owner = f"claim {self.claim_ref}, request {self.name}"
+        self.class_expressions = selectors.expressions(self.device_class.spec.selectors)
+        self.request_expressions = selectors.expressions(self.selectors)
 
     def fresh(self) -> RequestPlan:
         """A copy with nothing memoized by a search (`selectable`) and no `All` devices yet."""

@@ -60,10 +60,13 @@ def _result_entry(
 
 
 def _configs(plan: ClaimPlan, selected: dict[int, int], features: Features) -> list[claims.DeviceAllocationConfiguration]:
-    if not plan.claim.spec.devices.config and not any(
-            alternatives[selected.get(request_index, 0)].device_class.spec.config
-            for request_index, alternatives in enumerate(plan.requests)):
-        return []  # neither the classes nor the claim configure anything
+    if not plan.claim.spec.devices.config:
+        for request_index, alternatives in enumerate(plan.requests):
+            chosen = alternatives[selected.get(request_index, 0)] if len(alternatives) > 1 else alternatives[0]
+            if chosen.device_class.spec.config:
+                break
+        else:
+            return []  # neither the classes nor the claim configure anything
     configs: list[claims.DeviceAllocationConfiguration] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     class_requests: list[list[str]] = []

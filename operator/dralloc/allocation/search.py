@@ -170,19 +170,42 @@ class Search:
     def statically_selectable(self, request: RequestPlan, info: DeviceInfo) -> bool:
         if info.binding_conditions and not self.features.binding_conditions:
             return False
-        return self.class_matches(request, info) and self.request_matches(request, info) and self.node_usable(info)
+        # class_matches and request_matches, inlined (a call per device each).
+        view, wording = self.cel_view, self.features.at_least_1_37
+        expressions = request.class_expressions
+        if expressions is None:
+            if not self.class_matches(request, info):
+                return False
+        elif expressions and not selectors.all_match_expressions(info, expressions, owner=request.class_owner,
+                                                                 view=view, release_1_37_wording=wording):
+            return False
+        expressions = request.request_expressions
+        if expressions is None:
+            if not self.request_matches(request, info):
+                return False
+        elif expressions and not selectors.all_match_expressions(info, expressions, owner=request.request_owner,
+                                                                 view=view, release_1_37_wording=wording):
+            return False
+        return not info.per_device_node or self.node_usable(info)
 
     def class_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
-        class_selectors = request.device_class.spec.selectors
         # Errors name the claim and request that met the class, then the class (`class_owner`).
-        return not class_selectors or selectors.all_match(
-            info, class_selectors, owner=request.class_owner, view=self.cel_view,
+        expressions = request.class_expressions
+        if expressions is None:
+            return selectors.all_match(info, request.device_class.spec.selectors, owner=request.class_owner,
+                                       view=self.cel_view, release_1_37_wording=self.features.at_least_1_37)
+        return not expressions or selectors.all_match_expressions(
+            info, expressions, owner=request.class_owner, view=self.cel_view,
             release_1_37_wording=self.features.at_least_1_37)
 
     def request_matches(self, request: RequestPlan, info: DeviceInfo) -> bool:
-        return not request.selectors or selectors.all_match(info, request.selectors, owner=request.request_owner,
-                                                            view=self.cel_view,
-                                                            release_1_37_wording=self.features.at_least_1_37)
+        expressions = request.request_expressions
+        if expressions is None:
+            return selectors.all_match(info, request.selectors, owner=request.request_owner, view=self.cel_view,
+                                       release_1_37_wording=self.features.at_least_1_37)
+        return not expressions or selectors.all_match_expressions(
+            info, expressions, owner=request.request_owner, view=self.cel_view,
+            release_1_37_wording=self.features.at_least_1_37)
 
     def node_usable(self, info: DeviceInfo) -> bool:
         """Per-device node selection: whether this device can be used from the node."""
@@ -390,11 +413,20 @@ class Search:
         consumable = self.consumable
         picks: list[Pick] = []
         order = self.order
+        exclusive, allocating, shared_before = self.allocated.exclusive, self.allocating, self.shared_before
+        selectable = request.selectable
         for position in range(len(order)):
             pool, info = order[position]
             if info.consumes or (consumable and (info.allow_multiple or not info.plain_capacity)):
                 break  # counters or capacity shared with other picks: the recursion decides
-            if self.in_use(request, info, 0) or not self.selectable(request, position):
+            # `in_use` for a request without admin access and a device that allows no sharing, inlined.
+            device_id = info.id
+            if device_id in exclusive or device_id in allocating or device_id in shared_before:
+                continue
+            known = selectable.get(position)  # `selectable`'s memo, read inline
+            if known is None:
+                known = self.selectable(request, position)
+            if not known:
                 continue
             room = self.capacity_amounts(request, info, in_call=True)
             if not room[0]:

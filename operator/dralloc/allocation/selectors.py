@@ -273,10 +273,11 @@ def _remember(key: Any, memo: _Memo, table: dict[Any, Any], entry: Any, result: 
 
 # Serials of devices: one per (slice object, device object) while the slice object lives, so
 # the DeviceInfos of a rebuilt snapshot (SliceIndex) find the results of the slices that did not
-# change. id(slice) -> (a weak reference to the slice, id(device) -> (device, serial)); an entry
-# goes when its slice object does. The device is held so that its id stays its own meanwhile
-# (it is one of the slice's devices, alive anyway).
-_SLICE_SERIALS: dict[int, tuple[weakref.ref[Any], dict[int, tuple[Any, int]]]] = {}
+# change. id(slice) -> (a weak reference to the slice, id(device) -> serial, the devices given one);
+# an entry goes when its slice object does. The devices are held so that their ids stay their own
+# meanwhile (they are the slice's devices, alive anyway); in one list per slice, not one pair per
+# device, which the garbage collector would walk at every full collection.
+_SLICE_SERIALS: dict[int, tuple[weakref.ref[Any], dict[int, int], list[Any]]] = {}
 _NEXT_SERIAL = itertools.count(1)
 
 
@@ -289,14 +290,15 @@ def _serial(info: DeviceInfo) -> int:
     key = id(slice_)
     record = _SLICE_SERIALS.get(key)
     if record is None or record[0]() is not slice_:
-        record = (weakref.ref(slice_, functools.partial(_forget_slice, key)), {})
+        record = (weakref.ref(slice_, functools.partial(_forget_slice, key)), {}, [])
         _SLICE_SERIALS[key] = record
     serials = record[1]
     found = serials.get(id(device))
     if found is None:
-        found = serials.setdefault(id(device), (device, next(_NEXT_SERIAL)))
-    serial = info.serial = found[1]
-    return serial
+        record[2].append(device)  # held before its id is a key (twice if threads race: harmless)
+        found = serials.setdefault(id(device), next(_NEXT_SERIAL))
+    info.serial = found
+    return found
 
 
 def _forget_slice(key: int, ref: weakref.ref[Any]) -> None:
@@ -509,6 +511,42 @@ def all_match(info: DeviceInfo, selectors: Sequence[classes.DeviceSelector], *, 
     for index, selector in enumerate(selectors):
         assert selector.cel is not None  # checked by check_present before the search
         if not evaluate(info, selector.cel.expression, owner=owner, index=index, view=view,
+                        release_1_37_wording=release_1_37_wording):
+            return False
+    return True
+
+
+def expressions(selectors: Sequence[classes.DeviceSelector]) -> tuple[str, ...] | None:
+    """The selectors' CEL expressions, for `all_match_expressions`; None when one has none."""
+    found = []
+    for selector in selectors:
+        if selector.cel is None:
+            return None
+        found.append(selector.cel.expression)
+    return tuple(found)
+
+
+def all_match_expressions(info: DeviceInfo, expressions: tuple[str, ...], *, owner: str, view: CelView = FULL_VIEW,
+                          release_1_37_wording: bool = True) -> bool:
+    """`all_match` of selectors with these expressions; a memoized result is read inline (`evaluate`'s
+    hot path: the same recency, the same statistics), anything else is `evaluate`'s."""
+    serial = info.serial
+    results_of = view.index
+    for index, expression in enumerate(expressions):
+        if serial is not None:
+            memo = _RECENT.get(expression)
+            if memo is not None:
+                cached = memo.results[results_of].get(serial)
+                if cached is True or cached is False:
+                    try:
+                        _RECENT.move_to_end(expression)
+                    except KeyError:  # evicted by another thread since
+                        pass
+                    STATS.cached += 1
+                    if cached:
+                        continue
+                    return False
+        if not evaluate(info, expression, owner=owner, index=index, view=view,
                         release_1_37_wording=release_1_37_wording):
             return False
     return True
