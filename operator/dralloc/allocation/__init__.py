@@ -14,14 +14,14 @@ input. Claims are allocated together: all of them or none.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import uuid
 from collections.abc import Sequence
 
 from dralloc.allocation import bounds, errors, explaining, outcomes, results
 from dralloc.allocation.features import Features
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeView, Pool
-from dralloc.allocation.requests import RequestPlan, plan_claims
+from dralloc.allocation.requests import ClaimPlan, RequestPlan, plan_claims
 from dralloc.allocation.search import BudgetExceeded, Search, ShareIdFactory
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims as model_claims
@@ -72,6 +72,18 @@ def _all_devices(search_pools: tuple[Pool, ...], search: Search, plan: RequestPl
     return chosen
 
 
+def _failure(search: Search, plans: list[ClaimPlan], pools: tuple[Pool, ...], node: NodeView, *,
+             budget: int | None, explain: bool) -> outcomes.Outcome:
+    """The outcome of a search that found nothing."""
+    if search.invalid_pool_seen:
+        raise errors.InvalidPoolOnNodeError(
+            f"cannot allocate all claims on node {node.name}: invalid resource pools were encountered: "
+            + ", ".join(f"{p.id} ({p.invalid_reason})" for p in pools if p.invalid and not p.incomplete)
+        )
+    reasons = explaining.explain(search, plans, pools, budget=budget) if explain else ()
+    return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
+
+
 def allocate(
     snapshot: Snapshot,
     claims: Sequence[model_claims.ResourceClaim],
@@ -94,7 +106,8 @@ def allocate(
     if prefer:
         rank = {device: position for position, device in enumerate(prefer)}
         last = len(rank)
-        scope = dataclasses.replace(scope, order=tuple(sorted(scope.order, key=lambda e: rank.get(e[1].id, last))))
+        devices = scope.devices
+        scope = scope.reordered(sorted(range(len(devices)), key=lambda position: rank.get(devices[position].id, last)))
     pools = scope.pools
     search = Search(
         claims=[],
@@ -102,26 +115,17 @@ def allocate(
         node=node,
         allocated=snapshot.allocated,
         features=features,
-        extra_taints=dict(snapshot.extra_taints),
+        extra_taints=dict(snapshot.extra_taints) if snapshot.extra_taints else {},
         budget=budget,
     )
     plans = plan_claims(
         claim_list,
         device_classes=snapshot.classes,
         features=features,
-        all_devices=lambda plan: _all_devices(pools, search, plan),
+        all_devices=functools.partial(_all_devices, pools, search),
     )
     search.claims = plans
     search.results = [[] for _ in plans]
-
-    def failure() -> outcomes.Outcome:
-        if search.invalid_pool_seen:
-            raise errors.InvalidPoolOnNodeError(
-                f"cannot allocate all claims on node {node.name}: invalid resource pools were encountered: "
-                + ", ".join(f"{p.id} ({p.invalid_reason})" for p in pools if p.invalid and not p.incomplete)
-            )
-        reasons = explaining.explain(search, plans, pools, budget=budget) if explain else ()
-        return outcomes.Unsatisfiable(reasons=reasons, steps=search.steps)
 
     # Most searches end within a few steps, where the counting bound would only cost time: the
     # search first runs on a small probe budget, and only when that is not enough does the
@@ -139,12 +143,12 @@ def allocate(
             except BudgetExceeded:
                 if bounds.impossible(
                     plans,
-                    order_len=len(search.order),
+                    order_len=len(search.devices),
                     usable=search.statically_usable,
                     exclusive=lambda plan, info: not plan.admin_access and not search.shareable(info),
-                    device_at=lambda position: search.order[position][1],
+                    device_at=lambda position: search.devices[position],
                 ):
-                    return failure()
+                    return _failure(search, plans, pools, node, budget=budget, explain=explain)
                 if budget is not None and search.steps >= budget:
                     raise
                 spent = search.steps
@@ -157,7 +161,7 @@ def allocate(
     except BudgetExceeded:
         return outcomes.BudgetExhausted(steps=search.steps)
     if not found:
-        return failure()
+        return _failure(search, plans, pools, node, budget=budget, explain=explain)
     allocation = results.build(
         plans, search.results, search.selected_sub, node=node, features=features,
         share_id=share_ids or deterministic_share_ids(claim_list),

@@ -131,9 +131,9 @@ class _Trials:
         try:
             # The counting bound ignores constraints and counters, so "impossible" holds for every
             # variant; it keeps hopeless competition (16 + 16 of 31 devices) from using the budget.
-            matching = bounds.match(variant, order_len=len(original.order), usable=original.statically_usable,
+            matching = bounds.match(variant, order_len=len(original.devices), usable=original.statically_usable,
                                     exclusive=lambda plan, info: not plan.admin_access and not original.shareable(info),
-                                    device_at=lambda position: original.order[position][1])
+                                    device_at=lambda position: original.devices[position])
             if matching.impossible:
                 return False
             if self.left <= 0:
@@ -169,13 +169,12 @@ def _guided(variant: list[ClaimPlan], scope: NodeScope,
     the memo is by position, and the originals stay with the original order."""
     first = [position for key in sorted(picks) for position in picks[key]]
     chosen = set(first)
-    permutation = first + [position for position in range(len(scope.order)) if position not in chosen]
+    permutation = first + [position for position in range(len(scope.devices)) if position not in chosen]
     renumbered = {old: new for new, old in enumerate(permutation)}
-    order = tuple(scope.order[old] for old in permutation)
     copied = [dataclasses.replace(claim, requests=[
         [dataclasses.replace(plan, selectable={renumbered[old]: known for old, known in plan.selectable.items()})
          for plan in alternatives] for alternatives in claim.requests]) for claim in variant]
-    return copied, dataclasses.replace(scope, order=order)
+    return copied, scope.reordered(permutation)
 
 
 def _constraint_text(claim: ClaimPlan, index: int) -> str:

@@ -153,7 +153,7 @@ def domains_of(nodes: Sequence[NodeView], topology_key: str | None, *,
 def usage(snapshot: Snapshot, node: NodeView, features: Features) -> tuple[int, int]:
     """(devices in use, devices) among those the node can use: how much is free, for BinPack."""
     allocated = snapshot.allocated
-    ids = [info.id for _, info in snapshot.slices.scope_for(node, features).order]
+    ids = [info.id for info in snapshot.slices.scope_for(node, features).devices]
     used = allocated.exclusive.count(ids)
     if allocated.shared:
         used += sum(1 for d in ids if d in allocated.shared and d not in allocated.exclusive)

@@ -20,6 +20,7 @@ slices did not change.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
@@ -228,9 +229,33 @@ class NodeScope:
     """The pools of one node and the flattened candidate order the search walks."""
 
     pools: tuple[Pool, ...]
-    # Devices of complete, valid pools in search order; incomplete and invalid pools are skipped.
-    order: tuple[tuple[Pool, DeviceInfo], ...]
+    # Devices of complete, valid pools in search order, and the pool of each; incomplete and invalid
+    # pools are skipped. Two tuples rather than a pair per device: a scope lives as long as its slices,
+    # and the garbage collector walks every pair at each full collection.
+    devices: tuple[DeviceInfo, ...]
+    pool_at: tuple[Pool, ...]
     invalid_pool_seen: bool
+
+    @functools.cached_property
+    def order(self) -> tuple[tuple[Pool, DeviceInfo], ...]:
+        """(pool, device) in search order."""
+        return tuple(zip(self.pool_at, self.devices, strict=True))
+
+    def reordered(self, positions: Sequence[int]) -> NodeScope:
+        """This scope with its search order permuted: the device at positions[i] comes i-th."""
+        return NodeScope(pools=self.pools, devices=tuple([self.devices[p] for p in positions]),
+                         pool_at=tuple([self.pool_at[p] for p in positions]), invalid_pool_seen=self.invalid_pool_seen)
+
+    @classmethod
+    def of(cls, pools: tuple[Pool, ...]) -> NodeScope:
+        usable = [pool for pool in pools if not pool.incomplete and not pool.invalid]
+        if len(usable) == 1:
+            devices = usable[0].devices
+            pool_at = (usable[0],) * len(devices)
+        else:
+            devices = tuple([info for pool in usable for info in pool.devices])
+            pool_at = tuple([pool for pool in usable for _ in pool.devices])
+        return cls(pools=pools, devices=devices, pool_at=pool_at, invalid_pool_seen=any(p.invalid for p in pools))
 
 
 def uses_compatibility_groups(s: devices.ResourceSlice) -> bool:
@@ -276,6 +301,7 @@ class SliceIndex:
             else:
                 self._unpinned_1_37.append(s)
         self._device_infos: dict[int, tuple[DeviceInfo, ...]] = {}
+        self._groups_used: dict[int, bool] = {}  # id(slice) -> uses_compatibility_groups
         self._scope_cache: dict[tuple[str, tuple[tuple[str, str], ...], Features], NodeScope] = {}
         # id(view) -> its scope under `_views_features`, for the views in `_views_held` (`scope_for`).
         self._views: dict[int, NodeScope] = {}
@@ -293,6 +319,13 @@ class SliceIndex:
             infos = tuple(DeviceInfo(slice_, d) for d in slice_.spec.devices)
             self._device_infos[key] = infos
         return infos
+
+    def _uses_groups(self, s: devices.ResourceSlice) -> bool:
+        """`uses_compatibility_groups`, once per slice (the index holds its slices: ids stay theirs)."""
+        found = self._groups_used.get(id(s))
+        if found is None:
+            found = self._groups_used[id(s)] = uses_compatibility_groups(s)
+        return found
 
     def pinned_to(self, node_name: str) -> Sequence[devices.ResourceSlice]:
         """The slices that name this node (spec.nodeName), in input order."""
@@ -315,13 +348,7 @@ class SliceIndex:
         key = (node.name, tuple(sorted(node.labels.items())), features)
         cached = self._scope_cache.get(key)
         if cached is None:
-            pools = self._gather(node, features)
-            cached = NodeScope(
-                pools=pools,
-                order=tuple((pool, info) for pool in pools if not pool.incomplete and not pool.invalid
-                            for info in pool.devices),
-                invalid_pool_seen=any(p.invalid for p in pools),
-            )
+            cached = NodeScope.of(self._gather(node, features))
             self._scope_cache[key] = cached
         if features is not self._views_features or len(self._views) >= max(_BY_VIEW_MIN, 2 * len(self._scope_cache)):
             # Other features start over; so do views made per decision (bounded by about the nodes'
@@ -335,7 +362,7 @@ class SliceIndex:
 
     def _relevant(self, s: devices.ResourceSlice, node: NodeView, features: Features) -> bool:
         spec = s.spec
-        if _ignores_groups(features) and uses_compatibility_groups(s):
+        if _ignores_groups(features) and self._uses_groups(s):
             return False
         if spec.shared_counters:
             if not features.partitionable_devices:
@@ -378,18 +405,24 @@ class SliceIndex:
                 relevant[PoolID(s.spec.driver, s.spec.pool.name)].append(s)
         pools: list[Pool] = []
         for pool_id, candidates in relevant.items():
-            generation = max(s.spec.pool.generation for s in candidates)
-            newest = [s for s in candidates if s.spec.pool.generation == generation]
-            # Upstream takes the slice count of the first slice it met, not of the first by
-            # name: its incubating variant meets the node's own slices first (each group in
-            # input order), its stable variant every slice in input order.
-            first = newest[0] if features.beyond_stable_channel else min(newest, key=lambda s: self._position[id(s)])
-            expected = first.spec.pool.resource_slice_count
-            kept = sorted(newest, key=lambda s: s.metadata.name)
+            if len(candidates) == 1:  # the common case, without the sorting
+                newest = kept = candidates
+                generation = candidates[0].spec.pool.generation
+                expected = candidates[0].spec.pool.resource_slice_count
+            else:
+                generation = max(s.spec.pool.generation for s in candidates)
+                newest = [s for s in candidates if s.spec.pool.generation == generation]
+                # Upstream takes the slice count of the first slice it met, not of the first by
+                # name: its incubating variant meets the node's own slices first (each group in
+                # input order), its stable variant every slice in input order.
+                first = newest[0] if features.beyond_stable_channel else min(newest,
+                                                                            key=lambda s: self._position[id(s)])
+                expected = first.spec.pool.resource_slice_count
+                kept = sorted(newest, key=lambda s: s.metadata.name)
             everywhere = self._by_pool[pool_id]
             if _ignores_groups(features):
                 # Consistent with _relevant: an ignored slice does not count towards completeness.
-                everywhere = [s for s in everywhere if not uses_compatibility_groups(s)]
+                everywhere = [s for s in everywhere if not self._uses_groups(s)]
             current = [s for s in everywhere if s.spec.pool.generation == generation]
             incomplete = False
             if len(kept) != expected:
@@ -404,13 +437,14 @@ class SliceIndex:
             # Devices elsewhere in the pool are read (to validate their counter consumption and count
             # what allocated ones use) only when the node's own view was short, as upstream does.
             pool_devices = kept if len(kept) == expected else current
-            pool_key = (pool_id, tuple(id(s) for s in kept), incomplete, features)
+            pool_key = (pool_id, (id(kept[0]),) if len(kept) == 1 else tuple(id(s) for s in kept), incomplete, features)
             pool = self._pool_cache.get(pool_key)
             if pool is None:
                 pool = self._make_pool(pool_id, kept, pool_devices, incomplete, features, counter_slices)
                 self._pool_cache[pool_key] = pool
             pools.append(pool)
-        pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))
+        if len(pools) > 1:
+            pools.sort(key=lambda p: (p.has_binding_conditions, p.id.driver, p.id.pool))
         return tuple(pools)
 
     def _make_pool(

@@ -177,11 +177,12 @@ def plan_claims(
     """Validate the claims and build their plans. `all_devices(plan)` computes an All request's set."""
     global _LAST
     last = _LAST
-    if last is not None and last.fits(claim_list, device_classes, features):
-        return [ClaimPlan(claim, ref, [[plan.fresh() for plan in alternatives] for alternatives in requests],
-                          _constraints(claim, ref, features))
-                for claim, (ref, requests) in zip(claim_list, last.plans, strict=True)]
+    if last is not None and _fits(last, claim_list, device_classes, features):
+        return [ClaimPlan(old.claim, old.ref, [[plan.fresh() for plan in alternatives] for alternatives in old.requests],
+                          _constraints(old.claim, old.ref, features))
+                for old in last[2]]
     plans: list[ClaimPlan] = []
+    has_all = False
     for claim in claim_list:
         ref = claim.ref()
         requests: list[list[RequestPlan]] = []
@@ -198,6 +199,7 @@ def plan_claims(
                     plan = _plan_one(claim=claim, ref=ref, index=index, base_name=request.name, sub=sub,
                                      exact=None, device_classes=device_classes, features=features)
                     if plan.all_mode:
+                        has_all = True
                         plan.all_devices = all_devices(plan)
                         plan.count = len(plan.all_devices)
                     alternatives.append(plan)
@@ -210,6 +212,7 @@ def plan_claims(
                 plan = _plan_one(claim=claim, ref=ref, index=index, base_name=request.name, sub=None,
                                  exact=request.exactly, device_classes=device_classes, features=features)
                 if plan.all_mode:
+                    has_all = True
                     plan.all_devices = all_devices(plan)
                     plan.count = len(plan.all_devices)
                 minimum += plan.count
@@ -219,44 +222,40 @@ def plan_claims(
                 f"claim {ref}: number of requested devices {minimum} exceeds the claim limit of {RESULTS_MAX}"
             )
         plans.append(ClaimPlan(claim, ref, requests, _constraints(claim, ref, features)))
-    if not any(plan.all_mode for claim_plan in plans for alternatives in claim_plan.requests for plan in alternatives):
-        # What the next call with these claims plans the same way; not with an `All` request,
-        # whose devices depend on the node.
-        _LAST = _Planned(tuple(claim_list), features, tuple(
-            (claim_plan.ref, tuple(tuple(plan.fresh() for plan in alternatives) for alternatives in claim_plan.requests))
-            for claim_plan in plans))
+    if not has_all:
+        # What the next call with these claims plans the same way (`_fits`); not with an `All`
+        # request, whose devices depend on the node.
+        _LAST = (tuple(claim_list), features, tuple(plans))
     return plans
 
 
-@dataclasses.dataclass(frozen=True)
-class _Planned:
-    """Claims' plans as `plan_claims` made them without error, to copy (`RequestPlan.fresh`) for the
-    next call with the same claim objects: placement tries an item's claims on node after node.
-    They stay right while the features are equal and the device classes they name are the same
-    objects (a plan depends on nothing else but its claim, which is immutable; constraints are
-    built again each time, as they keep a search's state). Only the last call's claims are kept:
-    a plan held longer would outlive the young generations of the garbage collector."""
+# The claims planned last, the features, and their plans as `plan_claims` made them without error:
+# the next call with the same claim objects (placement tries an item's claims on node after node)
+# copies them (`RequestPlan.fresh`, which leaves out what a search memoized). They stay right while
+# the features are equal and the device classes they name are the same objects (a plan depends on
+# nothing else but its claim, which is immutable; constraints are built again each time, as they
+# keep a search's state). Only the last call's claims are kept: plans held longer would outlive
+# the young generations of the garbage collector.
+_LAST: tuple[tuple[claims.ResourceClaim, ...], Features, tuple[ClaimPlan, ...]] | None = None
 
-    claimed: tuple[claims.ResourceClaim, ...]
-    features: Features
-    plans: tuple[tuple[str, tuple[tuple[RequestPlan, ...], ...]], ...]  # per claim: its ref, its requests
 
-    def fits(self, claim_list: list[claims.ResourceClaim], device_classes: Mapping[str, classes.DeviceClass],
-             features: Features) -> bool:
-        mine = self.claimed
-        if len(mine) != len(claim_list) or any(a is not b for a, b in zip(mine, claim_list, strict=True)):
+def _fits(last: tuple[tuple[claims.ResourceClaim, ...], Features, tuple[ClaimPlan, ...]],
+          claim_list: list[claims.ResourceClaim], device_classes: Mapping[str, classes.DeviceClass],
+          features: Features) -> bool:
+    claimed, planned_with, plans = last
+    if len(claimed) != len(claim_list):
+        return False
+    for mine, theirs in zip(claimed, claim_list, strict=True):
+        if mine is not theirs:
             return False
-        if self.features is not features and self.features != features:
-            return False
-        for _, requests in self.plans:
-            for alternatives in requests:
-                for plan in alternatives:
-                    if device_classes.get(plan.class_name) is not plan.device_class:
-                        return False
-        return True
-
-
-_LAST: _Planned | None = None  # the claims planned last (`_Planned`)
+    if planned_with is not features and planned_with != features:
+        return False
+    for claim_plan in plans:
+        for alternatives in claim_plan.requests:
+            for plan in alternatives:
+                if device_classes.get(plan.class_name) is not plan.device_class:
+                    return False
+    return True
 
 
 def _constraints(claim: claims.ResourceClaim, ref: str, features: Features) -> list[constraints_.Constraint]:

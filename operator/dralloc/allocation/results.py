@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from dralloc.allocation import errors
 from dralloc.allocation.features import Features
@@ -22,6 +23,86 @@ from dralloc.allocation.pools import NodeView
 from dralloc.allocation.requests import ClaimPlan
 from dralloc.allocation.search import Pick, ShareIdFactory
 from dralloc.model import claims, nodes
+
+# Results are built directly, as pydantic's `model_construct` builds a model (no validation: every value
+# comes from validated objects and is of its field's final type), for the common entry and for the
+# allocation around it: a placement loop builds one per claim, and validating them again was most
+# of `build`. Every field is set, in declaration order, with the defaults validation gives, and the
+# fields set are what validation would record: one set object per shape, shared (pydantic copies
+# it before changing it, `model_copy`), which spares the garbage collector a set per result.
+# `_DIRECT` is False, and results are validated, if these models ever differ from what this expects.
+_new = object.__new__
+_set = object.__setattr__
+_FIELDS_DEVICE = frozenset({"request", "driver", "pool", "device"})
+_FIELDS_BINDING = frozenset({*_FIELDS_DEVICE, "binding_conditions", "binding_failure_conditions"})
+_SET_DEVICE = set(_FIELDS_DEVICE)
+_SET_BINDING = set(_FIELDS_BINDING)
+_SET_DEVICES = {"results", "config"}
+_SET_ALLOCATION = {"devices", "node_selector"}
+
+
+def _direct(model: type[Any], order: tuple[str, ...], defaults: dict[str, Any]) -> bool:
+    """Whether `model` has these fields in this order, the others required, these defaults, extra
+    fields allowed and nothing run after validation (what the direct builders below assume)."""
+    fields = model.model_fields
+    return (tuple(fields) == order and model.model_config.get("extra") == "allow"
+            and model.__pydantic_post_init__ is None and not model.__private_attributes__
+            and all(fields[name].is_required() == (name not in defaults) for name in order)
+            and all(fields[name].get_default(call_default_factory=True) == value for name, value in defaults.items()))
+
+
+_DIRECT = (
+    _direct(claims.DeviceRequestAllocationResult,
+            ("request", "driver", "pool", "device", "admin_access", "tolerations", "binding_conditions",
+             "binding_failure_conditions", "share_id", "consumed_capacity", "skip_node_operations"),
+            {"admin_access": None, "tolerations": (), "binding_conditions": (), "binding_failure_conditions": (),
+             "share_id": None, "consumed_capacity": {}, "skip_node_operations": ()})
+    and _direct(claims.DeviceAllocationResult, ("results", "config"), {"results": (), "config": ()})
+    and _direct(claims.AllocationResult, ("devices", "node_selector", "allocation_timestamp"),
+                {"devices": claims.DeviceAllocationResult(), "node_selector": None, "allocation_timestamp": None})
+)
+
+
+def _device_result(request: str, driver: str, pool: str, device: str, binding: tuple[str, ...] | None,
+                   binding_failure: tuple[str, ...]) -> claims.DeviceRequestAllocationResult:
+    """DeviceRequestAllocationResult(request=..., driver=..., pool=..., device=...), with the binding
+    conditions set when `binding` is not None."""
+    if not _DIRECT:
+        if binding is None:
+            return claims.DeviceRequestAllocationResult(request=request, driver=driver, pool=pool, device=device)
+        return claims.DeviceRequestAllocationResult(request=request, driver=driver, pool=pool, device=device,
+                                                    binding_conditions=binding,
+                                                    binding_failure_conditions=binding_failure)
+    built = _new(claims.DeviceRequestAllocationResult)
+    _set(built, "__dict__", {
+        "request": request, "driver": driver, "pool": pool, "device": device, "admin_access": None,
+        "tolerations": (), "binding_conditions": () if binding is None else binding,
+        "binding_failure_conditions": () if binding is None else binding_failure, "share_id": None,
+        "consumed_capacity": {}, "skip_node_operations": ()})
+    _set(built, "__pydantic_fields_set__", _SET_DEVICE if binding is None else _SET_BINDING)
+    _set(built, "__pydantic_extra__", {})
+    _set(built, "__pydantic_private__", None)
+    return built
+
+
+def _allocation(results: tuple[claims.DeviceRequestAllocationResult, ...],
+                config: tuple[claims.DeviceAllocationConfiguration, ...],
+                selector: nodes.NodeSelector | None) -> claims.AllocationResult:
+    """AllocationResult(devices=DeviceAllocationResult(results=..., config=...), node_selector=...)."""
+    if not _DIRECT:
+        return claims.AllocationResult(devices=claims.DeviceAllocationResult(results=results, config=config),
+                                       node_selector=selector)
+    devices = _new(claims.DeviceAllocationResult)
+    _set(devices, "__dict__", {"results": results, "config": config})
+    _set(devices, "__pydantic_fields_set__", _SET_DEVICES)
+    _set(devices, "__pydantic_extra__", {})
+    _set(devices, "__pydantic_private__", None)
+    built = _new(claims.AllocationResult)
+    _set(built, "__dict__", {"devices": devices, "node_selector": selector, "allocation_timestamp": None})
+    _set(built, "__pydantic_fields_set__", _SET_ALLOCATION)
+    _set(built, "__pydantic_extra__", {})
+    _set(built, "__pydantic_private__", None)
+    return built
 
 
 def _result_entry(
@@ -32,12 +113,9 @@ def _result_entry(
     if not (request.admin_access or request.tolerations or pick.shared or info.slice.spec.skip_node_operations):
         # The common case, the same fields set as below.
         if features.binding_conditions:
-            return claims.DeviceRequestAllocationResult(
-                request=request.name, driver=device_id.driver, pool=device_id.pool, device=device_id.device,
-                binding_conditions=info.binding_conditions,
-                binding_failure_conditions=info.binding_failure_conditions)
-        return claims.DeviceRequestAllocationResult(
-            request=request.name, driver=device_id.driver, pool=device_id.pool, device=device_id.device)
+            return _device_result(request.name, device_id.driver, device_id.pool, device_id.device,
+                                  info.binding_conditions, info.binding_failure_conditions)
+        return _device_result(request.name, device_id.driver, device_id.pool, device_id.device, None, ())
     fields: dict[str, object] = {
         "request": request.name,
         "driver": device_id.driver,
@@ -169,11 +247,8 @@ def build(
     out: list[claims.AllocationResult] = []
     for claim_index, plan in enumerate(plans):
         chosen = {ri: si for (ci, ri), si in selected.items() if ci == claim_index} if selected else {}
-        out.append(claims.AllocationResult(
-            devices=claims.DeviceAllocationResult(
-                results=tuple(_result_entry(p, features, share_id, claim_index) for p in picks[claim_index]),
-                config=tuple(_configs(plan, chosen, features)),
-            ),
-            node_selector=node_selector(picks[claim_index], node, features),
-        ))
+        mine = picks[claim_index]
+        configs = _configs(plan, chosen, features)
+        out.append(_allocation(tuple([_result_entry(p, features, share_id, claim_index) for p in mine]),
+                               tuple(configs) if configs else (), node_selector(mine, node, features)))
     return tuple(out)

@@ -42,7 +42,7 @@ from dralloc.allocation.counters import CounterLedger
 from dralloc.allocation.features import OPTIONAL_NODE_OPERATIONS, Features
 from dralloc.allocation.pools import DeviceID, DeviceInfo, NodeScope, NodeView, Pool
 from dralloc.allocation.requests import RESULTS_MAX, ClaimPlan, RequestPlan
-from dralloc.allocation.snapshots import AllocatedState
+from dralloc.allocation.snapshots import AllocatedState, DeviceSet
 from dralloc.model import taints as model_taints
 from dralloc.model.quantities import Quantity
 
@@ -55,7 +55,7 @@ class BudgetExceeded(Exception):
     """Internal: the step budget ran out; unwinds the recursion."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Pick:
     """One device taken for one request, with what it reserved."""
 
@@ -72,6 +72,13 @@ ShareIdFactory = Callable[[int, str, DeviceID, int], str]
 
 class Search:
     """One allocation call's mutable state. Not reusable, not thread-safe."""
+
+    __slots__ = (
+        "_counters", "allocated", "allocating", "budget", "cel_view", "claims", "consumable", "devices",
+        "extra_taints", "features", "in_call_capacity", "interrupt", "invalid_pool_seen", "node",
+        "node_operations_optional", "pool_at", "results", "scope", "selected_sub", "share_count", "shared_before",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -98,10 +105,11 @@ class Search:
         self.steps = 0
         self.scope = scope
         self.invalid_pool_seen = scope.invalid_pool_seen
-        self.order = scope.order
+        self.devices = scope.devices  # the candidates in search order (NodeScope)
+        self.pool_at = scope.pool_at
         self.allocating: dict[DeviceID, list[int]] = {}
         self.in_call_capacity: dict[DeviceID, dict[str, Fraction]] = {}
-        self.counters = CounterLedger(allocated, compatibility_groups=features.compatibility_groups)
+        self._counters: CounterLedger | None = None  # made when a device that consumes counters is met
         self.results: list[list[Pick]] = [[] for _ in claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.share_count = 0
@@ -109,6 +117,24 @@ class Search:
         self.consumable = features.consumable_capacity
         # Devices with shares before this call; an empty tuple when there are none (a cheaper test).
         self.shared_before: AbstractSet[DeviceID] | tuple[()] = allocated.shared if allocated.shared else ()
+
+    @property
+    def counters(self) -> CounterLedger:
+        """The counters this call consumes (partitionable devices)."""
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = CounterLedger(self.allocated,
+                                                      compatibility_groups=self.features.compatibility_groups)
+        return counters
+
+    @counters.setter
+    def counters(self, ledger: CounterLedger) -> None:
+        self._counters = ledger
+
+    @property
+    def order(self) -> tuple[tuple[Pool, DeviceInfo], ...]:
+        """(pool, device) in search order (NodeScope.order)."""
+        return self.scope.order
 
     def fresh(self, *, budget: int | None) -> Search:
         """A new search over the same claims and node, with nothing taken yet.
@@ -162,7 +188,7 @@ class Search:
         known = memo.get(position)
         if known is not None:
             return known
-        info = self.order[position][1]
+        info = self.devices[position]
         result = self.statically_selectable(request, info)
         memo[position] = result
         return result
@@ -270,7 +296,7 @@ class Search:
 
     def statically_usable(self, request: RequestPlan, position: int) -> bool | None:
         """Checks that do not depend on other picks of this call; None when a CEL error hides the answer."""
-        info = self.order[position][1]
+        info = self.devices[position]
         if not request.admin_access and self.in_use_before(info):
             return False
         if info.consumes and not self.features.partitionable_devices:
@@ -412,16 +438,26 @@ class Search:
         budget = self.budget
         consumable = self.consumable
         picks: list[Pick] = []
-        order = self.order
-        exclusive, allocating, shared_before = self.allocated.exclusive, self.allocating, self.shared_before
+        devices, pool_at = self.devices, self.pool_at
+        allocating, shared_before = self.allocating, self.shared_before
+        exclusive = self.allocated.exclusive
+        held, newest, extra = exclusive.membership() if type(exclusive) is DeviceSet else (None, 0, frozenset())
         selectable = request.selectable
-        for position in range(len(order)):
-            pool, info = order[position]
+        for position in range(len(devices)):
+            info = devices[position]
             if info.consumes or (consumable and (info.allow_multiple or not info.plain_capacity)):
                 break  # counters or capacity shared with other picks: the recursion decides
-            # `in_use` for a request without admin access and a device that allows no sharing, inlined.
+            # `in_use` for a request without admin access and a device that allows no sharing, inlined
+            # (DeviceSet.__contains__ too).
             device_id = info.id
-            if device_id in exclusive or device_id in allocating or device_id in shared_before:
+            if held is None:
+                if device_id in exclusive:
+                    continue
+            else:
+                version = held(device_id)
+                if (version is not None and version <= newest) or (extra and device_id in extra):
+                    continue
+            if device_id in allocating or device_id in shared_before:
                 continue
             known = selectable.get(position)  # `selectable`'s memo, read inline
             if known is None:
@@ -431,7 +467,7 @@ class Search:
             room = self.capacity_amounts(request, info, in_call=True)
             if not room[0]:
                 continue
-            pick = self.take(0, request, pool, info, must=False, room=room)
+            pick = self.take(0, request, pool_at[position], info, must=False, room=room)
             if pick is None:
                 continue
             picks.append(pick)
@@ -496,12 +532,12 @@ class Search:
         # No "too few devices left" cut-off here: upstream evaluates every device it reaches,
         # and a CEL runtime error on a late device must surface exactly as it does upstream.
         # The counting bound (bounds.py) is what keeps hopeless searches short.
-        order = self.order
-        last = len(order)
+        devices, pool_at = self.devices, self.pool_at
+        last = len(devices)
         position = start
         selectable = request.selectable
         while position < last:
-            pool, info = order[position]
+            info = devices[position]
             position += 1
             if self.in_use(request, info, ci):
                 continue
@@ -515,7 +551,7 @@ class Search:
             room = self.capacity_amounts(request, info, in_call=True)
             if not room[0]:
                 continue
-            pick = self.take(ci, request, pool, info, must=False, room=room)
+            pick = self.take(ci, request, pool_at[position - 1], info, must=False, room=room)
             if pick is None:
                 continue
             outcome = self.allocate_one(ci, ri, si, di + 1, in_sub, position)

@@ -90,6 +90,18 @@ _VIEWS: dict[tuple[bool, bool, bool], CelView] = {(True, True, False): FULL_VIEW
 
 
 def view_of(features: Features) -> CelView:
+    view = _VIEW_OF.get(features)
+    if view is None:
+        if len(_VIEW_OF) >= 256:
+            _VIEW_OF.clear()
+        view = _VIEW_OF.setdefault(features, _view_of(features))
+    return view
+
+
+_VIEW_OF: dict[Features, CelView] = {}  # features -> their view (few distinct features in a process; bounded)
+
+
+def _view_of(features: Features) -> CelView:
     flags = (features.beyond_stable_channel, features.at_least_1_37 or features.list_type_attributes,
              features.release == "1.38")
     view = _VIEWS.get(flags)
@@ -349,17 +361,25 @@ def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...
     could mean two of its entries. A fleet's devices differ in UUIDs and bus addresses, which
     selectors rarely read; building each device's CEL value only to evaluate the same
     comparison on the same model name was most of a large snapshot's placement time."""
-    if not _converts(info, view) or info.attribute_keys.collide:
+    converts = info.selector_results.get(_CONVERTS if view is FULL_VIEW else (view.index, _CONVERTS))
+    if converts is None:
+        converts = _converts(info, view)
+    if not converts or info.attribute_keys.collide:
         return None  # a short and a qualified name for one attribute: the CEL value decides which
     values: list[Any] = [view.index]
+    driver = info.driver
     for step in plan:
         kind = step[0]
         if kind == _READ_ATTRIBUTE:
-            # `info.attributes.get(step[1])` (`DeviceInfo.attribute`), inlined: names do not collide.
+            # `info.attributes.get(step[1])` (`DeviceInfo.attribute`), inlined: as names do not collide,
+            # the device has the attribute under its short name or its qualified one, not both.
             own = info.device.attributes
-            attribute = own.get(step[1])
-            if attribute is None and step[3] is not None and step[2] == info.driver:
+            if step[3] is not None and step[2] == driver:
                 attribute = own.get(step[3])
+                if attribute is None:
+                    attribute = own.get(step[1])
+            else:
+                attribute = own.get(step[1])
             if attribute is None:
                 values.append(None)
                 continue
@@ -370,7 +390,7 @@ def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...
         elif kind == _READ_CAPACITY:
             capacity = info.capacity
             qualified = capacity.get(step[1])
-            short = capacity.get(step[3]) if step[3] is not None and step[2] == info.driver else None
+            short = capacity.get(step[3]) if step[3] is not None and step[2] == driver else None
             if qualified is not None and short is not None:
                 return None
             amount = qualified if qualified is not None else short
@@ -383,7 +403,7 @@ def _alike_key(info: DeviceInfo, view: CelView, plan: tuple[tuple[Any, ...], ...
                 exact = quantity.value
                 values.append((exact.numerator, exact.denominator, quantity.format._value_))
         elif kind == _READ_DRIVER:
-            values.append(info.driver)
+            values.append(driver)
         else:
             values.append(info.allow_multiple and view.allow_multiple)
     return tuple(values)
@@ -437,7 +457,12 @@ def evaluate(info: DeviceInfo, expression: str, *, owner: str, index: int, view:
         if memo is None:
             memo = _memo(expression)
         cached = _evaluate(info, expression, view, memo)
-        _remember(expression, memo, memo.results[view.index], serial, cached)
+        # `_remember`, inlined.
+        memo.results[view.index][serial] = cached
+        memo.pending += 1
+        if memo.pending >= WEIGH_EVERY:
+            memo.pending = 0
+            _MEMO.reweigh(expression, memo, memo.size())
     if cached is True or cached is False:
         return cached
     kind, message = cached
