@@ -33,10 +33,8 @@ from dralloc.model import claims, nodes
 # `_DIRECT` is False, and results are validated, if these models ever differ from what this expects.
 _new = object.__new__
 _set = object.__setattr__
-_FIELDS_DEVICE = frozenset({"request", "driver", "pool", "device"})
-_FIELDS_BINDING = frozenset({*_FIELDS_DEVICE, "binding_conditions", "binding_failure_conditions"})
-_SET_DEVICE = set(_FIELDS_DEVICE)
-_SET_BINDING = set(_FIELDS_BINDING)
+_SET_DEVICE = {"request", "driver", "pool", "device"}
+_SET_BINDING = {*_SET_DEVICE, "binding_conditions", "binding_failure_conditions"}
 _SET_DEVICES = {"results", "config"}
 _SET_ALLOCATION = {"devices", "node_selector"}
 

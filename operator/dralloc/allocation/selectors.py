@@ -90,15 +90,21 @@ _VIEWS: dict[tuple[bool, bool, bool], CelView] = {(True, True, False): FULL_VIEW
 
 
 def view_of(features: Features) -> CelView:
+    global _LAST_VIEW
+    last = _LAST_VIEW
+    if last[0] is features:
+        return last[1]
     view = _VIEW_OF.get(features)
     if view is None:
         if len(_VIEW_OF) >= 256:
             _VIEW_OF.clear()
         view = _VIEW_OF.setdefault(features, _view_of(features))
+    _LAST_VIEW = (features, view)
     return view
 
 
 _VIEW_OF: dict[Features, CelView] = {}  # features -> their view (few distinct features in a process; bounded)
+_LAST_VIEW: tuple[Features | None, CelView] = (None, FULL_VIEW)  # the features asked last (equal ones are others)
 
 
 def _view_of(features: Features) -> CelView:
