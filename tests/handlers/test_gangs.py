@@ -112,8 +112,12 @@ def test_a_gang_waits_for_min_count_then_is_placed_as_one(apiserver: Cluster, op
                  what=f"trainer-{i} waiting for the gang")
     assert not _allocated(apiserver) and not any(_nodes(apiserver, ["trainer-0", "trainer-1"]).values())
     # Waiting for members is a normal moment of a gang's life, not a warning (issue 32).
-    (waiting,) = wait_for(lambda: helpers.events(apiserver, "GangWaiting"), what="the GangWaiting Event")
-    assert waiting["type"] == "Normal"
+    # One Event per distinct message: a real API server creates the members one by one, so the operator
+    # may first see "1 of its 3" and then "2 of its 3"; each is Normal.
+    waiting = wait_for(lambda: [e for e in helpers.events(apiserver, "GangWaiting")
+                                if "2 of its 3 pods (minCount) exist" in (e.get("note") or "")] and
+                       helpers.events(apiserver, "GangWaiting"), what="the GangWaiting Event")
+    assert {e["type"] for e in waiting} == {"Normal"}
     apiserver.seed([member("trainer-2", "gpus-1", "trainers")])
     pods = [f"trainer-{i}" for i in range(3)]
     wait_for(lambda: _all_bound(apiserver, pods), what="the whole gang bound")
