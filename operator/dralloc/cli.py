@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dralloc import __version__
+from dralloc import __version__, pipes
 from dralloc.state.coexistence import CHOICES, KCM_LEASE
 
 if TYPE_CHECKING:
@@ -412,25 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# What `dralloc` exits with when the reader of its output closed the pipe early (`dralloc simulate ... | head`):
-# 141 = 128 + SIGPIPE, the status a shell shows for a Unix tool that SIGPIPE ended. Not 1, which allocate and
-# simulate already use for "unschedulable" and "some items not placed".
-EXIT_BROKEN_PIPE = 141
+EXIT_BROKEN_PIPE = pipes.EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `dralloc` command; its exit code. A reader that goes away ends it quietly (EXIT_BROKEN_PIPE)."""
-    try:
-        code = _main(argv)
-        sys.stdout.flush()  # output still buffered meets the closed pipe here, not at interpreter exit
-    except BrokenPipeError:
-        # Python's recipe (the signal module's "Note on SIGPIPE"): point stdout at devnull, so that the flush
-        # at exit does not fail again and print "Exception ignored ..." after all.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
-    return code
+    return pipes.ending_quietly(lambda: _main(argv))
 
 
 def _main(argv: Sequence[str] | None) -> int:

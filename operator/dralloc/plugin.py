@@ -32,6 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from dralloc import pipes
 from dralloc.allocation import errors as allocation_errors
 from dralloc.allocation.features import Features, parse_gates
 from dralloc.kube import errors as kube_errors
@@ -342,7 +343,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out if out is not None else sys.stdout
+    """`kubectl dralloc`; its exit code. A reader that goes away ends it quietly (pipes.EXIT_BROKEN_PIPE)."""
+    if out is None:
+        return pipes.ending_quietly(lambda: _main(argv, sys.stdout, err))
+    return _main(argv, out, err)
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO | None) -> int:
     err = err if err is not None else sys.stderr
     args = parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""`dralloc ... | head`: a reader that closes the pipe early ends the command quietly, as it ends Unix tools (#32)."""
+"""`dralloc ... | head` and `kubectl dralloc ... | head`: a reader that closes the pipe early ends the command quietly, as it ends Unix tools (#32)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from tests.builders import claim
 from tests.offline.conftest import REPO
 from tests.offline.files import GPU_CLASS, documents, gpus, node
 
-from dralloc import cli
+from dralloc import cli, pipes
+from dralloc.sandbox import ThreadedApiServer
+from dralloc.testing import cluster
 
 
 def test_reader_closing_the_pipe_early_ends_the_command_quietly(tmp_path: pathlib.Path) -> None:
@@ -33,3 +35,28 @@ def test_reader_closing_the_pipe_early_ends_the_command_quietly(tmp_path: pathli
         code = proc.wait(60)
     assert "Traceback" not in err and err == ""
     assert code == cli.EXIT_BROKEN_PIPE == 141
+
+
+def test_kubectl_plugin_reader_closing_the_pipe_early_ends_it_quietly(tmp_path: pathlib.Path) -> None:
+    """`kubectl dralloc why POD | head -1` on a pod that fits nowhere among 1,500 nodes: one reason per node
+    is more than a pipe holds. The plugin ends as `dralloc` does: EXIT_BROKEN_PIPE, nothing on stderr."""
+    server = ThreadedApiServer().start()
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        names = [f"node-{i:04d}" for i in range(1500)]
+        server.seed([cluster.namespace("team-a"), cluster.gpu_class("gpu"),
+                     cluster.template("two", count=2, namespace_="team-a"),
+                     *(obj for name in names for obj in (cluster.node(name), cluster.gpu_slice(name, 1)))])
+        server.seed([cluster.pod("wants-two", template_name="two", namespace_="team-a")])
+        with subprocess.Popen([str(pathlib.Path(sys.executable).parent / "kubectl-dralloc"), "why", "wants-two",
+                               "-n", "team-a"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=os.environ | {"KUBECONFIG": str(kubeconfig)}) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout.readline().startswith(b"pod team-a/wants-two fits nowhere: 0/1500 nodes")
+            proc.stdout.close()
+            err = proc.stderr.read().decode()
+            code = proc.wait(120)
+    finally:
+        server.stop()
+    assert "Traceback" not in err and err == ""
+    assert code == pipes.EXIT_BROKEN_PIPE == 141
