@@ -192,6 +192,21 @@ def test_explanation_is_deterministic_and_leaves_no_state(name: str) -> None:
     assert _run(case) == _run(case)
 
 
+def test_devices_consuming_counters_with_partitionable_devices_off_are_counted_in_words() -> None:
+    """With DRAPartitionableDevices off a device that consumes counters is no candidate; the count reads as
+    devices ("2 consuming counters ..."), not as "2 counters" (issue 32)."""
+    snap = snapshot(classes=[GPU, NIC], slices=partitions({"gpu-0": 10}, {"p0": {"gpu-0": 5}, "p1": {"gpu-0": 5}}))
+    outcome = allocation.allocate(snap, [claim("c").request("r", "gpu").build()], node(),
+                                  features=dataclasses.replace(Features(), partitionable_devices=False))
+    assert isinstance(outcome, outcomes.Unsatisfiable), outcome
+    assert [r.message() for r in outcome.reasons] == [
+        "claim default/c, request r: 0 of 2 devices of class gpu usable, 1 needed "
+        "(removed: 2 consuming counters (DRAPartitionableDevices off))"]
+    assert [r.message(usage=False) for r in outcome.reasons] == [
+        "claim default/c, request r: 1 needed of the 2 devices of class gpu, too few are usable "
+        "(ruled out: consuming counters (DRAPartitionableDevices off))"]
+
+
 def test_extra_searches_out_of_steps_say_they_cannot_tell(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the extra searches run out of their steps, the note says it cannot tell which instead of
     guessing, and no culprit is named."""

@@ -37,23 +37,19 @@ def test_reader_closing_the_pipe_early_ends_the_command_quietly(tmp_path: pathli
     assert code == cli.EXIT_BROKEN_PIPE == 141
 
 
-def test_kubectl_plugin_reader_closing_the_pipe_early_ends_it_quietly(tmp_path: pathlib.Path) -> None:
-    """`kubectl dralloc why POD | head -1` on a pod that fits nowhere among 1,500 nodes: one reason per node
-    is more than a pipe holds. The plugin ends as `dralloc` does: EXIT_BROKEN_PIPE, nothing on stderr."""
+def test_kubectl_plugin_reader_gone_before_it_writes_ends_it_quietly(tmp_path: pathlib.Path) -> None:
+    """`kubectl dralloc status | true`: the reader has gone before the plugin writes (it is still reading the
+    cluster). The plugin ends as `dralloc` does: EXIT_BROKEN_PIPE, nothing on stderr. (A reader leaving in the
+    middle of one large write is not seen by the writer at all: Linux returns a short write, not an error.)"""
     server = ThreadedApiServer().start()
     try:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        names = [f"node-{i:04d}" for i in range(1500)]
-        server.seed([cluster.namespace("team-a"), cluster.gpu_class("gpu"),
-                     cluster.template("two", count=2, namespace_="team-a"),
-                     *(obj for name in names for obj in (cluster.node(name), cluster.gpu_slice(name, 1)))])
-        server.seed([cluster.pod("wants-two", template_name="two", namespace_="team-a")])
-        with subprocess.Popen([str(pathlib.Path(sys.executable).parent / "kubectl-dralloc"), "why", "wants-two",
-                               "-n", "team-a"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        server.seed([cluster.gpu_class("gpu"), cluster.node("node-a"), cluster.gpu_slice("node-a", 1)])
+        with subprocess.Popen([str(pathlib.Path(sys.executable).parent / "kubectl-dralloc"), "status"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=os.environ | {"KUBECONFIG": str(kubeconfig)}) as proc:
             assert proc.stdout is not None and proc.stderr is not None
-            assert proc.stdout.readline().startswith(b"pod team-a/wants-two fits nowhere: 0/1500 nodes")
-            proc.stdout.close()
+            proc.stdout.close()  # before the plugin has imported itself, let alone listed the cluster
             err = proc.stderr.read().decode()
             code = proc.wait(120)
     finally:

@@ -32,8 +32,9 @@ class Cause(enum.Enum):
     REQUEST_SELECTOR = "request selector"
     SELECTOR_ERROR = "selector error"  # the request's CEL fails on the device (the note quotes it)
     IN_USE = "in use"
+    # Read after a count of devices ("removed: 2 consuming counters ..."), never "2 counters" (issue 32).
+    COUNTERS = "consuming counters (DRAPartitionableDevices off)"
     CAPACITY = "capacity"
-    COUNTERS = "counters"  # consumes counters, DRAPartitionableDevices off
     COUNTERS_USED_UP = "counters used up"  # its counter sets lack what it consumes (allocated devices hold it)
     TAINT = "taint not tolerated"
 
