@@ -143,8 +143,9 @@ oracle: $(ORACLE).built
 .PHONY: oracle-conformance
 oracle-conformance: $(STAMP) $(ORACLE).built
 	$(BIN)/python -m tests.differential.conformance --version $(ORACLE_DRA_VERSION) $(ARGS)
-# dralloc simulate against oracle first-fit, process against process, on /work/shared/bench's
-# w1-w5 (bench/vs_upstream.py): identical placements, wall/CPU/placement-only time, ratios.
+# dralloc simulate against oracle first-fit, process against process, on the w1-w5 that
+# bench/workloads.py generates (bench/vs_upstream.py): identical placements, wall/CPU/placement-only
+# time, ratios.
 # ARGS="--only w1,w5 --repeat 3 --limit w4=1120" narrows it.
 .PHONY: bench-upstream
 bench-upstream: $(STAMP) $(ORACLE).built

@@ -1,4 +1,4 @@
-"""Placement throughput on the five shared workloads, next to upstream's numbers.
+"""Placement throughput on the five workloads of bench/workloads.py, next to upstream's numbers.
 
 Runs exactly what `dralloc simulate --policy first-fit` runs (the operator's
 `Placer`), in process, and times only the placement loop (parsing excluded, as

@@ -37,8 +37,8 @@ The paper's "inflation": tasks drawn from the trace with replacement, seeded,
 until the GPUs they request reach a multiple (1.3) of the cluster's GPUs.
 
 The trace is public: the CSV files of github.com/alibaba/clusterdata, folder
-cluster-trace-gpu-v2023/csv/; `--trace DIR` is the folder that holds them (by default
-../shared/traces/alibaba-gpu-v2023 next to the repository, where its authors keep a copy).
+cluster-trace-gpu-v2023/csv/; `--trace DIR` is the folder that holds them (a local copy of
+that folder; without --trace, the default below is tried and a missing one is reported).
 
 Usage (writes snapshot.yaml and workload.yaml into DIR):
   .venv/bin/python bench/traces.py --trace TRACE_DIR -o DIR [--inflation 1.3] [--seed 0]

@@ -1,9 +1,8 @@
-"""dralloc against the upstream allocator, both as processes, on the shared workloads w1-w5.
+"""dralloc against the upstream allocator, both as processes, on the workloads w1-w5 (bench/workloads.py).
 
-Each workload (generated into a temp dir by the workloads.py of --generator, or read from
---workloads DIR: w1-fill/ ... w5-pathological/, each with its YAML and a protocol.yaml) is run
-through two commands, as a user runs them (the generator is the authors' shared benchmark's,
-/work/shared/bench/workloads.py by default, which is not part of this repository):
+Each workload (generated into a temp dir by bench/workloads.py, or by the workloads.py of
+--generator, or read from --workloads DIR: w1-fill/ ... w5-pathological/, each with its YAML
+and a protocol.yaml) is run through two commands, as a user runs them:
 
   dralloc   `dralloc simulate -f deviceclasses.yaml -f nodes.yaml -f resourceslices.yaml
             -f resourceclaims.yaml --policy first-fit --features <protocol.yaml's gates>
@@ -42,13 +41,13 @@ the first N unallocated ones (the oracle also gets --limit N). Ratios then compa
 same work; the output marks such rows and says so. Upstream's cost per claim grows as
 nodes fill up (claim k tries every full node before its own), so a ratio over the first
 N claims understates the full run's. By default no workload is limited: upstream v0.37.2
-places all of w4 in about a minute on 2 cores (38-65 s; release-1.36, in the shared
-README, needed about 10 minutes), and the whole default run takes about 5 minutes;
+places all of w4 in about a minute on 2 cores (38-65 s; release-1.36, in the authors'
+measurements, needed about 10 minutes), and the whole default run takes about 5 minutes;
 `--limit w4=1120 --limit w3=500` gives a quick one.
 
 Usage:
   .venv/bin/python bench/vs_upstream.py [--only w1,w2,...] [--repeat N] [--limit [W=]N ...]
-      [--workloads DIR] [--keep DIR] [--oracle PATH] [--dralloc PATH] [--gomaxprocs N]
+      [--workloads DIR | --generator PATH] [--keep DIR] [--oracle PATH] [--dralloc PATH] [--gomaxprocs N]
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ from typing import Any
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# The authors' shared benchmark, outside the repository; anyone else passes --generator or --workloads.
-GENERATOR = pathlib.Path("/work/shared/bench/workloads.py")
+# The repository's own generator of w1-w5; --generator names another with the same command line.
+GENERATOR = ROOT / "bench" / "workloads.py"
 KEYS = ("w1", "w2", "w3", "w4", "w5")
 FILES = ("deviceclasses.yaml", "nodes.yaml", "resourceslices.yaml", "resourceclaims.yaml")
 # Issue 12's goals: upstream/dralloc whole-process wall time for w1-w4, dralloc's own
@@ -335,7 +334,8 @@ def main() -> int:
     parser.add_argument("--workloads", type=pathlib.Path,
                         help="directory with w1-fill/ ... w5-pathological/ (default: generate into a temp dir)")
     parser.add_argument("--generator", type=pathlib.Path, default=GENERATOR,
-                        help=f"workloads.py to generate with (default {GENERATOR}, outside this repository)")
+                        help="a workloads.py to generate with, called as `workloads.py OUTDIR W...` "
+                             "(default: bench/workloads.py)")
     parser.add_argument("--keep", type=pathlib.Path, help="write placements and reports here (default: a temp dir)")
     parser.add_argument("--oracle", default=str(ROOT / "oracle" / "bin" / "oracle"), help="oracle binary")
     parser.add_argument("--dralloc", default=str(ROOT / ".venv" / "bin" / "dralloc"), help="dralloc command")
@@ -349,9 +349,9 @@ def main() -> int:
         if not os.access(path, os.X_OK):
             parser.error(f"{path} is not executable (make oracle / make install)")
     if args.workloads is None and not args.generator.is_file():
-        parser.error(f"no workload generator at {args.generator} (the authors' shared benchmark, not part of this "
-                     "repository): pass --generator PATH (a workloads.py writing OUTDIR/w1-fill/ ... with a "
-                     "protocol.yaml each) or --workloads DIR (those folders, already generated)")
+        parser.error(f"no workload generator at {args.generator}: pass --generator PATH (a workloads.py writing "
+                     "OUTDIR/w1-fill/ ... with a protocol.yaml each) or --workloads DIR (those folders, already "
+                     "generated)")
 
     with tempfile.TemporaryDirectory(prefix="vs-upstream-") as tmp:
         scratch = pathlib.Path(tmp)

@@ -1,13 +1,13 @@
 """`dralloc simulate` and `allocate` on objects real DRA drivers publish (issue 17).
 
-Inputs in `data/real-drivers/`, each file's header naming its source in /work/shared/real-drivers:
+Inputs in `data/real-drivers/`, each file's header naming the driver's public repository it comes from:
 `gb200-oke.yaml` (an OCI GB200 node: 4 GPUs of gpu.nvidia.com and 2 NICs of dra.net, both drivers'
 pools named 10.140.65.248), `nvidia-deviceclasses.yaml` (the NVIDIA chart's classes: gpu.nvidia.com
 with extendedResourceName nvidia.com/gpu, compute-domain-default-channel.nvidia.com),
 `example-driver-partitions-2x4.yaml` (dra-example-driver, 2 GPUs each with a full device and 4
 partitions on shared counters; extendedResourceName example.com/gpu), `example-driver-shared-2.yaml`
 (2 GPUs with consumable capacity) and `oke-1nic-aligned.yaml` (DRANET's GPU + NIC claim). Workloads
-are written inline, after the drivers' demos (/work/shared/real-drivers/workloads/).
+are written inline, after the demos in the same repositories (e.g. dra-driver-nvidia-gpu's demo/specs/).
 """
 
 from __future__ import annotations

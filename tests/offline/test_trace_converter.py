@@ -1,7 +1,8 @@
 """bench/traces.py: Alibaba GPU trace rows as DRA objects, and what simulate makes of them.
 
-Rows are copied from the trace files (openb, ../shared/traces/alibaba-gpu-v2023); the
-converted objects are placed by `dralloc simulate` to check they mean what they say.
+Rows are copied from the public trace files (openb; github.com/alibaba/clusterdata, folder
+cluster-trace-gpu-v2023/csv/); the converted objects are placed by `dralloc simulate` to check
+they mean what they say.
 """
 
 from __future__ import annotations
