@@ -257,7 +257,31 @@ class Prepared:
     gang_budget: int = gangs.DEFAULT_GANG_BUDGET  # allocator calls for the search (--gang-budget)
 
 
-def _priorities_differ(group: model_scheduling.PodGroup, members: Sequence[pods.Pod]) -> str | None:
+def waiting_for_group(ref: str) -> str:
+    """Why a gang whose PodGroup does not exist (yet) waits; `dralloc simulate` says the same."""
+    return f"waiting for PodGroup {ref} to be created"
+
+
+def waiting_for_members(ref: str, present: int, min_count: int) -> str:
+    """Why a gang with fewer than minCount members waits; `dralloc simulate` says the same."""
+    return f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} pods (minCount) exist"
+
+
+def shared_unallocated(ref: str, pending: Sequence[pods.Pod], member_items: Sequence[placement.Item]) -> str | None:
+    """A claim, not allocated yet, that two members list (not as the PodGroup's own claim): why the gang is
+    not placed; None when there is none."""
+    first_user: dict[str, str] = {}
+    for pod, item in zip(pending, member_items, strict=True):
+        for claim in item.claims:
+            other = first_user.setdefault(claim.metadata.uid or claim.ref(), _ref(pod))
+            if other != _ref(pod):
+                return (f"PodGroup {ref}: ResourceClaim {claim.ref()} is used by members {other} and {_ref(pod)} and "
+                        "is not allocated yet: dralloc does not allocate a claim shared within a gang (nor PodGroup "
+                        "claims) yet")
+    return None
+
+
+def priorities_differ(group: model_scheduling.PodGroup, members: Sequence[pods.Pod]) -> str | None:
     """kube-scheduler's validatePodGroup (1.37): every member has the PodGroup's priority (spec.priority, 0
     unset: both come from priorityClassName at admission), and one preemption policy, the PodGroup's when
     it sets one (PodGroupPreemptionPolicy). Why not, in its words; None when they agree."""
@@ -296,17 +320,15 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
         if problem is not None:
             return NotPlaced(key, told, f"PodGroup {ref} cannot be used: {problem}", "error", None, held,
                              any_placed)
-        return NotPlaced(key, told, f"waiting for PodGroup {ref} to be created", "waiting", None, held,
-                         any_placed)
-    mismatch = _priorities_differ(group, [*pending, *(pod for pod, _ in members.placed)])
+        return NotPlaced(key, told, waiting_for_group(ref), "waiting", None, held, any_placed)
+    mismatch = priorities_differ(group, [*pending, *(pod for pod, _ in members.placed)])
     if mismatch is not None:
         return NotPlaced(key, told, f"PodGroup {ref} cannot be scheduled: {mismatch}", "error", None, held,
                          any_placed)
     min_count = group.spec.min_count()
     present = len(pending) + len(members.placed)
     if present < min_count:
-        return NotPlaced(key, told, f"PodGroup {ref}: waiting for the gang: {present} of its {min_count} "
-                                    f"pods (minCount) exist", "waiting", None, held, any_placed)
+        return NotPlaced(key, told, waiting_for_members(ref, present, min_count), "waiting", None, held, any_placed)
     if gated:
         pod, gates = gated[0]
         more = f" (and {len(gated) - 1} more member(s))" if len(gated) > 1 else ""
@@ -348,15 +370,9 @@ def prepare(rt: Runtime, placer: placement.Placer, key: Key, members: Members) -
                 keep.append(claim)  # the first member listing it allocates it
         group_claims.update(c.metadata.uid or "" for c in item.allocated if c.metadata.name in mine)
         member_items[index] = dataclasses.replace(item, claims=tuple(keep))
-    first_user: dict[str, str] = {}
-    for pod, item in zip(pending, member_items, strict=True):
-        for claim in item.claims:
-            other = first_user.setdefault(claim.metadata.uid or claim.ref(), _ref(pod))
-            if other != _ref(pod):
-                return NotPlaced(key, pending, (
-                    f"PodGroup {ref}: ResourceClaim {claim.ref()} is used by members {other} and {_ref(pod)} and "
-                    "is not allocated yet: dralloc does not allocate a claim shared within a gang (nor PodGroup "
-                    "claims) yet"), "unfit", held=held, any_placed=any_placed)
+    within = shared_unallocated(ref, pending, member_items)
+    if within is not None:
+        return NotPlaced(key, pending, within, "unfit", held=held, any_placed=any_placed)
     topology = group.spec.topology_key()
     domain: str | None = None
     if topology is not None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from dralloc import documents
 from dralloc.allocation import taintrules
@@ -18,6 +19,7 @@ from dralloc.allocation.features import Features
 from dralloc.allocation.snapshots import Snapshot
 from dralloc.model import claims, classes, conversion, devices, pods, taints
 from dralloc.model import nodes as model_nodes
+from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.offline import controllers as offline_controllers
 
@@ -38,6 +40,8 @@ class Cluster:
     namespaces: list[model_nodes.Namespace] = dataclasses.field(default_factory=list)
     taint_rules: list[taints.DeviceTaintRule] = dataclasses.field(default_factory=list)
     pods: list[pods.Pod] = dataclasses.field(default_factory=list)
+    # scheduling.k8s.io PodGroups (v1beta1, 1.36's v1alpha2): gangs, read by `dralloc simulate`
+    pod_groups: list[model_scheduling.PodGroup] = dataclasses.field(default_factory=list)
     ordered: list[Object] = dataclasses.field(default_factory=list)  # every object read, in input order
     skipped: int = 0
     skipped_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -61,6 +65,8 @@ class Cluster:
             self.taint_rules.append(obj)
         elif isinstance(obj, pods.Pod):
             self.pods.append(obj)
+        elif isinstance(obj, model_scheduling.PodGroup):
+            self.pod_groups.append(obj)
 
     def check_unique(self) -> None:
         """Two objects of one kind with one name would make the answer depend on file order.
@@ -149,6 +155,16 @@ def read_documents(path: str) -> list[object]:
         raise InputError(f"{path}: malformed YAML/JSON: {exc}") from exc
 
 
+def _pod_group(raw: Mapping[str, Any]) -> model_scheduling.PodGroup | None:
+    """A scheduling.k8s.io PodGroup, read with the operator's model (both served versions); None for another
+    group's PodGroup (scheduler-plugins' scheduling.x-k8s.io, which pods join by a label, not read)."""
+    group = str(raw.get("apiVersion") or "").partition("/")[0]
+    if group != model_scheduling.GROUP:
+        return None
+    parsed: model_scheduling.PodGroup = conversion.parse_as(model_scheduling.PodGroup, raw)
+    return parsed
+
+
 def load(paths: Iterable[str], *, controllers: bool = False) -> Cluster:
     """The objects of the files; with `controllers`, workload controllers (Deployments, Jobs, ...)
     become the Pods they would create (`offline.controllers`), and the kinds it refuses are errors."""
@@ -166,10 +182,12 @@ def load(paths: Iterable[str], *, controllers: bool = False) -> Cluster:
                         cluster.add(pod)
                     cluster.controllers += 1
                     continue
-                parsed = conversion.parse(raw)
+                parsed = _pod_group(raw) if raw.get("kind") == "PodGroup" else conversion.parse(raw)
                 if parsed is None:
                     cluster.skipped += 1
                     kind = str(raw.get("kind") or "object")
+                    if kind == "PodGroup":
+                        kind = f"PodGroup ({raw.get('apiVersion')})"
                     cluster.skipped_kinds[kind] = cluster.skipped_kinds.get(kind, 0) + 1
                 else:
                     cluster.add(parsed)

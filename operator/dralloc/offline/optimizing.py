@@ -41,6 +41,7 @@ class Optimum:
     bound: int  # no assignment places more
     proven: bool
     seconds: float
+    gang_members: int = 0  # of left_out: pods of gangs (all or none), which the model places one by one
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -11,6 +11,10 @@ devices of each class.
 An item the allocator rejects as invalid (unknown class, CEL error, ...) is
 reported unplaced with its error, and the run goes on; such errors are counted
 apart from items that found no room, and make the exit code 2.
+
+Pods that name a scheduling.k8s.io PodGroup with the gang policy are placed as the
+operator places them, all or none, when the gang has minCount members
+(`offline.ganging`); the report has a line per gang besides its members' own.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from dralloc.model import claims as model_claims
 from dralloc.model import classes as model_classes
 from dralloc.model import conversion
 from dralloc.model import pods as model_pods
+from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import adding, allocating, heap, inputs, optimizing
+from dralloc.offline import adding, allocating, ganging, heap, inputs, optimizing
 from dralloc.scheduling import placement
 from dralloc.wording import plural
 
@@ -69,6 +74,7 @@ class ItemResult:
     reason: str = ""
     error: bool = False  # not placed because the item itself is invalid (bad class, CEL, ...)
     budget_exhausted: bool = False  # not placed, and the search budget ran out on some node
+    gang: str | None = None  # a gang member: its PodGroup (namespace/name), and `reason` the gang's
 
 
 def _ref(obj: Object) -> str:
@@ -171,11 +177,11 @@ def _workload(request: Request, snapshot_cluster: inputs.Cluster, err: TextIO
         cluster.claim_templates.extend(part.claim_templates)
         cluster.resource_claims.extend(part.resource_claims)
         for obj in part.ordered:
-            if isinstance(obj, model_pods.Pod) or (
+            if isinstance(obj, model_pods.Pod | model_scheduling.PodGroup) or (
                 isinstance(obj, model_claims.ResourceClaim) and obj.status.allocation is None
             ):
                 ordered.append(obj)
-    if not ordered:
+    if not any(isinstance(obj, model_pods.Pod | model_claims.ResourceClaim) for obj in ordered):
         files = ", ".join("stdin" if path == "-" else path for path in request.workload_files)
         raise inputs.InputError(f"--workload {files}: no Pod, no workload controller with replicas and no "
                                 f"unallocated ResourceClaim: nothing to place")
@@ -372,28 +378,44 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
         if request.optimal is not None:
             # On the cluster as the snapshot has it, before any placement: its own model.
             fresh = prepare(dataclasses.replace(request, policy="fragmentation-aware"), io.StringIO())[0]
-            items = items_of(workload, templates, claims_by_ref, list(fresh.snapshot.classes.values()))
+            # Gang members are left out: the solver places items one by one, not all or none.
+            members = {id(pod) for pod in gang_members(workload)}
+            singles = [o for o in workload if id(o) not in members]
+            items = items_of(singles, templates, claims_by_ref, list(fresh.snapshot.classes.values()))
             optimum = optimizing.solve(fresh, items, time_limit=request.optimal)
+            if members:
+                optimum = dataclasses.replace(optimum, left_out=optimum.left_out + len(members),
+                                              gang_members=len(members))
         template = adding.read_template(request.add_nodes) if request.add_nodes else None
         load_cel_engine()
+        if gang_members(workload):
+            ganging.load_operator()
         start = time.perf_counter()
         results = place_workload(placer, workload, templates, claims_by_ref, request, err)
         report = _report(placer, results, time.perf_counter() - start, request.features)
         if optimum is not None:
             report["optimal"] = optimum.as_dict()
         if template is not None:
-            unplaced = [r.item for r in results if r.placement is None and not r.error]
+            # Added nodes are tried for single items: a gang's members are left out (and counted).
+            unplaced = [r.item for r in results if r.placement is None and not r.error and r.gang is None]
             report["addNodes"] = adding.fewest(placer, template, unplaced, request.features)
+            left_out = sum(r.placement is None and not r.error and r.gang is not None for r in results)
+            if left_out:
+                report["addNodes"]["gangMembersLeftOut"] = left_out
         return report
 
 
 def prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[object],
                                                      dict[str, model_claims.ResourceClaimTemplate],
                                                      dict[str, model_claims.ResourceClaim]]:
-    """Everything the placement loop needs: the inputs read, the snapshot and node indexes built."""
+    """Everything the placement loop needs: the inputs read, the snapshot and node indexes built. The
+    workload is its objects in order: Pods, unallocated ResourceClaims, and the PodGroups of both inputs
+    (the snapshot's first), which gang members name."""
     cluster = inputs.load(request.snapshot_files)
     inputs.check_not_empty(cluster, request.snapshot_files)
     workload, workload_cluster = _workload(request, cluster, err)
+    if request.workload_files:
+        workload = [*cluster.pod_groups, *workload]
     features = request.features
     snapshot = inputs.snapshot_of(cluster, features)
     found = inputs.nodes_of(cluster, request.snapshot_files)
@@ -404,6 +426,15 @@ def prepare(request: Request, err: TextIO) -> tuple[placement.Placer, list[objec
     templates = {_ref(t): t for t in [*cluster.claim_templates, *workload_cluster.claim_templates]}
     claims_by_ref = {_ref(c): c for c in [*cluster.resource_claims, *workload_cluster.resource_claims]}
     return placer, workload, templates, claims_by_ref
+
+
+def gang_members(workload: list[object]) -> list[model_pods.Pod]:
+    """The workload's pods that are placed as members of a gang (`offline.ganging`): those naming a PodGroup
+    that is not one with the basic policy."""
+    basic = {(g.metadata.namespace or "default", g.metadata.name) for g in workload
+             if isinstance(g, model_scheduling.PodGroup) and g.spec.scheduling_policy.gang is None}
+    return [o for o in workload if isinstance(o, model_pods.Pod)
+            and (key := ganging.group_key(o)) is not None and key not in basic]
 
 
 def items_of(workload: list[object], templates: dict[str, model_claims.ResourceClaimTemplate],
@@ -419,17 +450,35 @@ def place_workload(placer: placement.Placer, workload: list[object],
                    templates: dict[str, model_claims.ResourceClaimTemplate],
                    claims_by_ref: dict[str, model_claims.ResourceClaim], request: Request, err: TextIO
                    ) -> list[ItemResult]:
-    """The placement loop: each item in order, committed before the next (bench/scale.py times it)."""
-    results: list[ItemResult] = []
+    """The placement loop: each item in order, committed before the next (bench/scale.py times it). A gang's
+    members are placed together when the gang is complete enough (`offline.ganging`)."""
+    results = Results()
     classes = list(placer.snapshot.classes.values())
-    progress = _Progress(len(workload), err.isatty() if request.progress is None else request.progress, err)
+    total = sum(not isinstance(obj, model_scheduling.PodGroup) for obj in workload)
+    progress = _Progress(total, err.isatty() if request.progress is None else request.progress, err)
     if placer.model is not None:
         # The fragmentation-aware policy weighs choices by the shapes still to come: here the
         # whole workload is the queue.
         placer.expect(items_of(workload, templates, claims_by_ref, classes))
+    gangs = None
+    if any(isinstance(obj, model_pods.Pod) and ganging.group_key(obj) is not None for obj in workload):
+        gangs = ganging.Gangs(
+            [g for g in workload if isinstance(g, model_scheduling.PodGroup)], list(placer.placed.all()),
+            {name: dict(node.metadata.labels) for name, node in placer.placed.nodes.items()},
+            lambda item, decision: _record(item, decision, claims_by_ref))
     for done, obj in enumerate(workload):
+        if isinstance(obj, model_scheduling.PodGroup):
+            continue
         if isinstance(obj, model_pods.Pod):
-            item = pod_item(_defaulted(obj), templates, claims_by_ref, classes)
+            pod = _defaulted(obj)
+            item = pod_item(pod, templates, claims_by_ref, classes)
+            key = gangs.key_of(pod) if gangs is not None else None
+            if gangs is not None and key is not None:
+                member = ItemResult(item, None, gang=f"{key[0]}/{key[1]}")
+                results.append(member)
+                gangs.arrive(key, pod, member, placer)
+                progress.update(done + 1)
+                continue
         else:
             assert isinstance(obj, model_claims.ResourceClaim)
             current = claims_by_ref.get(_ref(obj), obj)
@@ -445,10 +494,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
             continue
         if isinstance(decision, placement.Placement):
             placer.commit(item, decision)
-            for claim, result in zip(item.claims, decision.results, strict=True):
-                if _ref(claim) in claims_by_ref:
-                    claims_by_ref[_ref(claim)] = claim.model_copy(
-                        update={"status": claim.status.model_copy(update={"allocation": result})})
+            _record(item, decision, claims_by_ref)
             results.append(ItemResult(item, decision))
         else:
             results.append(ItemResult(item, None, "", budget_exhausted=decision.budget_exhausted))
@@ -458,10 +504,31 @@ def place_workload(placer: placement.Placer, workload: list[object],
     # item that did not fit then does not fit now, and items of one shape share one explanation
     # of the final state instead of one per change in between (half the run otherwise).
     for entry in results:
-        if entry.placement is None and not entry.error:
+        if entry.placement is None and not entry.error and entry.gang is None:
             explanation = placer.explanation(entry.item, budget_exhausted=entry.budget_exhausted)
             entry.reason = allocating.offline_wording(explanation.message(), request.budget)
+    if gangs is not None:
+        results.gangs = gangs.summaries()
     return results
+
+
+class Results(list[ItemResult]):
+    """The items' results in order, and `gangs`: one summary per gang (`offline.ganging.Gang.summary`)."""
+
+    gangs: list[dict[str, Any]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gangs = []
+
+
+def _record(item: placement.Item, decision: placement.Placement,
+            claims_by_ref: dict[str, model_claims.ResourceClaim]) -> None:
+    """A placed item's claims, allocated, for the items after it that name them (shared claims)."""
+    for claim, result in zip(item.claims, decision.results, strict=True):
+        if _ref(claim) in claims_by_ref:
+            claims_by_ref[_ref(claim)] = claim.model_copy(
+                update={"status": claim.status.model_copy(update={"allocation": result})})
 
 
 def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float, features: Features
@@ -471,7 +538,8 @@ def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float,
         "items": len(results),
         "placed": len(placed),
         "errors": sum(r.error for r in results),
-        "unplaced": [{"name": r.item.name, "reason": r.reason, **({"error": True} if r.error else {})}
+        "unplaced": [{"name": r.item.name, "reason": r.reason, **({"error": True} if r.error else {}),
+                      **({"podGroup": r.gang} if r.gang is not None else {})}
                      for r in results if r.placement is None],
         "seconds": elapsed,
         "placementsPerSecond": len(placed) / elapsed if elapsed > 0 else 0.0,
@@ -479,6 +547,7 @@ def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float,
         "placements": [_placement_line(r) for r in placed],
         "utilization": utilization(placer.snapshot, placer.views, features),
         "fragmentation": fragmentation(placer),
+        "gangs": results.gangs if isinstance(results, Results) else [],
     }
 
 
@@ -536,12 +605,17 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
     if optimum is not None:
         found = (f"{optimum['best']} (optimal)" if optimum["proven"] else
                  f"{optimum['best']}, and no assignment more than {optimum['bound']} (time limit reached)")
-        left = f"; {plural(optimum['left_out'], 'item')} not modelled, left out" if optimum["left_out"] else ""
+        gang = (f" ({optimum['gang_members']} of them gang members: the model places no gang all or none)"
+                if optimum.get("gang_members") else "")
+        left = f"; {plural(optimum['left_out'], 'item')} not modelled, left out{gang}" if optimum["left_out"] else ""
         out.write(f"an exact solver places {found} of the {plural(optimum['items'], 'modelled item')} together{left}\n")
     added = report.get("addNodes")
     if added is not None:
         unfit = (f"; {len(added['unfit'])} {'fits' if len(added['unfit']) == 1 else 'fit'} no empty "
                  f"{added['template']} at all (e.g. {added['unfit'][0]})" if added["unfit"] else "")
+        if added.get("gangMembersLeftOut"):
+            unfit += (f"; {plural(added['gangMembersLeftOut'], 'unplaced gang member')} left out (added nodes "
+                      "are tried for single items only)")
         if added["nodes"] is None:
             out.write(f"more than {adding.MAX_NODES} nodes like {added['template']} would be needed for the "
                       f"{plural(added['items'], 'unplaced item')}{unfit}\n")
@@ -549,6 +623,9 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
             out.write(f"{plural(added['nodes'], 'more node')} like {added['template']} would let the "
                       f"{plural(added['items'], 'unplaced item')} that {'fits' if added['items'] == 1 else 'fit'} one "
                       f"be placed{unfit}\n")
+    if report["gangs"]:
+        out.write(f"\ngangs ({len(report['gangs'])}):\n")
+        out.writelines(f"  {_gang_text(gang)}\n" for gang in report["gangs"])
     if report["unplaced"]:
         out.write(f"\nunplaced ({len(report['unplaced'])}):\n")
         for entry in report["unplaced"][:50]:
@@ -556,6 +633,19 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
         if len(report["unplaced"]) > 50:
             out.write(f"  ... {len(report['unplaced']) - 50} more\n")
     print_use_and_fragmentation(report, out)
+
+
+def _gang_text(gang: dict[str, Any]) -> str:
+    """One gang: placed or not (with its domain), how many of its members, minCount."""
+    if not gang["found"]:
+        naming = f"{plural(gang['members'], 'pod')} {'names' if gang['members'] == 1 else 'name'} it"
+        return f"{gang['podGroup']}: not placed, no such PodGroup in the input ({naming})"
+    members = (f"all {plural(gang['members'], 'member')} placed" if not gang["reason"] else
+               f"{gang['placed']} of {plural(gang['members'], 'member')} placed")
+    bound = f" ({gang['boundBefore']} bound before)" if gang["boundBefore"] else ""
+    where = f" in {gang['topologyKey']}={gang['domain']}" if gang["domain"] is not None else ""
+    why = f": {gang['reason']}" if gang["reason"] else ""
+    return f"{gang['podGroup']} (minCount {gang['minCount']}): {members}{bound}{where}{why}"
 
 
 def print_use_and_fragmentation(report: dict[str, Any], out: TextIO) -> None:
