@@ -106,16 +106,17 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Place workload items (unallocated ResourceClaims, Pods with claim templates or DRA extended "
         "resources, and the Pods of Deployments, ReplicaSets, StatefulSets, Jobs and JobSets) one at a time, "
         "in file order, with the operator's placement code, and report placements, leftovers, utilization and "
-        "fragmentation. The nodes are the snapshot's Nodes (without any: the nodes its ResourceSlices name). "
+        "fragmentation. Pods of a scheduling.k8s.io PodGroup (spec.schedulingGroup.podGroupName) are placed as "
+        "the operator places gangs: all or none, once minCount of them have arrived. The nodes are the snapshot's Nodes (without any: the nodes its ResourceSlices name). "
         "An invalid item (unknown class, CEL error, ...) is reported as an error and the others are still "
         "placed. Exit code: 0 all placed, 1 some not placed (no room), 2 input error: either nothing ran "
         "(message on stderr) or some items are invalid (the report lists them; stderr says how many).",
     )
     p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="SNAPSHOT",
                    help="cluster objects: Nodes, DeviceClasses, ResourceSlices, ResourceClaims (allocated ones "
-                   "are in use), bound Pods; repeatable")
+                   "are in use), bound Pods, PodGroups; repeatable")
     p.add_argument("--workload", action="append", default=[], metavar="FILE",
-                   help="ResourceClaims, Pods and workload controllers (+ ResourceClaimTemplates) to place, in "
+                   help="ResourceClaims, Pods and workload controllers (+ ResourceClaimTemplates, PodGroups) to place, in "
                    "file order; default: every unallocated claim of the snapshot")
     p.add_argument("--policy", default="first-fit", choices=("first-fit", "binpack", "spread", "fragmentation-aware"),
                    help="node choice (default first-fit: first node by name where the allocator succeeds; "
