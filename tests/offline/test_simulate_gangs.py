@@ -185,3 +185,45 @@ def test_a_pod_group_of_another_api_group_is_not_read(dralloc: Invoke, tmp_path:
              "metadata": {"name": "x", "namespace": "default"}, "spec": {"minMember": 2}}
     run = dralloc("simulate", "-f", zones, "--workload", workload(tmp_path, [other, pod_raw("p")]))
     assert "of kinds simulate does not read: 1 PodGroup (scheduling.x-k8s.io/v1alpha1)" in run.err, run.err
+
+
+def test_members_bound_in_the_snapshot_count_toward_min_count_and_hold_the_domain(
+        dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """A member the snapshot shows bound on node-b (zone-b) and one workload member make minCount 2: the
+    workload member is placed at once, in zone-b, though node-a comes first by name."""
+    bound = member("b-0") | {"spec": member("b-0")["spec"] | {"nodeName": "node-b"}}
+    snapshot = documents(tmp_path / "bound.yaml", [
+        GPU_CLASS, node("node-a", labels={ZONE: "zone-a"}), node("node-b", labels={ZONE: "zone-b"}),
+        gpus("node-a", 4), gpus("node-b", 4), bound])
+    run = dralloc("simulate", "-f", snapshot, "--workload",
+                  workload(tmp_path, [pod_group("train", 2, topology=ZONE), member("w-0")]))
+    assert run.code == 0, run
+    assert "  default/train (minCount 2): 1 of 1 member placed (1 bound before) in topology.kubernetes.io/zone=zone-b" \
+        in run.out.splitlines(), run.out
+
+
+def test_an_invalid_member_is_an_error_and_the_others_are_told_why_the_gang_waits(
+        dralloc: Invoke, tmp_path: pathlib.Path, zones: str) -> None:
+    """A member whose claim names a DeviceClass that does not exist: an error on it (exit 2), and the other
+    member is not placed, told the operator's words for a member's error."""
+    bad = {**TWO_GPUS, "metadata": {"name": "bad", "namespace": "default"},
+           "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "nope"}}]}}}}
+    broken = member("w-1")
+    broken["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "bad"}]
+    run = dralloc("simulate", "-f", zones, "--workload",
+                  workload(tmp_path, [bad, pod_group("train", 2), member("w-0"), broken]), "-o", "json")
+    assert run.code == 2, run
+    reasons = {u["name"]: (u["reason"], u.get("error", False)) for u in run.json()["unplaced"]}
+    assert reasons["w-1"][1] and reasons["w-1"][0].startswith("error: claim default/w-1-gpus"), reasons
+    assert reasons["w-0"] == (f"PodGroup train: member default/w-1 cannot be placed: {reasons['w-1'][0][7:]}",
+                              False), reasons
+
+
+def test_optimal_leaves_gang_members_out_and_says_so(dralloc: Invoke, tmp_path: pathlib.Path, zones: str) -> None:
+    """--optimal models items one by one: a gang's members are among the items left out, and counted."""
+    pytest.importorskip("ortools")
+    run = dralloc("simulate", "-f", zones, "--workload",
+                  workload(tmp_path, [pod_group("train", 2), member("w-0"), member("w-1"), pod_raw("lone")]),
+                  "--optimal", "5")
+    assert ("an exact solver places 1 (optimal) of the 1 modelled item together; 2 items not modelled, left out "
+            "(2 of them gang members: the model places no gang all or none)") in run.out.splitlines(), run.out

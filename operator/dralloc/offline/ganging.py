@@ -100,11 +100,11 @@ class Gang:
 class Gangs:
     """The workload's gangs, decided as their members arrive (`arrive`), against the caller's placer."""
 
-    def __init__(self, groups: Iterable[model_scheduling.PodGroup], bound_pods: Iterable[model_pods.Pod],
+    def __init__(self, groups: Iterable[model_scheduling.PodGroup], bound: Iterable[tuple[model_pods.Pod, str]],
                  node_labels: dict[str, dict[str, str]], committed: Callable[[placement.Item, placement.Placement],
                                                                             None]) -> None:
-        """`groups`: the PodGroups of both inputs (InputError for two of one name); `bound_pods`: the
-        snapshot's pods on a node (members bound already); `node_labels`: per node name, for their domain;
+        """`groups`: the PodGroups of both inputs (InputError for two of one name); `bound`: the
+        snapshot's pods with their nodes (members bound already); `node_labels`: per node name, for their domain;
         `committed`: told of each member placed, after the placer holds it."""
         self.groups: dict[Key, model_scheduling.PodGroup] = {}
         for group in groups:
@@ -112,7 +112,7 @@ class Gangs:
             if key in self.groups:
                 raise inputs.InputError(f"PodGroup {key[0]}/{key[1]}: metadata.name: duplicate object in the input")
             self.groups[key] = group
-        self.bound = list(bound_pods)
+        self.bound = list(bound)
         self.node_labels = node_labels
         self.committed = committed
         self.gangs: dict[Key, Gang] = {}  # in the order their first member arrived
@@ -131,9 +131,7 @@ class Gangs:
         gang = self.gangs.get(key)
         if gang is None:
             gang = self.gangs[key] = Gang(key, self.groups.get(key))
-            for pod in self.bound:
-                if group_key(pod) == key and pod.spec.node_name:
-                    gang.bound.append((pod, pod.spec.node_name))
+            gang.bound = [(pod, node) for pod, node in self.bound if group_key(pod) == key]
             topology = gang.topology()
             if topology is not None:
                 for _, node in gang.bound:

@@ -640,8 +640,7 @@ def _gang_text(gang: dict[str, Any]) -> str:
     if not gang["found"]:
         naming = f"{plural(gang['members'], 'pod')} {'names' if gang['members'] == 1 else 'name'} it"
         return f"{gang['podGroup']}: not placed, no such PodGroup in the input ({naming})"
-    members = (f"all {plural(gang['members'], 'member')} placed" if not gang["reason"] else
-               f"{gang['placed']} of {plural(gang['members'], 'member')} placed")
+    members = f"{gang['placed']} of {plural(gang['members'], 'member')} placed"
     bound = f" ({gang['boundBefore']} bound before)" if gang["boundBefore"] else ""
     where = f" in {gang['topologyKey']}={gang['domain']}" if gang["domain"] is not None else ""
     why = f": {gang['reason']}" if gang["reason"] else ""
