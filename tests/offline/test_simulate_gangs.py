@@ -73,6 +73,21 @@ def test_the_demo_gang_is_placed_all_in_one_zone(dralloc: Invoke, tmp_path: path
     assert {labels[nodes[f"trainer-{i}"]][ZONE] for i in range(4)} == {gang["domain"]}
 
 
+def test_the_readme_shows_the_demo_checks_gang_line(dralloc: Invoke, tmp_path: pathlib.Path) -> None:
+    """The README's offline check of the demo shows the gang's lines the command prints."""
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    shown = readme.split("the report says where:\n\n```text\n", 1)[1].split("```", 1)[0].splitlines()
+    cluster = tmp_path / "demo-cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(demo_objects()))
+    files = sorted((repo / "examples" / "demo").glob("*.yaml"))
+    run = dralloc("simulate", "-f", str(cluster), *(a for f in files for a in ("--workload", str(f))))
+    assert run.code == 0 and run.out.startswith("placed 16 of 16 items"), run.out
+    lines = run.out.splitlines()
+    start = lines.index(shown[0])
+    assert lines[start:start + len(shown)] == shown, run.out
+
+
 def test_a_gang_that_cannot_fit_whole_places_none_of_its_members(dralloc: Invoke, tmp_path: pathlib.Path,
                                                                   zones: str) -> None:
     """Three members of 2 GPUs in one zone of 4 GPUs: none is placed, each told the operator's GangUnfit
