@@ -21,7 +21,7 @@ import time
 from typing import Any, TextIO
 
 from dralloc.allocation import errors, selectors
-from dralloc.offline import ganging, inputs, simulating
+from dralloc.offline import inputs, simulating
 from dralloc.scheduling import placement
 from dralloc.wording import plural
 
@@ -36,8 +36,6 @@ def compare(request: simulating.Request, err: TextIO) -> list[dict[str, Any]]:
         notes = err if not rows else io.StringIO()
         placer, workload, templates, claims_by_ref = simulating.prepare(mine, notes)
         selectors.forget_results()
-        if simulating.gang_members(workload):
-            ganging.load_operator()  # before the clock, as the CEL engine
         start = time.perf_counter()
         results = simulating.place_workload(placer, workload, templates, claims_by_ref, mine, io.StringIO())
         elapsed = time.perf_counter() - start

@@ -4,12 +4,12 @@ A workload pod joins a gang through `spec.schedulingGroup.podGroupName`, naming 
 scheduling.k8s.io PodGroup (v1beta1, or 1.36's v1alpha2) of its namespace, read from
 the snapshot (`-f`) or the workload files (`--workload`) with the operator's model. A
 PodGroup with the `basic` policy leaves its pods to the single-pod path, as in the
-operator (`handlers/ganging.py`, whose decision this module calls).
+operator (`handlers/ganging.py`; both decide with `scheduling/gangsearch.py`).
 
 Members arrive in the workload's order, like any other item. The gang is decided when
 its minCount-th member arrives (members the snapshot shows bound count toward minCount,
 and with a topology key hold the gang to their domain): every member that has arrived and
-is not placed is placed with `handlers.ganging.search`, the operator's own search
+is not placed is placed with `scheduling.gangsearch.search`, the operator's own search
 (`allocation.gangs.place_gang` with the Placer's node fit for each member, the members'
 cpu/memory/pods summed per node, and what relates members on different nodes), against
 simulate's placer, all or none. A member arriving after the gang is placed is decided
@@ -26,9 +26,7 @@ is an input error on its members, reported like an invalid item.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Iterable
-from types import ModuleType
 from typing import Any, Protocol
 
 from dralloc.allocation import errors, requests
@@ -36,7 +34,7 @@ from dralloc.lifecycle import templates
 from dralloc.model import pods as model_pods
 from dralloc.model import scheduling as model_scheduling
 from dralloc.offline import inputs
-from dralloc.scheduling import placement
+from dralloc.scheduling import gangsearch, placement
 
 Key = tuple[str, str]  # the PodGroup: (namespace, name), the namespace defaulted
 
@@ -56,17 +54,6 @@ def group_key(pod: model_pods.Pod) -> Key | None:
     if group is None or not group.pod_group_name:
         return None
     return (pod.metadata.namespace or "default", group.pod_group_name)
-
-
-def _operator() -> ModuleType:
-    """handlers.ganging, imported only when the workload has a gang (it brings the operator's HTTP client
-    along: half a second a run without gangs does not pay)."""
-    return importlib.import_module("dralloc.handlers.ganging")
-
-
-def load_operator() -> None:
-    """Import what deciding a gang needs, before a clock starts (as `simulating.load_cel_engine`)."""
-    _operator()
 
 
 @dataclasses.dataclass
@@ -148,7 +135,7 @@ class Gangs:
         gang.members += 1
         gang.waiting.append((pod, entry))
         if gang.group is None:
-            self._tell(gang, f"{_operator().waiting_for_group(gang.ref)} (it is in neither -f nor --workload)")
+            self._tell(gang, f"{gangsearch.waiting_for_group(gang.ref)} (it is in neither -f nor --workload)")
             return
         claims = self._group_claims(gang)
         if claims is not None:
@@ -156,7 +143,7 @@ class Gangs:
             return
         present = len(gang.waiting) + len(gang.placed) + len(gang.bound)
         if present < gang.min_count():
-            self._tell(gang, _operator().waiting_for_members(gang.ref, present, gang.min_count()))
+            self._tell(gang, gangsearch.waiting_for_members(gang.ref, present, gang.min_count()))
             return
         self._decide(gang, placer)
 
@@ -175,28 +162,27 @@ class Gangs:
             entry.reason, entry.error = (f"error: {reason}" if error else reason), error
 
     def _decide(self, gang: Gang, placer: placement.Placer) -> None:
-        operator = _operator()
         assert gang.group is not None
         pending = [pod for pod, _ in gang.waiting]
         items = [entry.item for _, entry in gang.waiting]
-        mismatch = operator.priorities_differ(gang.group, [*pending, *(p for p, _ in gang.bound + gang.placed)])
+        mismatch = gangsearch.priorities_differ(gang.group, [*pending, *(p for p, _ in gang.bound + gang.placed)])
         if mismatch is not None:
             self._tell(gang, f"PodGroup {gang.ref} cannot be scheduled: {mismatch}", error=True)
             return
-        shared = operator.shared_unallocated(gang.ref, pending, items)
+        shared = gangsearch.shared_unallocated(gang.ref, pending, items)
         if shared is not None:
             self._tell(gang, shared)
             return
-        prepared = operator.Prepared(gang.key, gang.ref, tuple(pending), tuple(items), frozenset(), gang.topology(),
+        prepared = gangsearch.Prepared(gang.key, gang.ref, tuple(pending), tuple(items), frozenset(), gang.topology(),
                                      gang.domain, (), bool(gang.bound or gang.placed),
                                      gang.group.consumer_reference())
         try:
-            outcome = operator.search(placer, prepared)
+            outcome = gangsearch.search(placer, prepared)
         except errors.AllocationInputError as exc:
             self._invalid(gang, placer, exc)
             return
         placer.allocator_calls += outcome.steps or 0
-        if isinstance(outcome, operator.NotPlaced):
+        if isinstance(outcome, gangsearch.NotPlaced):
             self._tell(gang, outcome.message)
             return
         for member, (pod, entry) in zip(outcome.members, gang.waiting, strict=True):

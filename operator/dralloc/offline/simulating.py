@@ -388,8 +388,6 @@ def simulate(request: Request, err: TextIO | None = None) -> dict[str, Any]:
                                               gang_members=len(members))
         template = adding.read_template(request.add_nodes) if request.add_nodes else None
         load_cel_engine()
-        if gang_members(workload):
-            ganging.load_operator()
         start = time.perf_counter()
         results = place_workload(placer, workload, templates, claims_by_ref, request, err)
         report = _report(placer, results, time.perf_counter() - start, request.features)
