@@ -158,6 +158,10 @@ def test_the_offline_check_of_the_demo_files(demo: pathlib.Path) -> None:
     done = _bash(_block(REPLAYED[1]), demo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.match(r"placed (\d+) of \1 items", done.stdout), done.stdout
+    # The PodGroup is read and its gang placed whole, in one zone (issue 32: it used to be skipped).
+    assert "not placed" not in done.stderr, done.stderr
+    assert "dralloc-demo/llm-finetune (minCount 4): 4 of 4 members placed in topology.kubernetes.io/zone=" \
+        in done.stdout, done.stdout
 
 
 @needs_kubectl
