@@ -1,6 +1,6 @@
 package main
 
-// `oracle first-fit`: the benchmark protocol of /work/shared/bench (protocol.yaml's
+// `oracle first-fit`: the benchmark protocol of bench/workloads.py (protocol.yaml's
 // "procedure"): for each unallocated claim in file order, one new allocator from
 // the current allocated state, Allocate(node, [claim]) on every node in
 // nodes.yaml order, the first success wins and its devices count as allocated.
