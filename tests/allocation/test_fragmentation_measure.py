@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dralloc.allocation.fragmentation import DeviceDemand, Measure, Shape, Signature
+import pytest
+
+from dralloc.allocation.fragmentation import DeviceDemand, Measure, NodeState, Shape, Signature
 
 GPU = Signature((1000,), shareable=True)
 
@@ -66,8 +68,8 @@ def test_rank_breaks_equal_growths_of_a_cpu_only_request_by_the_free_gpus() -> N
     capacity, so the used-up node comes first (its CPU strands no GPU)."""
     measure = Measure([GPU], [(shape(share(1000)), 1)])
     cpu_only = Shape((), (2, 2))
-    assert measure.rank(state(1000), cpu_only) == ((0, 1000), ())
-    assert measure.rank(state(0, 0), cpu_only) == ((0, 0), ())
+    assert measure.rank(state(1000), cpu_only) == ((0, 1000, 0), ())
+    assert measure.rank(state(0, 0), cpu_only) == ((0, 0, 0), ())
     assert measure.rank(state(0, 0), cpu_only) < measure.rank(state(1000), cpu_only)  # type: ignore[operator]
 
 
@@ -79,15 +81,18 @@ def test_rank_breaks_equal_growths_of_a_gpu_request_by_cpu_per_free_gpu() -> Non
     measure = Measure([GPU], [(shape(share(1000), cpu=4), 1)])
     assert measure.balance() == Fraction(4, 1000)
     request = shape(share(1000), cpu=2)
-    assert measure.rank(state(1000, 1000, cpu=10), request) == ((0, 0.004, Fraction(4, 1000)), (0,))
-    assert measure.rank(state(1000, 1000, cpu=20), request) == ((0, 0.014, Fraction(14, 1000)), (0,))
-    assert measure.rank(state(1000, cpu=10), request) == ((0, -1, -1), (0,))
+    assert measure.rank(state(1000, 1000, cpu=10), request) == ((0, 0.004, Fraction(4, 1000), 0), (0,))
+    assert measure.rank(state(1000, 1000, cpu=20), request) == ((0, 0.014, Fraction(14, 1000), 0), (0,))
+    assert measure.rank(state(1000, cpu=10), request) == ((0, -1, -1, 0), (0,))
 
 
 def test_rank_puts_the_growth_first() -> None:
-    """The tie-break only orders equal growths: completing the 400 (growth -400) ranks first."""
+    """The tie-break only orders growths in one step: completing the 400 (growth -400, in steps
+    of 4 % of the 400 share times the weights, 32: -12.5, rounded up to -12) ranks first; the
+    exact growth is the last key."""
     measure = Measure([GPU], [(shape(share(1000)), 1), (shape(share(400)), 1)])
-    assert measure.rank(state(1000, 400), shape(share(400)))[0][0] == -400  # type: ignore[index]
+    assert measure.rank(state(1000, 400), shape(share(400)))[0][0] == -12  # type: ignore[index]
+    assert measure.rank(state(1000, 400), shape(share(400)))[0][-1] == -400  # type: ignore[index]
     assert measure.rank(state(1000, 400), shape(share(400)))[1] == (1,)  # type: ignore[index]
     assert measure.rank(state(300, 300), shape(share(400))) is None
 
@@ -102,6 +107,75 @@ def test_rank_orders_distances_exactly_where_their_floats_are_equal() -> None:
     assert near is not None and far is not None
     assert near[0][1] == far[0][1]  # the floats alone would tie
     assert near < far
+
+
+# ---- near-ties: the growth compared in steps (issue 34) ----------------------------------------
+
+def policy_order(measure: Measure, request: Shape, states: dict[str, NodeState]) -> list[str]:
+    """The names of the nodes the request fits, in the policy's order: key, then name."""
+    ranked = {name: measure.rank(s, request) for name, s in states.items()}
+    keys = {name: r[0] for name, r in ranked.items() if r is not None}
+    return sorted(keys, key=lambda name: (keys[name], name))
+
+
+# Whole GPUs with 4 CPU, shares of 300 and of 80 (weights 6, 3, 1): a 400 share on a GPU with 450
+# free (50 left, which no shape uses) grows the expected fragmentation 100 less than on one with
+# 500 free (100 left, which the 80 share uses): 0.6 of a step (4 % of 400 times the weights, 160).
+NEAR = Measure([GPU], [(shape(share(1000), cpu=4), 6), (shape(share(300), cpu=1), 3), (shape(share(80), cpu=1), 1)])
+# The same with weights 1, 8, 1: the 100 left on the second GPU costs 350 more, 2.2 steps.
+FAR = Measure([GPU], [(shape(share(1000), cpu=4), 1), (shape(share(300), cpu=1), 8), (shape(share(80), cpu=1), 1)])
+# Whole GPUs with 4 CPU (weight 25), shares of 80 with 20 CPU (weight 1): a whole GPU taking the
+# last GPU of a node with 10 CPU grows -1000 (the 80 share could not use it for CPU), of one with
+# 30 CPU 0: one step (4 % of a GPU times 26, 1040), both nodes left without free GPUs.
+CPU_BOUND = Measure([GPU], [(shape(share(1000), cpu=4), 25), (shape(share(80), cpu=20), 1)])
+# Whole GPUs and 810 shares with 8 CPU (weights 50, 45), 160 shares with 1 (weight 5).
+SMALL = Measure([GPU], [(shape(share(1000), cpu=8), 50), (shape(share(810), cpu=8), 45),
+                        (shape(share(160), cpu=1), 5)])
+
+
+@pytest.mark.parametrize(("measure", "request_", "states", "expected"), [
+    pytest.param(NEAR, shape(share(400), cpu=1), {"a": state(450, 1000, cpu=10), "b": state(500, 1000, cpu=6)},
+                 ["b", "a"], id="within a step, CPU per free GPU decides: b grows 100 more, keeps 5 CPU per GPU"),
+    pytest.param(NEAR, shape(share(400), cpu=1), {"a": state(450, 1000, cpu=40), "b": state(500, 1000, cpu=10)},
+                 ["b", "a"], id="within a step, a grows less but keeps 39 CPU for its GPU"),
+    pytest.param(FAR, shape(share(400), cpu=1), {"a": state(450, 1000, cpu=10), "b": state(500, 1000, cpu=6)},
+                 ["a", "b"], id="beyond a step, the growth decides whatever the CPU"),
+    pytest.param(CPU_BOUND, shape(share(1000), cpu=1), {"a": state(1000, cpu=30), "b": state(1000, cpu=10)},
+                 ["b", "a"], id="within a step and equal tie-breaks, the exact growth decides before the name"),
+    pytest.param(SMALL, shape(share(160), cpu=1), {"a": state(290, 0, cpu=4), "b": state(410, 0, cpu=10)},
+                 ["b", "a"], id="a small share's step is small: 6.5 milli-GPUs apart is beyond its 6.4"),
+    pytest.param(SMALL, shape(share(160), cpu=1), {"a": state(190, 0, cpu=1), "b": state(410, 0, cpu=10)},
+                 ["a", "b"], id="a small share within its step: a grows 1.5 milli-GPUs more, uses up its CPU"),
+])
+def test_near_ties_break_by_the_tie_breaks_and_the_growth_decides_beyond_a_step(
+        measure: Measure, request_: Shape, states: dict[str, NodeState], expected: list[str]) -> None:
+    assert policy_order(measure, request_, states) == expected
+
+
+def test_the_near_ties_of_a_small_share_are_not_those_of_a_whole_gpu() -> None:
+    """In SMALL, a 160 share on 290 free and on 410 free grow 650 apart (-14550 and -15200, 6.5
+    milli-GPUs of expected fragmentation): one step of a whole GPU (40 milli-GPUs, 4000) would
+    merge them and the CPU tie-break would pick the 290; the share's own step (6.4, 640) keeps
+    them apart."""
+    request = shape(share(160), cpu=1)
+    a, b = SMALL.rank(state(290, 0, cpu=4), request), SMALL.rank(state(410, 0, cpu=10), request)
+    assert a is not None and b is not None
+    assert (a[0][-1], b[0][-1]) == (-14550, -15200)
+    assert -(14550 // 4000) == -(15200 // 4000)  # rounded up to a whole GPU's steps: one step
+    assert (a[0][0], b[0][0]) == (-22, -23)
+    assert a[0][1] < b[0][1]  # the tie-break prefers the 290
+
+
+@pytest.mark.parametrize(("request_", "milli"), [
+    pytest.param(shape(share(1000)), 40, id="a whole GPU: 40 milli-GPUs"),
+    pytest.param(shape(share(160)), Fraction(32, 5), id="a share of 160: 6.4"),
+    pytest.param(shape(share(1000, count=8)), 320, id="8 GPUs: 320"),
+    pytest.param(Shape((), (1, 1)), 40, id="no devices: as a whole GPU"),
+])
+def test_the_step_is_4_percent_of_what_the_request_takes(request_: Shape, milli: Fraction) -> None:
+    """In milli-GPUs of expected fragmentation; the growths are times the total weight (5)."""
+    measure = Measure([GPU], [(shape(share(1000)), 3), (shape(share(500)), 2)])
+    assert measure.step(request_) == milli * 5
 
 
 def domain_state(*free: tuple[str, int], cpu: int = 10) -> tuple[tuple[tuple[int, tuple[int]], ...], tuple[int, int]]:

@@ -8,9 +8,10 @@ of its devices (a GPU with 200 milli left, for a share of 460; a partly used GPU
 whole one; a GPU of another model, for a shape that selects a model). The node's expected
 fragmentation weighs every shape of the workload by how often it occurs. For each
 candidate node and device choice, the policy computes how much that expected
-fragmentation grows and picks the least; among equal growths, the node whose CPU left per
-free GPU is closest to the workload's (a CPU-only pod: the node with the fewest free GPUs),
-then node name, then device order (`Measure.rank`).
+fragmentation grows and picks the least, compared in steps of 4 % of what the request takes
+(near-ties: `Measure.rank`); among growths in one step, the node whose CPU left per free GPU
+is closest to the workload's (a CPU-only pod: the node with the fewest free GPUs), then the
+exact growth, then node name, then device order.
 
 This module is the measure only: pure, exact (ints or Fractions), no I/O. It sees the cluster
 as the scheduling layer describes it — per node the devices in the allocator's order,
@@ -39,6 +40,9 @@ ZERO = Fraction(0)
 STEP_MEMO = 1 << 16  # device steps kept (`Measure._steps`); past that the cache starts afresh
 UNRANKED = 2**63  # the growth of a choice the measure could not make: after every measured one
 ONE = Fraction(1)
+# Near-ties (`Measure.rank`): growths of expected fragmentation within this part of the request's
+# own device capacity (4 %: 40 milli-GPUs for a whole GPU) rank alike, and the tie-breaks decide.
+STEP = Fraction(4, 100)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +124,7 @@ class Measure:
         self.shapes = [merged[k] for k in sorted(merged, key=repr)]
         self.total_weight = sum(w for _, w in self.shapes)
         self._balance: Fraction | None = None
+        self._step_sizes: dict[tuple[object, ...], Amount] = {}
         self._demand_ids: dict[tuple[object, ...], int] = {}
         self._demands: list[DeviceDemand] = []
         groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
@@ -510,21 +515,16 @@ class Measure:
                 if not shape.resources:
                     continue
                 resource += weight * shape.resources[0]
-                for demand in shape.devices:
-                    if not demand.amounts:
-                        continue  # no device of the cluster can serve it
-                    signature_id, amounts = min(demand.amounts.items(), key=lambda kv: kv[0])
-                    signature = self.signatures[signature_id]
-                    part = (max(Fraction(a) / t for a, t in zip(amounts, signature.totals, strict=True))
-                            if signature.shareable and signature.totals else ONE)
-                    units += weight * demand.count * part * self.unit
+                units += weight * self.size(shape)  # a request no device can serve takes 0
             self._balance = Fraction(resource) / units if units else ZERO
         return self._balance
 
     def rank(self, state: NodeState, shape: Shape) -> tuple[Key, tuple[int, ...]] | None:
         """`choose` with its tie-breaks: (the order key, device positions), or None when the shape
         cannot fit the node. Keys compare as tuples, least first: the growth of the expected
-        fragmentation first, then
+        fragmentation first, rounded up to whole steps (`step`: 4 % of the capacity the request
+        itself takes, in expected fragmentation: 40 milli-GPUs for a whole GPU, 6.4 for a share
+        of 160, 320 for 8 GPUs; a request without devices: 40), then
 
         - for a request with devices: how far the node's CPU left per unit of free device
           capacity, after the placement, is from the workload's (`balance`): a node keeps CPU
@@ -537,18 +537,66 @@ class Measure:
           the node's free device capacity, least first, so the CPU it takes strands the fewest
           free GPUs (a node whose GPUs are used up first).
 
-        Then the name (the caller's order). Measured on the Alibaba trace's inflation experiment
-        (bench/quality.py, issue 18): the CPU-only rule left 321.3 -> 301.4 GPUs unallocated on
-        the default file, the balance rule 848.3 -> 810.5 on gpushare100 with it; a best fit on
-        free GPUs or on CPU, or the most CPU per free GPU, did worse on some file.
+        Then the exact growth, then the name (the caller's order). All of it is exact (ints and
+        Fractions; the step is a Fraction, the rounding an integer division).
+
+        Why a step: the exact growth rarely ties, so the tie-breaks, which keep CPU where free
+        GPUs will need it, almost never had a say; choices a few milli-GPUs of expected
+        fragmentation apart are near-ties, and CPU stranding whole GPUs costs more (FGD, which
+        rounds its node score to an integer, ties them too). Why relative to the request: a
+        fixed step of 40 milli-GPUs is 0.5 % of what an 8-GPU task moves but a quarter of a
+        160-milli share's whole effect: a 160 share filling a 190 residue (30 left, which
+        nothing uses) and one on a 410 residue (250 left) were 34 milli-GPUs of expected
+        fragmentation apart, within one fixed step, so the CPU tie-break chose between them and
+        scattered the small shares, leaving residues of 100-250 milli no later share fits
+        (issue 34: multigpu50, where half of the tasks are multi-GPU and the small shares are
+        the few that fill the residues of the 810 shares, ended 2.8 GPUs worse over seeds
+        0-4 with the fixed step). Measured on the Alibaba trace's inflation experiment
+        (bench/quality.py, seeds 0-9, issue 34): see docs/benchmarks.md; the CPU-only rule
+        (issue 18) left 321.3 -> 301.4 GPUs unallocated on the default file, the balance rule
+        848.3 -> 810.5 on gpushare100 with it; a best fit on free GPUs or on CPU, or the most
+        CPU per free GPU, did worse on some file.
         """
         return self.rank_all((state,), shape)[0]
+
+    def step(self, shape: Shape) -> Amount:
+        """The growth within which two choices of the shape are near-ties, in the units of
+        `choose`'s growth (1/`unit` of a device times the weights): `STEP` of the shape's own
+        device capacity (`size`) in expected fragmentation, that is times the total weight;
+        a shape without devices: `STEP` of one whole device. Kept per shape."""
+        key = shape.key()
+        known = self._step_sizes.get(key)
+        if known is None:
+            exact = STEP * self.total_weight * (self.size(shape) or self.unit)
+            known = exact.numerator if exact.denominator == 1 else exact
+            self._step_sizes[key] = known
+        return known
+
+    def size(self, shape: Shape) -> Amount:
+        """The device capacity the shape takes, in 1/`unit` of a device: per request, its count
+        times its part of one device (a share: its part in its binding dimension; a device
+        that cannot be shared: all of it), on the first signature it may use (as `balance`)."""
+        total: Amount = 0
+        for demand in shape.devices:
+            total += demand.count * self._part(demand)
+        return total
+
+    def _part(self, demand: DeviceDemand) -> Amount:
+        """One device of the request, in 1/`unit` of a device (0: no device can serve it)."""
+        if not demand.amounts:
+            return 0
+        signature_id, amounts = min(demand.amounts.items(), key=lambda kv: kv[0])
+        signature = self.signatures[signature_id]
+        part = (max(Fraction(a) / t for a, t in zip(amounts, signature.totals, strict=True))
+                if signature.shareable and signature.totals else ONE) * self.unit
+        return part.numerator if part.denominator == 1 else part
 
     def rank_all(self, states: Sequence[NodeState], shape: Shape) -> list[tuple[Key, tuple[int, ...]] | None]:
         """`rank` of each state for one shape."""
         results: list[tuple[Key, tuple[int, ...]] | None] = []
         balance = self.balance() if shape.devices and shape.resources else ZERO
         numerator, denominator = balance.numerator, balance.denominator
+        step = self.step(shape)
         for state, choice in zip(states, self._choices(states, shape), strict=True):
             if choice is None:
                 results.append(None)
@@ -556,17 +604,19 @@ class Measure:
             growth, taken, free = choice
             if growth == UNRANKED:
                 results.append(((growth,), taken))
-            elif not shape.devices:
-                results.append(((growth, free), taken))
+                continue
+            stepped = -(-growth // step) if step else growth  # rounded up to whole steps: exact
+            if not shape.devices:
+                results.append(((stepped, free, growth), taken))
             elif not shape.resources:
-                results.append(((growth,), taken))
+                results.append(((stepped, growth), taken))
             elif not free:
-                results.append(((growth, -1, -1), taken))
+                results.append(((stepped, -1, -1, growth), taken))
             else:
                 left = state[1][0] - shape.resources[0]
                 if isinstance(free, int):  # |left / free - p / q| as one Fraction: ints until the end
                     distance = Fraction(abs(left * denominator - numerator * free), free * denominator)
                 else:
                     distance = abs(Fraction(left) / free - balance)
-                results.append(((growth, float(distance), distance), taken))
+                results.append(((stepped, float(distance), distance, growth), taken))
         return results

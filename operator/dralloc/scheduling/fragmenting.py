@@ -449,8 +449,9 @@ class ClusterModel:
     def order(self, shape: Shape, *, preference: Sequence[int] | None = None,
               ) -> Iterator[tuple[int, tuple[DeviceID, ...]]]:
         """Node indexes (nodes sorted by name) where the shape may fit, least growth of expected
-        fragmentation first (among equal growths: the node's CPU per free GPU closest to the
-        workload's; for a shape without devices, the fewest free devices; `Measure.rank`), then
+        fragmentation first, in steps of 4 % of what the shape takes (among growths in one step:
+        the node's CPU per free GPU closest to the workload's; for a shape without devices, the
+        fewest free devices; then the exact growth; `Measure.rank`), then
         by `preference` (a score per node index, highest first: the pod's preferences), then
         by name, each with its devices in the order to try them.
         Nodes where the model rules the shape out follow by preference and name, only when
