@@ -25,8 +25,22 @@
    the share of the cluster's GPUs the tasks before it asked for (all of them placed: the
    "alloc@1st-fail" column of bench/quality.py).
 
+3. The floor of a whole run (`--runs POLICY,...`, per seed of `--seeds`): the policy's run of
+   the inflation experiment (bench/quality.py's), and the same cutting-stock LP with every
+   share the run placed counted, before its first failure and after it (shares keep fitting
+   once a larger task has failed; counting only those before the first failure understates
+   the floor). What it proves: any placement that places at least those shares (per size)
+   leaves at least that much GPU capacity free on the GPUs that hold them, so the run's
+   unallocated GPUs are at least the floor, and the gap is what a better arrangement of the
+   same shares, or fewer whole GPUs left free, could recover at most. What it does not: it
+   is no floor for a policy that places fewer shares (one that lets more of them fail keeps
+   more GPUs whole), it counts no waste on GPUs without shares (whole GPUs stranded by CPU or
+   memory, a node's GPUs too few for the multi-GPU tasks that failed), and it ignores models,
+   CPU and memory, so it is not the least any policy can leave.
+
 Prints numbers, asserts nothing. Usage:
   .venv/bin/python bench/quality_bound.py [--files default,...] [--time-limit 60] [--before 7654]
+      [--runs fragmentation-aware,first-fit --seeds 0-9] [--skip-offline]
 """
 
 from __future__ import annotations
@@ -35,10 +49,12 @@ import argparse
 import collections
 import pathlib
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import quality
 import traces
 
 MILLI = traces.MILLI
@@ -127,7 +143,14 @@ def share_configurations(sizes: Sequence[int], available: dict[int, int]) -> lis
     return out
 
 
-def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int) -> tuple[float, int]:
+def run_floor(tasks: Sequence[traces.TraceTask], placed: Iterable[int]) -> tuple[float, int]:
+    """(GPUs, configurations): `share_residue_bound` with the shares at the indexes `placed`
+    counted, wherever they arrived (a run's placed tasks: before its first failure and after)."""
+    return share_residue_bound(tasks, 0, forced_indexes=placed)
+
+
+def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int,
+                        forced_indexes: Iterable[int] = ()) -> tuple[float, int]:
     """(GPUs, configurations): a lower bound on the free capacity left on the GPUs that hold
     shares, in any placement that places at least the shares arriving before task `before`.
 
@@ -136,13 +159,14 @@ def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int) -> tuple
     configuration (a multiset of share sizes fitting one GPU); every share arriving before
     `before` placed, no more shares of a size than the workload has; minimize the capacity the
     configurations leave free. Models, CPU and memory are left out (fewer constraints: still a
-    lower bound)."""
+    lower bound). `forced_indexes`: more tasks whose shares count (placed after `before`)."""
     from ortools.linear_solver import pywraplp
 
     shares = [t for t in tasks if t.num_gpu == 1 and t.gpu_milli < MILLI]
     available = collections.Counter(t.gpu_milli for t in shares)
-    forced = collections.Counter(t.gpu_milli for i, t in enumerate(tasks)
-                                 if i < before and t.num_gpu == 1 and t.gpu_milli < MILLI)
+    counted = set(range(before)) | set(forced_indexes)
+    forced = collections.Counter(tasks[i].gpu_milli for i in sorted(counted)
+                                 if tasks[i].num_gpu == 1 and tasks[i].gpu_milli < MILLI)
     sizes = sorted(available, reverse=True)
     configurations = share_configurations(sizes, available)
     solver = pywraplp.Solver.CreateSolver("GLOP")
@@ -155,6 +179,41 @@ def share_residue_bound(tasks: Sequence[traces.TraceTask], before: int) -> tuple
                         for c, v in zip(configurations, y, strict=True)))
     solver.Solve()
     return solver.Objective().Value() / MILLI, len(configurations)
+
+
+def whole_runs(nodes: Sequence[traces.TraceNode], pod_list: pathlib.Path, policies: Sequence[str],
+               seeds: Sequence[int], inflation: float) -> None:
+    """Per policy and seed: the run's unallocated GPUs, the floor at its first failure and the
+    floor of the whole run (`run_floor`), then per policy the means over the seeds."""
+    total = sum(n.gpus for n in nodes)
+    all_tasks = traces.read_tasks(pod_list)
+    rows: dict[str, list[tuple[float, float, float]]] = {p: [] for p in policies}
+    sys.stdout.write("  whole runs: unallocated GPUs, the share floor counting the shares placed before the first "
+                     "failure, and counting every share placed (before it and after)\n")
+    with tempfile.TemporaryDirectory(prefix="dralloc-bound-") as tmp:
+        for seed in seeds:
+            tasks = traces.inflate(all_tasks, total, factor=inflation, seed=seed)
+            snapshot, workload = quality.write(nodes, tasks, pathlib.Path(tmp) / f"seed-{seed}")
+            for policy in policies:
+                outcome = quality.run_policy(policy, snapshot, workload, tasks, total * MILLI)
+                placed = [i for i, where in enumerate(outcome.where) if where is not None]
+                first = next((i for i, where in enumerate(outcome.where) if where is None), len(tasks))
+                shares = [i for i in placed if tasks[i].num_gpu == 1 and tasks[i].gpu_milli < MILLI]
+                at_first, _ = share_residue_bound(tasks, first)
+                whole, _ = run_floor(tasks, placed)
+                rows[policy].append((outcome.unallocated_gpus, at_first, whole))
+                sys.stdout.write(f"    seed {seed:<2} {policy:20} unallocated {outcome.unallocated_gpus:6.1f}; "
+                                 f"{sum(1 for i in shares if i < first)} shares before the first failure (task "
+                                 f"#{first}), {sum(1 for i in shares if i > first)} after: floor {at_first:.1f} "
+                                 f"-> {whole:.1f}, gap {outcome.unallocated_gpus - whole:.1f}\n")
+                sys.stdout.flush()
+    for policy, values in rows.items():
+        if len(values) > 1:
+            count = len(values)
+            sys.stdout.write(f"    {policy}, {count} seeds: mean unallocated {sum(v[0] for v in values) / count:.1f}, "
+                             f"floor at the first failure {sum(v[1] for v in values) / count:.1f}, of the whole run "
+                             f"{sum(v[2] for v in values) / count:.1f} (gap {sum(v[0] - v[2] for v in values) / count:.1f}"
+                             f", least {min(v[0] - v[2] for v in values):.1f})\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,6 +229,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--asked", default="50,70,80,90,95",
                         help="share residue bounds for a policy whose first failure comes once the tasks "
                              "before it asked for these percents of the cluster's GPUs (comma-separated)")
+    parser.add_argument("--runs", default="", metavar="POLICIES",
+                        help="the floor of each of these policies' whole runs (comma-separated; every share "
+                             "the run placed counted, before its first failure and after)")
+    parser.add_argument("--seeds", type=quality.seed_list, default=[0], metavar="LIST",
+                        help="--runs: the arrival orders (numbers and ranges, e.g. 0-9); the rest uses --seed")
+    parser.add_argument("--skip-offline", action="store_true",
+                        help="without the offline integer program and the 810 and --asked lines")
     args = parser.parse_args(argv)
     nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)
@@ -185,6 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"\n{name}: {len(tasks)} tasks of {len(shapes)} shapes asking for {asked / MILLI:.1f} GPUs, "
                          f"{sum(t.cpu_milli for t in tasks) / 1000:.0f} cores ({cpu_only / 1000:.0f} by CPU-only "
                          f"tasks)\n")
+        if args.runs:
+            whole_runs(nodes, args.trace / f"openb_pod_list_{name}.csv", [p for p in args.runs.split(",") if p],
+                       args.seeds, args.inflation)
+        if args.skip_offline:
+            continue
         lp, _, _ = offline_bound(node_types, shapes, args.time_limit, relax=True)
         best, bound, status = offline_bound(node_types, shapes, args.time_limit, relax=False)
         sys.stdout.write(f"  offline, LP relaxation: at most {lp / MILLI:.1f} GPUs allocated "
