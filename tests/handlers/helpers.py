@@ -135,6 +135,12 @@ def patch_claim_status(server: Server, name: str, status: Obj, namespace: str | 
     return _request(server, "PATCH", path, {"status": status})
 
 
+def patch_claim(server: Server, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+    """What a user's `kubectl label` or `kubectl patch` does to a claim: a merge patch of the object."""
+    return _request(server, "PATCH", f"/apis/resource.k8s.io/v1/namespaces/{_ns(server, namespace)}/resourceclaims/"
+                    f"{name}", patch)
+
+
 def delete(server: Server, path: str) -> Obj:
     return _request(server, "DELETE", path)
 

@@ -23,11 +23,13 @@ import json
 import logging
 import os
 import pathlib
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client import rest
 
 from dralloc.kube import errors
 
@@ -42,6 +44,38 @@ PREFERRED_VERSIONS = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 
+
+
+class _CompactJsonRest(rest.RESTClientObject):
+    """The library's REST client, sending JSON bodies compact (no blanks after `,` and `:`), as kubectl
+    and client-go send them. kube-apiserver 1.37 keeps a RawExtension field (a claim's or a DeviceClass's
+    `config[].opaque.parameters`) as the bytes it was sent; a later patch of the object re-encodes it
+    compactly and the comparison of the two spellings refuses every patch of such a claim (`spec:
+    Invalid value: null: field is immutable`). The library's own client writes `json.dumps(body)`: a claim
+    dralloc created from a template with opaque config could then never be allocated."""
+
+    async def request(self, method: str, url: str, query_params: Any = None, headers: Any = None,
+                      body: Any = None, post_params: Any = None, _preload_content: bool = True,
+                      _request_timeout: Any = None) -> Any:
+        if body is None or post_params or _preload_content:  # dralloc always reads the raw response
+            return await super().request(method, url, query_params=query_params, headers=headers, body=body,
+                                         post_params=post_params, _preload_content=_preload_content,
+                                         _request_timeout=_request_timeout)
+        headers = {"Content-Type": JSON, **(headers or {})}
+        if isinstance(_request_timeout, aiohttp.ClientTimeout):
+            timeout = _request_timeout
+        else:
+            timeout = aiohttp.ClientTimeout(total=_request_timeout) if _request_timeout else aiohttp.ClientTimeout()
+        if query_params:
+            url += "?" + urllib.parse.urlencode(query_params)
+        extra: dict[str, Any] = {}
+        if self.proxy:
+            extra["proxy"], extra["proxy_headers"] = self.proxy, self.proxy_headers
+        if self.server_hostname:
+            extra["server_hostname"] = self.server_hostname
+        data = json.dumps(body, separators=(",", ":")).encode()
+        return await self.pool_manager.request(method.upper(), url, timeout=timeout, headers=headers, data=data,
+                                               **extra)
 
 
 class _RawJsonClient(client.ApiClient):
@@ -86,6 +120,8 @@ class Session:
             raise errors.ConfigError(f"cannot load {'in-cluster' if in_cluster else 'kubeconfig'} "
                                      f"credentials: {exc}") from exc
         api = _RawJsonClient(conf)
+        await api.rest_client.close()  # unused: its JSON bodies have blanks (see _CompactJsonRest)
+        api.rest_client = _CompactJsonRest(conf)
         # kubernetes-asyncio opens its aiohttp session with trust_env=True: every request then
         # reads ~/.netrc and the proxy variables in a worker thread, which was the single largest
         # cost of a placement. The API server address comes from the kubeconfig; proxies for it
