@@ -552,7 +552,10 @@ class Measure:
         (issue 34: multigpu50, where half of the tasks are multi-GPU and the small shares are
         the few that fill the residues of the 810 shares, ended 2.8 GPUs worse over seeds
         0-4 with the fixed step). Measured on the Alibaba trace's inflation experiment
-        (bench/quality.py, seeds 0-9, issue 34): see docs/benchmarks.md; the CPU-only rule
+        (bench/quality.py, mean unallocated GPUs over seeds 0-9, issue 34): default 311.8 ->
+        275.1, gpushare100 824.3 -> 820.0, multigpu50 162.0 -> 160.3, gpuspec33 320.8 -> 291.2
+        (a fixed 40-milli step: 271.3 on default but 165.0 on multigpu50 over seeds 0-5, where
+        the exact growth left 163.1); the CPU-only rule
         (issue 18) left 321.3 -> 301.4 GPUs unallocated on the default file, the balance rule
         848.3 -> 810.5 on gpushare100 with it; a best fit on free GPUs or on CPU, or the most
         CPU per free GPU, did worse on some file.
