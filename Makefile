@@ -87,6 +87,29 @@ e2e: $(STAMP) $(E2E_BIN)/.built
 	DRALLOC_CLAIM_LIFECYCLE=dralloc DRALLOC_TAINT_EVICTION=dralloc $(E2E_PLANE) \
 		--kcm-controllers '*,-resourceclaim-controller,-device-taint-eviction-controller' \
 		run -- $(BIN)/pytest -q --e2e-real $(E2E_TESTS) $(PYTEST_ARGS)
+# A real node beside that control plane (tests/kubelet, #33): containerd 2.4.2, a kubelet v1.37.2 and
+# k8s.io/kubernetes's DRA test driver as its kubelet plugin, built from Go modules into e2e/bin-kubelet/
+# by e2e/build-kubelet.sh (the first build: 10-15 min on 2 cores; a warm rerun of the target skips it),
+# started by e2e/kubelet.py's real_node() with dralloc (in the tests' process) as the scheduler: what
+# dralloc allocates, the kubelet and the driver prepare, and the container prints it. Needs root and
+# Debian's runc, containernetworking-plugins, busybox-static and gcc (installed here when missing, as
+# root); the control plane is 1.37 (e2e/bin/). One node per machine (port 10250).
+.PHONY: e2e-kubelet e2e-kubelet-debs
+E2E_KUBELET_DEBS := runc containernetworking-plugins busybox-static gcc
+e2e-kubelet-debs:
+	@missing=$$(for p in $(E2E_KUBELET_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q 'install ok installed' || echo $$p; done | xargs); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+		echo "e2e-kubelet: installing $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	elif [ -n "$$missing" ]; then \
+		echo "make e2e-kubelet: Debian packages missing: $$missing (run as root, or apt-get install them)" >&2; exit 1; \
+	fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "make e2e-kubelet: the kubelet and containerd need root" >&2; exit 1; fi
+e2e/bin-kubelet/.built: e2e/build-kubelet.sh e2e/controlplane/go.mod e2e/controlplane/go.sum | e2e-kubelet-debs
+	e2e/build-kubelet.sh
+e2e-kubelet: $(STAMP) e2e/bin/.built e2e-kubelet-debs e2e/bin-kubelet/.built
+	$(BIN)/pytest -q --e2e-kubelet tests/kubelet $(PYTEST_ARGS)
 # `make e2e-up` is a dev cluster: seeded with dralloc's CRDs and the demo cluster (E2E_SEED=none: empty),
 # every Node (the seeded ones and any made by hand) kept Ready by e2e/devcluster.py until Ctrl-C.
 E2E_SEED ?= demo

@@ -58,7 +58,9 @@ class Client:
 
     def request(self, method: str, path: str, body: Obj | None = None,
                 content_type: str = "application/json") -> Obj:
-        data = json.dumps(body).encode() if body is not None else None
+        # Compact, as kubectl and client-go send: kube-apiserver 1.37 keeps an opaque config's parameters
+        # as sent and refuses every later patch of a claim whose spelling differs from the compact one.
+        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type

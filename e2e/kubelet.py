@@ -32,6 +32,12 @@ driver, scheduler `--scheduler`: kube-scheduler by default, or `dralloc` with `d
 --standalone` started here) runs `env` and sees the claim's variables: allocated by the scheduler,
 prepared by the kubelet through the driver, given to the container by containerd from the CDI spec.
 One node per machine (the kubelet's port 10250 and the bridge's name are fixed).
+
+`real_node()` is the same start and stop as a context manager, for tests/kubelet (`make e2e-kubelet`).
+The driver runs with --enable-device-metadata: for each prepared request it also writes a metadata
+file naming the allocated devices (driver, pool, device) and a CDI spec (in /var/run/cdi, where the
+driver's library puts it; containerd reads that folder too) that mounts it into the container under
+/var/run/kubernetes.io/dra-device-attributes/.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ import tarfile
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import controlplane  # e2e/controlplane.py: this file's folder is on sys.path
@@ -68,6 +74,12 @@ BUSYBOX, PAUSE = "dralloc.local/busybox:1", "dralloc.local/pause:1"
 BRIDGE = "dralloc0"
 CNI_DIRS = [pathlib.Path("/usr/lib/cni"), pathlib.Path("/opt/cni/bin")]  # Debian's, upstream's
 TMP_PREFIX = "dralloc-kubelet-"
+# The device-metadata CDI specs: the driver's library writes them to its default folder.
+METADATA_CDI = pathlib.Path("/var/run/cdi")
+
+
+class Unavailable(RuntimeError):
+    """This machine cannot run the node: what is missing, and how to get it."""
 
 
 # ---- images: OCI image layouts in a tar, for `ctr images import` ------------------------------------
@@ -162,16 +174,16 @@ class Node:
         missing = [str(BIN / b) for b in ("kubelet", "dra-test-driver", "containerd", "containerd-shim-runc-v2",
                                            "ctr", "pause") if not (BIN / b).exists()]
         if missing:
-            raise SystemExit(f"e2e: missing {', '.join(missing)}: run e2e/build-kubelet.sh")
+            raise Unavailable(f"e2e: missing {', '.join(missing)}: run e2e/build-kubelet.sh")
         if shutil.which("runc") is None or not any((d / "bridge").exists() for d in CNI_DIRS):
-            raise SystemExit("e2e: runc or the CNI plugins are missing: apt-get install runc containernetworking-plugins")
+            raise Unavailable("e2e: runc or the CNI plugins are missing: apt-get install runc containernetworking-plugins")
         if not pathlib.Path("/bin/busybox").exists():
-            raise SystemExit("e2e: /bin/busybox is missing: apt-get install busybox-static")
+            raise Unavailable("e2e: /bin/busybox is missing: apt-get install busybox-static")
         if os.geteuid() != 0:
-            raise SystemExit("e2e: the kubelet and containerd need root")
+            raise Unavailable("e2e: the kubelet and containerd need root")
         with socket.socket() as s:  # the kubelet's port: one node per machine (the bridge's name is fixed too)
             if s.connect_ex((node_ip(), 10250)) == 0:
-                raise SystemExit("e2e: port 10250 is taken: another kubelet (e2e/kubelet.py?) runs on this machine")
+                raise Unavailable("e2e: port 10250 is taken: another kubelet (e2e/kubelet.py?) runs on this machine")
 
     def start(self) -> Node:
         self._start_containerd()
@@ -184,7 +196,7 @@ class Node:
                                             "--v=3", "kubelet-plugin", f"--node-name={self.name}",
                                             f"--plugin-registration-path={self.kubelet_root / 'plugins_registry'}",
                                             f"--datadir={self.kubelet_root / 'plugins'}",  # the driver adds its name
-                                            f"--cdi-dir={self.cdi}"])
+                                            f"--cdi-dir={self.cdi}", "--enable-device-metadata"])
             self.plane._wait(f"ResourceSlice of {DRIVER} for {self.name}", self._slice_published, 60)
         if self.dralloc:
             self._spawn("dralloc", [str(REPO / ".venv" / "bin" / "dralloc"), "run",
@@ -210,6 +222,7 @@ class Node:
                           "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
                 {"type": "loopback"}]}))
         self.cdi.mkdir()
+        METADATA_CDI.mkdir(parents=True, exist_ok=True)
         toml = _toml
         config = f"""version = 3
 root = {toml(str(self.tmp / 'containerd' / 'root'))}
@@ -224,7 +237,7 @@ state = {toml(str(self.tmp / 'containerd' / 'state'))}
   sandbox = {toml(PAUSE)}
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true  # no CAP_SYS_RESOURCE here: oom_score_adj may not go below containerd's
-  cdi_spec_dirs = {toml([str(self.cdi)])}
+  cdi_spec_dirs = {toml([str(self.cdi), str(METADATA_CDI)])}
   netns_mounts_under_state_dir = true
 [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
@@ -335,7 +348,41 @@ state = {toml(str(self.tmp / 'containerd' / 'state'))}
                     folder.rmdir()
             with contextlib.suppress(OSError):
                 root.rmdir()
+        for spec in METADATA_CDI.glob(f"{DRIVER}_metadata_*.json"):  # left by a claim never unprepared
+            spec.unlink(missing_ok=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def real_node(*, run_dir: pathlib.Path = controlplane.RUN, node_name: str = "e2e-node", dra_driver: bool = True,
+              dralloc: bool = False, kcm_controllers: str = controlplane.KCM_CONTROLLERS) -> Iterator[Node]:
+    """The control plane and a real node (containerd, kubelet, the DRA test driver; with `dralloc`
+    also `dralloc run --standalone`), Ready; stopped and cleaned up on the way out. The Node object
+    has the admin kubeconfig (`node.plane.kubeconfig`) and the node's name (`node.name`). Raises
+    Unavailable when this machine cannot run it, RuntimeError when a component fails to start
+    (the last lines of every log are printed then)."""
+    Node.check_prerequisites()
+    plane = controlplane.ControlPlane(run_dir=run_dir.resolve(), kcm_controllers=kcm_controllers)
+    node = Node(plane, name=node_name, dra_driver=dra_driver, dralloc=dralloc)
+    started = time.monotonic()
+    try:
+        try:
+            plane.start()
+            print(f"e2e: control plane up in {time.monotonic() - started:.1f} s; KUBECONFIG={plane.kubeconfig}",
+                  flush=True)
+            node.start()
+        except (RuntimeError, subprocess.CalledProcessError, devcluster.ApiError):
+            plane.tail_logs()
+            node.tail_logs()
+            raise
+        print(f"e2e: Node {node.name} ({node.ip}) Ready in {time.monotonic() - started:.1f} s: kubelet v1.37.2, "
+              f"containerd {node.ctr('version').stdout.split('Version:')[1].split()[0]}"
+              f"{', DRA driver ' + DRIVER if node.dra_driver else ''} (logs: {plane.logs}, state: {node.tmp})", flush=True)
+        yield node
+    finally:
+        node.stop()
+        plane.stop()
+        print("e2e: node and control plane stopped", file=sys.stderr, flush=True)
 
 
 # ---- smoke: #33's first step --------------------------------------------------------------------------
@@ -410,54 +457,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = [c for c in getattr(args, "cmd", []) if c != "--"] if args.command == "run" else []
     if args.command == "run" and not cmd:
         parser.error("run: give the command after --")
-    Node.check_prerequisites()
-
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, controlplane._raise_on_signal)
-    run_dir = args.run_dir.resolve()
-    plane = controlplane.ControlPlane(run_dir=run_dir)
-    node = Node(plane, name=args.node_name, dra_driver=not args.no_dra_driver, dralloc=args.scheduler == "dralloc")
-    atexit.register(plane.stop)
-    atexit.register(node.stop)  # atexit runs last registered first: the node goes before the control plane
-    started = time.monotonic()
     try:
-        plane.start()
-        print(f"e2e: control plane up in {time.monotonic() - started:.1f} s; KUBECONFIG={plane.kubeconfig}", flush=True)
-        node.start()
-        print(f"e2e: Node {node.name} ({node.ip}) Ready in {time.monotonic() - started:.1f} s: kubelet v1.37.2, "
-              f"containerd {node.ctr('version').stdout.split('Version:')[1].split()[0]}"
-              f"{', DRA driver ' + DRIVER if node.dra_driver else ''} (logs: {plane.logs}, state: {node.tmp})", flush=True)
-        if args.command == "smoke":
-            return smoke(plane, node, args.scheduler)
-        if args.command == "up":
-            while True:
-                plane.check()
-                node.check()
-                time.sleep(1)
-        child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(plane.kubeconfig), "E2E_NODE": node.name})
-        try:
-            while (code := child.poll()) is None:
-                plane.check()
-                node.check()
-                time.sleep(1)
-        finally:
-            if child.poll() is None:  # a component died, or we were interrupted: the command goes too
-                child.terminate()
-                child.wait()
-        return code
+        with real_node(run_dir=args.run_dir, node_name=args.node_name, dra_driver=not args.no_dra_driver,
+                       dralloc=args.scheduler == "dralloc") as node:
+            plane = node.plane
+            atexit.register(plane.stop)
+            atexit.register(node.stop)  # atexit runs last registered first: the node goes before the control plane
+            try:
+                if args.command == "smoke":
+                    return smoke(plane, node, args.scheduler)
+                if args.command == "up":
+                    while True:
+                        plane.check()
+                        node.check()
+                        time.sleep(1)
+                child = subprocess.Popen(cmd, env={**os.environ, "KUBECONFIG": str(plane.kubeconfig),
+                                                   "E2E_NODE": node.name})
+                try:
+                    while (code := child.poll()) is None:
+                        plane.check()
+                        node.check()
+                        time.sleep(1)
+                finally:
+                    if child.poll() is None:  # a component died, or we were interrupted: the command goes too
+                        child.terminate()
+                        child.wait()
+                return code
+            except (RuntimeError, subprocess.CalledProcessError, devcluster.ApiError):
+                plane.tail_logs()
+                node.tail_logs()
+                raise
     except KeyboardInterrupt:
         print("e2e: interrupted, stopping", file=sys.stderr)
         return 130
+    except Unavailable as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except (RuntimeError, subprocess.CalledProcessError, devcluster.ApiError) as exc:
         print(exc, file=sys.stderr)
-        plane.tail_logs()
-        node.tail_logs()
         return 1
-    finally:
-        node.stop()
-        plane.stop()
-        print("e2e: node and control plane stopped", file=sys.stderr, flush=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())
