@@ -108,8 +108,15 @@ e2e-kubelet-debs:
 	if [ "$$(id -u)" != 0 ]; then echo "make e2e-kubelet: the kubelet and containerd need root" >&2; exit 1; fi
 e2e/bin-kubelet/.built: e2e/build-kubelet.sh e2e/controlplane/go.mod e2e/controlplane/go.sum | e2e-kubelet-debs
 	e2e/build-kubelet.sh
+# Two passes, as `make e2e`: KCM's DRA controllers on (they release claims and evict), then off
+# and dralloc doing that work.
 e2e-kubelet: $(STAMP) e2e/bin/.built e2e-kubelet-debs e2e/bin-kubelet/.built
+	@echo "e2e-kubelet pass 1 of 2: kube-controller-manager's DRA controllers on, dralloc defers to them"
 	$(BIN)/pytest -q --e2e-kubelet tests/kubelet $(PYTEST_ARGS)
+	@echo "e2e-kubelet pass 2 of 2: kube-controller-manager's DRA controllers off, dralloc does their work"
+	DRALLOC_CLAIM_LIFECYCLE=dralloc DRALLOC_TAINT_EVICTION=dralloc \
+		E2E_KCM_CONTROLLERS='*,-resourceclaim-controller,-device-taint-eviction-controller' \
+		$(BIN)/pytest -q --e2e-kubelet tests/kubelet $(PYTEST_ARGS)
 # `make e2e-up` is a dev cluster: seeded with dralloc's CRDs and the demo cluster (E2E_SEED=none: empty),
 # every Node (the seeded ones and any made by hand) kept Ready by e2e/devcluster.py until Ctrl-C.
 E2E_SEED ?= demo

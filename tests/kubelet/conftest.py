@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pathlib
 import sys
 import urllib.parse
@@ -56,6 +57,7 @@ kubelet = _load_e2e_kubelet()
 Node = Any  # Node: the running node (its plane, name, cdi folder, logs)
 
 Obj = dict[str, Any]
+ApiError = devcluster.ApiError
 NAMESPACE = "kubelet-e2e"
 DEVICE_CLASS = "test-driver"
 DRIVER = kubelet.DRIVER
@@ -155,8 +157,11 @@ def allocated(claim: Obj) -> set[tuple[str, str, str, str]]:
 
 @pytest.fixture(scope="session")
 def node() -> Iterator[Node]:
-    """The control plane and the real node, for the whole session."""
-    with kubelet.real_node(run_dir=REPO / "e2e" / "run" / "kubelet") as running:
+    """The control plane and the real node, for the whole session; kube-controller-manager runs the
+    controllers $E2E_KCM_CONTROLLERS names (default all: `make e2e-kubelet`'s second pass leaves its DRA
+    controllers out, and dralloc does their work)."""
+    controllers = os.environ.get("E2E_KCM_CONTROLLERS") or kubelet.controlplane.KCM_CONTROLLERS
+    with kubelet.real_node(run_dir=REPO / "e2e" / "run" / "kubelet", kcm_controllers=controllers) as running:
         yield running
 
 

@@ -4,7 +4,8 @@ After the pod goes, the kubelet calls the driver's NodeUnprepareResources (the d
 CDI specs) and the claim is released: a template's claim is deleted, a named claim deallocated.
 Who releases it (kube-controller-manager's resourceclaim controller, or dralloc with
 --claim-lifecycle dralloc) and who evicts (KCM's device-taint-eviction controller, or dralloc) is
-`auto` here: kube-controller-manager runs both, dralloc defers to it.
+`auto`: in `make e2e-kubelet`'s first pass kube-controller-manager runs both and dralloc defers to it,
+in the second KCM's two controllers are off and dralloc does both.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from tests.kubelet.conftest import (
     DRIVER,
     NAMESPACE,
     Api,
+    ApiError,
     Node,
     Obj,
     Printed,
@@ -21,7 +22,6 @@ from tests.kubelet.conftest import (
     create_claim,
     create_pod,
     create_template,
-    devcluster,
     env_name,
     explain,
     pod_claim_name,
@@ -126,7 +126,7 @@ def test_claim_not_reserved_for_the_pod_is_refused_by_the_kubelet(cluster: Api, 
                 {"resource": "pods", "name": "probe", "uid": "00000000-0000-0000-0000-000000000000"}]}}
             try:
                 cluster.request("PUT", path + "?dryRun=All", reserved)
-            except devcluster.ApiError as exc:
+            except ApiError as exc:
                 return exc.status == 422 and f"ValidatingAdmissionPolicy '{policy}'" in str(exc)
             return False
         wait_for(policy_active, timeout=30, interval=0.5, what="the admission policy in force")
