@@ -10,7 +10,6 @@ in the second KCM's two controllers are off and dralloc does both.
 
 from __future__ import annotations
 
-import pytest
 from tests.handlers.conftest import wait_for
 from tests.kubelet.conftest import (
     Api,
@@ -98,9 +97,3 @@ def test_noexecute_device_taint_evicts_the_running_pod(cluster: Api, node: Node)
     finally:
         cluster.request("DELETE", f"/apis/resource.k8s.io/v1/devicetaintrules/{rule}")
 
-
-@pytest.mark.skip(reason="k8s.io/kubernetes v1.37.2's test driver (test/e2e/dra/test-driver kubelet-plugin) "
-                  "publishes only --num-devices plain devices: no flag gives them shared counters "
-                  "(sharedCounters/consumesCounters), so partitionable devices cannot be shown on this node")
-def test_partitionable_devices_prepared() -> None:
-    """Partitionable devices (devices consuming a pool's shared counters) on a real node."""

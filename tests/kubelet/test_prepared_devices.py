@@ -8,6 +8,7 @@ environment variable `claim_<claim>_<request>=true` names the claim it prepared.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from tests.handlers.conftest import wait_for
 from tests.kubelet.conftest import (
@@ -22,6 +23,7 @@ from tests.kubelet.conftest import (
     create_claim,
     create_pod,
     create_template,
+    delete_pod,
     env_name,
     explain,
     pod_claim_name,
@@ -150,3 +152,83 @@ def test_claim_not_reserved_for_the_pod_is_refused_by_the_kubelet(cluster: Api, 
     finally:
         cluster.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{policy}")
         cluster.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{policy}")
+
+
+def test_partitions_on_shared_counters_prepared_and_seen(cluster: Api, node: Node) -> None:
+    """Partitionable devices: a GPU of 40Gi as a counter set and three 20Gi partitions drawing on it, so
+    two fit at once. Two pods get one partition each (different ones), the driver prepares them and each
+    container sees exactly its claim's partition; the third pod is told the counters are used up.
+
+    The test driver publishes only plain devices (no flag gives them counters), so the test publishes
+    these slices itself, for the driver's name and this node: what the kubelet and the driver are asked
+    to prepare is what dralloc allocated from them. They select the node with `nodeSelector`, not
+    `nodeName`: the driver's ResourceSlice controller owns the slices of its driver whose `nodeName` is
+    its node and deletes the pools it does not publish."""
+    pool = f"{node.name}-partitioned"
+    on_node = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                       "values": [node.name]}]}]}
+
+    def piece(name: str, **spec: Any) -> Obj:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": DRIVER, "nodeSelector": on_node,
+                         "pool": {"name": pool, "generation": 1, "resourceSliceCount": 2}, **spec}}
+
+    partitions = [{"name": f"gpu-0-20g-{k}", "attributes": {"partition": {"bool": True}},
+                   "capacity": {"memory": {"value": "20Gi"}},
+                   "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]}
+                  for k in range(3)]
+    slices = [piece(f"{pool}-counters", sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]),
+              piece(f"{pool}-devices", devices=partitions)]
+    partition_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "test-partition"},
+                       "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}" && '
+                                                                    f'has(device.attributes["{DRIVER}"].partition)'}}]}}
+    cluster.create("/apis/resource.k8s.io/v1/deviceclasses", partition_class)
+    for obj in slices:
+        cluster.create("/apis/resource.k8s.io/v1/resourceslices", obj)
+    try:
+        cluster.create(f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaimtemplates", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "half-gpu"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": "test-partition"}}]}}}})
+        for k in range(3):
+            create_pod(cluster, f"half-{k}", template="half-gpu")
+        running: dict[str, Printed] = {}
+
+        def two_running() -> bool:
+            for k in range(3):
+                pod = cluster.pod(f"half-{k}") or {}
+                if f"half-{k}" not in running and pod.get("status", {}).get("phase") == "Running":
+                    running[f"half-{k}"] = printed(cluster, f"half-{k}")
+            return len(running) == 2
+        wait_for(two_running, timeout=120, interval=0.5, what="two of the three pods running")
+        seen_devices = []
+        for name, seen in running.items():
+            claim = cluster.claim(pod_claim_name(cluster, name))
+            assert claim is not None
+            assert seen.devices() == allocated(claim), (seen.text, claim["status"]["allocation"])
+            ((_, driver, from_pool, device),) = allocated(claim)
+            assert (driver, from_pool) == (DRIVER, pool) and device.startswith("gpu-0-20g-")
+            assert seen.env.get(env_name(claim["metadata"]["name"])) == "true", seen.text
+            seen_devices.append(device)
+        assert len(set(seen_devices)) == 2, seen_devices
+        (waiting,) = {f"half-{k}" for k in range(3)} - set(running)
+
+        def told() -> str:
+            pod = cluster.pod(waiting) or {}
+            for condition in pod.get("status", {}).get("conditions") or []:
+                if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                    return str(condition.get("message") or "")
+            return ""
+        message = wait_for(lambda: "counters used up" in told() and told(), timeout=60, interval=0.5,
+                           what="the third pod told why it waits", extra=explain(cluster, waiting))
+        print(f"{waiting} was told: {message}")
+        for name in running:
+            print(f"container of {NAMESPACE}/{name} saw {sorted(running[name].devices())}")
+    finally:
+        for k in range(3):
+            delete_pod(cluster, f"half-{k}", wait=False)
+        for k in range(3):
+            wait_for(lambda k=k: cluster.pod(f"half-{k}") is None, timeout=60, interval=0.5, what=f"pod half-{k} gone")
+        cluster.request("DELETE", f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaimtemplates/half-gpu")
+        for obj in slices:
+            cluster.request("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{obj['metadata']['name']}")
+        cluster.request("DELETE", "/apis/resource.k8s.io/v1/deviceclasses/test-partition")
