@@ -16,6 +16,10 @@ the seeds, the best, and the means of the other columns. One seed gives the tabl
 arrivals (issue 34: the default file, 286.3 mean over the paper's seeds 42-51, 284.1 on
 seed 0), is printed under the default file's summary for comparison.
 
+`--policies` also takes `fragmentation-aware+batchN`: `dralloc simulate --batch N` (issue 34's
+FA-batch: arrivals decided N at a time, the burst's order chosen among arrival order and a few
+hardest-first orders; `offline.batching`). The arrivals are the same; only the decisions differ.
+
 `--sharing partitions` converts the trace with GPUs as partitions on shared counters
 (bench/traces.py): a placed task then takes its partitions' size (a share the smallest
 partition of quarters that holds it, a whole GPU 1000), which is what "allocated" and
@@ -81,8 +85,9 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
                total_milli: int, sharing: str = "capacity") -> Outcome:
     """simulate's loop on the files, with the GPU capacity each placed task takes counted
     (`sharing` as the files were converted: partitions take their size, see TraceTask.taken_milli)."""
-    request = simulating.Request(snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy=policy,
-                                 progress=False)
+    base, _, batch = policy.partition("+batch")
+    request = simulating.Request(snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy=base,
+                                 progress=False, batch=int(batch) if batch else 1)
     sink = open("/dev/null", "w")
     placer, items, templates, claims = simulating.prepare(request, sink)
     start = time.perf_counter()
@@ -116,15 +121,23 @@ def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], 
 
 def table(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
     write_ = out.write  # type: ignore[attr-defined]
-    write_(f"  {'policy':20} {'alloc@1st-fail':>14} {'alloc@end':>9} {'unalloc GPUs':>12} {'tasks placed':>14} "
+    write_(f"  {'policy':27} {'alloc@1st-fail':>14} {'alloc@end':>9} {'unalloc GPUs':>12} {'tasks placed':>14} "
            f"{'decisions/s':>11}\n")
     for o in outcomes:
-        write_(f"  {o.policy:20} {o.at_first_failure:13.1f}% {o.at_end:8.1f}% {o.unallocated_gpus:12.1f} "
+        write_(f"  {o.policy:27} {o.at_first_failure:13.1f}% {o.at_end:8.1f}% {o.unallocated_gpus:12.1f} "
                f"{o.placed:>6}/{o.items:<7} {o.decisions_per_second:11.0f}\n")
 
 
 # The paper's FGD in its authors' simulator on the same arrivals (issue 34): file -> (what, GPUs).
 FGD = {"default": (("over the paper's seeds 42-51 (--seeds 42-51 here), mean", 286.3), ("seed 0", 284.1))}
+
+
+def known_policy(name: str) -> bool:
+    """A placement policy, or `fragmentation-aware+batchN` (N >= 1): simulate's --batch N (issue 34's FA-batch)."""
+    base, plus, batch = name.partition("+batch")
+    if not plus:
+        return base in placement.POLICIES
+    return base == "fragmentation-aware" and batch.isdigit() and int(batch) >= 1
 
 
 def seed_list(text: str) -> list[int]:
@@ -145,7 +158,7 @@ def seed_list(text: str) -> list[int]:
 
 def versus_baselines(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
     baselines = [o for o in outcomes if o.policy in ("first-fit", "binpack", "spread")]
-    mine = [o for o in outcomes if o.policy == "fragmentation-aware"]
+    mine = [o for o in outcomes if o.policy.startswith("fragmentation-aware")]
     if baselines and mine:
         best = min(o.unallocated_gpus for o in baselines)
         out.write(f"  fragmentation-aware vs the best baseline: {mine[0].unallocated_gpus:.1f} vs "  # type: ignore[attr-defined]
@@ -158,12 +171,12 @@ def summary(name: str, seeds: Sequence[int], runs: Sequence[Sequence[Outcome]], 
     shown = f"{seeds[0]}-{seeds[-1]}" if list(seeds) == list(range(seeds[0], seeds[-1] + 1)) else \
         ",".join(map(str, seeds))
     write_(f"\n{name}, {len(seeds)} seeds ({shown}): unallocated GPUs at the end of inflation\n")
-    write_(f"  {'policy':20} {'mean':>7} {'worst':>7} {'best':>7} {'alloc@1st-fail':>14} {'tasks placed':>12} "
+    write_(f"  {'policy':27} {'mean':>7} {'worst':>7} {'best':>7} {'alloc@1st-fail':>14} {'tasks placed':>12} "
            f"{'decisions/s':>11}\n")
     for column, first in enumerate(runs[0]):
         rows = [run[column] for run in runs]
         unallocated = [o.unallocated_gpus for o in rows]
-        write_(f"  {first.policy:20} {sum(unallocated) / len(rows):7.1f} {max(unallocated):7.1f} "
+        write_(f"  {first.policy:27} {sum(unallocated) / len(rows):7.1f} {max(unallocated):7.1f} "
                f"{min(unallocated):7.1f} {sum(o.at_first_failure for o in rows) / len(rows):13.1f}% "
                f"{sum(o.placed for o in rows) / len(rows):12.1f} "
                f"{sum(o.decisions_per_second for o in rows) / len(rows):11.0f}\n")
@@ -410,9 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "quarters that holds it; allocated counts the partitions); default capacity")
     args = parser.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
-    unknown = [p for p in policies if p not in placement.POLICIES]
+    unknown = [p for p in policies if not known_policy(p)]
     if unknown:
-        sys.stderr.write(f"error: --policies: unknown {', '.join(unknown)}; known: {', '.join(placement.POLICIES)}\n")
+        sys.stderr.write(f"error: --policies: unknown {', '.join(unknown)}; known: {', '.join(placement.POLICIES)}, "
+                         f"and fragmentation-aware+batchN (simulate --batch N)\n")
         return 2
     nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)

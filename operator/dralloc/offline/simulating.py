@@ -15,6 +15,14 @@ apart from items that found no room, and make the exit code 2.
 Pods that name a scheduling.k8s.io PodGroup with the gang policy are placed as the
 operator places them, all or none, when the gang has minCount members
 (`offline.ganging`); the report has a line per gang besides its members' own.
+
+`--batch N` (fragmentation-aware only; issue 34's FA-batch): single pods are taken N at a
+time and each burst is decided as one (`_Burst`, the orders and the choice in
+`offline.batching`): tried in arrival order and a few hardest-first orders, each undone,
+and the best kept (most device capacity allocated, then least expected fragmentation;
+ties keep arrival order). Gang members, claims, and pods with shared claims or volumes
+are not batched: the burst before them is decided first, then they are placed as they
+arrive. Results stay in arrival order.
 """
 
 from __future__ import annotations
@@ -42,8 +50,8 @@ from dralloc.model import pods as model_pods
 from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import adding, allocating, ganging, heap, inputs, optimizing
-from dralloc.scheduling import placement
+from dralloc.offline import adding, allocating, batching, ganging, heap, inputs, optimizing
+from dralloc.scheduling import nodefit, placement
 from dralloc.wording import plural
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -65,6 +73,8 @@ class Request:
     progress: bool | None = None  # None: only when stderr is a terminal
     optimal: float | None = None  # seconds for the exact solver (--optimal); None: not asked
     add_nodes: str | None = None  # a Node + ResourceSlices file: how many such nodes the leftovers need
+    batch: int = 1  # --batch: single pods decided N at a time (`offline.batching`); 1: one by one
+    batch_orders: int = batching.DEFAULT_ORDERS  # --batch-orders: orders tried per burst
 
 
 @dataclasses.dataclass
@@ -458,6 +468,10 @@ def place_workload(placer: placement.Placer, workload: list[object],
         # The fragmentation-aware policy weighs choices by the shapes still to come: here the
         # whole workload is the queue.
         placer.expect(items_of(workload, templates, claims_by_ref, classes))
+    burst: _Burst | None = None
+    if request.batch > 1 and placer.model is not None:
+        burst = _Burst(placer, items_of(workload, templates, claims_by_ref, classes), request.batch,
+                       request.batch_orders, claims_by_ref)
     gangs = None
     if any(isinstance(obj, model_pods.Pod) and ganging.group_key(obj) is not None for obj in workload):
         gangs = ganging.Gangs(
@@ -471,6 +485,14 @@ def place_workload(placer: placement.Placer, workload: list[object],
             pod = _defaulted(obj)
             item = pod_item(pod, templates, claims_by_ref, classes)
             key = gangs.key_of(pod) if gangs is not None else None
+            if burst is not None and key is None and _batchable(pod, item):
+                entry = ItemResult(item, None)
+                results.append(entry)
+                burst.add(entry)
+                progress.update(done + 1)
+                continue
+            if burst is not None:
+                burst.flush()  # what arrived before this item is decided before it
             if gangs is not None and key is not None:
                 member = ItemResult(item, None, gang=f"{key[0]}/{key[1]}")
                 results.append(member)
@@ -479,6 +501,8 @@ def place_workload(placer: placement.Placer, workload: list[object],
                 continue
         else:
             assert isinstance(obj, model_claims.ResourceClaim)
+            if burst is not None:
+                burst.flush()
             current = claims_by_ref.get(_ref(obj), obj)
             if current.status.allocation is not None:
                 continue  # allocated earlier in this run, as a pod's shared claim
@@ -497,6 +521,8 @@ def place_workload(placer: placement.Placer, workload: list[object],
         else:
             results.append(ItemResult(item, None, "", budget_exhausted=decision.budget_exhausted))
         progress.update(done + 1)
+    if burst is not None:
+        burst.flush()
     progress.close()
     # Reasons at the end, not when each item failed: items only ever add allocations here, so an
     # item that did not fit then does not fit now, and items of one shape share one explanation
@@ -508,6 +534,148 @@ def place_workload(placer: placement.Placer, workload: list[object],
     if gangs is not None:
         results.gangs = gangs.summaries()
     return results
+
+
+def _batchable(pod: model_pods.Pod, item: placement.Item) -> bool:
+    """Whether a single pod may be decided in a burst (`--batch`): its claims are its own (made from
+    templates, or its extended resources: no shared claim another item of the burst could allocate
+    first) and it binds no volume (a trial placement must be undone exactly, and `Placer.release`
+    does not return volumes)."""
+    if item.allocated or any(entry.resource_claim_name for entry in pod.spec.resource_claims):
+        return False
+    return not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes)
+
+
+class _Burst:
+    """`--batch N`: single pods gathered N at a time and decided together (`offline.batching`).
+
+    Each order `batching.orders` proposes is tried on the placer itself: every item placed by the
+    policy and committed as one by one would, the outcome scored (device capacity allocated, growth of
+    the expected fragmentation of the nodes touched, items placed), then every placement released, so
+    the cluster is back as the burst found it. The best order's placements are then committed (the
+    cluster is the same as when they were found, so they are valid as they are). Arrival order is
+    tried first and wins ties: a burst never ends worse, by that score, than placing it in arrival order.
+    """
+
+    def __init__(self, placer: placement.Placer, workload: Sequence[placement.Item], size: int, orders: int,
+                 claims_by_ref: dict[str, model_claims.ResourceClaim]) -> None:
+        assert placer.model is not None
+        self.placer, self.size, self.orders, self.claims_by_ref = placer, size, orders, claims_by_ref
+        self.pending: list[ItemResult] = []
+        self.counts: dict[tuple[object, ...], int] = {}
+        for item in workload:
+            shape = self._shape(item)
+            if shape is not None:
+                self.counts[shape.key()] = self.counts.get(shape.key(), 0) + 1
+
+    def _shape(self, item: placement.Item) -> Any:
+        model = self.placer.model
+        assert model is not None
+        if item.allocated:
+            return None
+        return model.shape(item.claims, nodefit.pod_requests(item.pod) if item.pod is not None else None)
+
+    def add(self, entry: ItemResult) -> None:
+        self.pending.append(entry)
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def _demand(self, item: placement.Item) -> batching.Demand:
+        model = self.placer.model
+        assert model is not None
+        shape = self._shape(item)
+        if shape is None:
+            return batching.Demand(0, 0)
+        return batching.Demand(model.measure.size(shape), self.counts.get(shape.key(), 0), tuple(shape.resources))
+
+    def _touched(self, decision: placement.Placement) -> set[int]:
+        model = self.placer.model
+        assert model is not None
+        touched = {self.placer.index[decision.node]}
+        for allocation_ in decision.results:
+            for result in allocation_.devices.results:
+                touched.update(model.nodes_of_pool.get((result.driver, result.pool), ()))
+        return touched
+
+    def _fragmentation(self, nodes: set[int]) -> Any:
+        model = self.placer.model
+        assert model is not None
+        return sum((model.measure.fragmentation(model.state(i)) for i in sorted(nodes)), 0)
+
+    def _try(self, order: Sequence[int], demands: Sequence[batching.Demand]
+             ) -> tuple[batching.Score, dict[int, placement.Placement | placement.NoPlacement | Exception]]:
+        """The burst placed in `order`, scored, then undone."""
+        placer = self.placer
+        decisions: dict[int, placement.Placement | placement.NoPlacement | Exception] = {}
+        placed: list[int] = []
+        touched: set[int] = set()
+        end = placer.begin_trial()
+        for i in order:
+            item = self.pending[i].item
+            try:
+                decision = placer.place(item, explain=False)
+            except errors.AllocationInputError as exc:
+                decisions[i] = exc
+                continue
+            decisions[i] = decision
+            if isinstance(decision, placement.Placement):
+                placer.commit(item, decision)
+                placed.append(i)
+                touched |= self._touched(decision)
+        after = self._fragmentation(touched)
+        for i in reversed(placed):
+            done = decisions[i]
+            assert isinstance(done, placement.Placement)
+            placer.release(done.node, done.results, _as_bound(self.pending[i].item.pod, done))
+        end()
+        before = self._fragmentation(touched)
+        allocated = sum((demands[i].size for i in placed), 0)
+        return batching.Score(allocated, after - before, len(placed)), decisions
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        pending, placer = self.pending, self.placer
+        order: Sequence[int] = (0,)
+        if len(pending) == 1:
+            decisions = self._one(pending[0].item)
+        else:
+            demands = [self._demand(entry.item) for entry in pending]
+            candidates = batching.orders(demands, self.orders)
+            tried = [self._try(candidate, demands) for candidate in candidates]
+            chosen = batching.best([score for score, _ in tried])
+            order, decisions = candidates[chosen], tried[chosen][1]
+        for i in order:
+            entry, decision = pending[i], decisions[i]
+            if isinstance(decision, Exception):
+                entry.reason, entry.error = f"error: {errors.for_users(decision)}", True
+            elif isinstance(decision, placement.Placement):
+                if len(pending) > 1:
+                    placer.commit(entry.item, decision)
+                _record(entry.item, decision, self.claims_by_ref)
+                entry.placement = decision
+            else:
+                entry.budget_exhausted = decision.budget_exhausted
+        self.pending = []
+
+    def _one(self, item: placement.Item) -> dict[int, placement.Placement | placement.NoPlacement | Exception]:
+        """A burst of one: placed as one by one places it (committed here)."""
+        try:
+            decision = self.placer.place(item, explain=False)
+        except errors.AllocationInputError as exc:
+            return {0: exc}
+        if isinstance(decision, placement.Placement):
+            self.placer.commit(item, decision)
+        return {0: decision}
+
+
+def _as_bound(pod: model_pods.Pod | None, decision: placement.Placement) -> model_pods.Pod | None:
+    """The pod as `Placer.release` reads a bound one: with the node resources its devices took
+    (what `Placer.commit` added for it)."""
+    if pod is None or not decision.node_allocatable:
+        return pod
+    status = pod.status.model_copy(update={"node_allocatable_resource_claim_statuses": decision.node_allocatable})
+    return pod.model_copy(update={"status": status})
 
 
 class Results(list[ItemResult]):

@@ -516,6 +516,7 @@ class Placer:
         self._arrivals: dict[tuple[object, ...], list[object]] = {}
         self._arrivals_since = 0
         self.release_epoch = [0] * len(self.nodes)
+        self._trials = 0  # `begin_trial` calls: each stamps its failures apart
         self._failed: dict[str, dict[int, int]] = {}  # shape -> node index -> epoch of the failure
         # family -> node index -> (epoch, smallest size proven not to fit then); see `_family`.
         self._family_failed: dict[str, dict[int, tuple[int, int | Fraction]]] = {}
@@ -1147,6 +1148,23 @@ class Placer:
         twin._changes = self._changes + 1
         twin.allocator_calls = 0
         return twin
+
+    def begin_trial(self) -> Callable[[], None]:
+        """Placements to be tried and undone (`dralloc simulate --batch`): the failures remembered so far
+        are set aside while the trial's own are stamped apart, and the returned function brings them back.
+        The caller must `release` everything it committed since, in reverse order, before calling it: the
+        cluster is then as it was, so what failed before the trial fails again, and what failed during it
+        (with the trial's placements in the way) is forgotten."""
+        saved_epochs, saved_first = self.release_epoch, dict(self._first_unknown)
+        self._trials += 1
+        # Negative and far apart: never an epoch of the real run (from 0 up), nor of another trial
+        # after the trial's own releases (each adds 1).
+        self.release_epoch = [-(self._trials << 32)] * len(self.nodes)
+
+        def end() -> None:
+            self.release_epoch, self._first_unknown = saved_epochs, saved_first
+            self._changes += 1
+        return end
 
     def release(self, node_name: str, results: Sequence[model_claims.AllocationResult], pod: pods.Pod | None) -> None:
         """Undo a placement (claim deallocated, pod gone): failures on that node no longer hold."""
