@@ -248,16 +248,11 @@ async def protect(rt: Runtime, claim: model_claims.ResourceClaim) -> None:
         finalizers = list(meta.get("finalizers") or [])
         if lifecycle_claims.DELETE_PROTECTION_FINALIZER in finalizers:
             return
-        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
-        if finalizers:
-            ops.append({"op": "add", "path": "/metadata/finalizers/-",
-                        "value": lifecycle_claims.DELETE_PROTECTION_FINALIZER})
-        else:
-            ops.append({"op": "add", "path": "/metadata/finalizers",
-                        "value": [lifecycle_claims.DELETE_PROTECTION_FINALIZER]})
         try:
-            stored = await writing.json_patch(rt.require_session(), resources.RESOURCE_CLAIMS, name, ops,
-                                              namespace or "default")
+            stored = await writing.patch_finalizer(
+                rt.require_session(), resources.RESOURCE_CLAIMS, name, namespace or "default",
+                lifecycle_claims.DELETE_PROTECTION_FINALIZER, present=True, finalizers=finalizers,
+                resource_version=str(meta.get("resourceVersion") or ""))
             rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
             return
         except kube_errors.KubeError as exc:

@@ -476,10 +476,9 @@ async def _carry_out(rt: Runtime, step: plans.PlanStep | _DropAndDeallocate) -> 
         finalizers = list(meta.get("finalizers") or [])
         if step.finalizer not in finalizers:
             return
-        index = finalizers.index(step.finalizer)
-        ops: list[Raw] = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-               {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
-        stored = await writing.json_patch(session, resources.RESOURCE_CLAIMS, step.name, ops, step.namespace)
+        stored = await writing.patch_finalizer(session, resources.RESOURCE_CLAIMS, step.name, step.namespace,
+                                               step.finalizer, present=False, finalizers=finalizers,
+                                               resource_version=str(meta.get("resourceVersion") or ""))
         rt.cluster.apply("ResourceClaim", "MODIFIED", stored)
         logger.info("claim=%s/%s: finalizer %s removed", step.namespace, step.name, step.finalizer)
     elif isinstance(step, plans.DeleteClaim):

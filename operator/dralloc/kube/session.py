@@ -73,7 +73,7 @@ class _CompactJsonRest(rest.RESTClientObject):
             extra["proxy"], extra["proxy_headers"] = self.proxy, self.proxy_headers
         if self.server_hostname:
             extra["server_hostname"] = self.server_hostname
-        data = json.dumps(body, separators=(",", ":")).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
         return await self.pool_manager.request(method.upper(), url, timeout=timeout, headers=headers, data=data,
                                                **extra)
 
@@ -152,24 +152,38 @@ class Session:
         content_type: str = JSON,
     ) -> Any:
         """Send one request; the parsed JSON answer (None when empty), or a `KubeError`."""
-        if method != "GET" and self.write_guard is not None:
-            self.write_guard(method, path)
-        response = await self._send(method, path, query=query, body=body, content_type=content_type,
-                                    timeout=self.request_timeout)
-        try:
-            data = await response.read()
-        except _TRANSPORT_ERRORS as exc:
-            raise errors.TransportError(f"{method} {path}: reading the answer failed: {exc!r}") from exc
-        finally:
-            response.release()
+        data, status = await self.request_bytes(method, path, query=query, body=body, content_type=content_type)
         if not data:
             return None
         try:
             return json.loads(data)
         except ValueError as exc:
-            raise errors.ServerError(response.status, "BadResponse",
+            raise errors.ServerError(status, "BadResponse",
                                      f"{method} {path}: the answer is not JSON: {data[:errors.MAX_RAW_BODY]!r}"
                                      ) from exc
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int | bool | None] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        accept: str = JSON,
+    ) -> tuple[bytes, int]:
+        """Send one request (a `bytes` body is sent as it is); the answer's bytes and HTTP status, or a
+        `KubeError`. For the protobuf writes (kube/protowire.py) and `request`."""
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard(method, path)
+        response = await self._send(method, path, query=query, body=body, content_type=content_type,
+                                    timeout=self.request_timeout, accept=accept)
+        try:
+            return await response.read(), response.status
+        except _TRANSPORT_ERRORS as exc:
+            raise errors.TransportError(f"{method} {path}: reading the answer failed: {exc!r}") from exc
+        finally:
+            response.release()
 
     async def stream(
         self,
@@ -182,14 +196,14 @@ class Session:
         return await self._send("GET", path, query=query, body=None, content_type=JSON, timeout=timeout)
 
     async def _send(self, method: str, path: str, *, query: Mapping[str, str | int | bool | None] | None,
-                    body: Any, content_type: str, timeout: float | aiohttp.ClientTimeout | None
-                    ) -> aiohttp.ClientResponse:
+                    body: Any, content_type: str, timeout: float | aiohttp.ClientTimeout | None,
+                    accept: str = JSON) -> aiohttp.ClientResponse:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         try:
             response: aiohttp.ClientResponse = await self._api.call_api(
                 path, method,
                 query_params=params,
-                header_params={"Content-Type": content_type, "Accept": JSON},
+                header_params={"Content-Type": content_type, "Accept": accept},
                 body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
