@@ -142,6 +142,8 @@ def test_a_template_with_opaque_config_gives_a_claim_that_is_allocated_with_it(
     else:  # kube-apiserver's own behaviour, shown so the test cannot pass without the spelling it is about
         with pytest.raises(Exception, match="immutable"):
             helpers.patch_claim(apiserver, name, {"metadata": {"labels": {"tuned": "yes"}}})
+    helpers.delete_pod(apiserver, "tuned")  # and the claim is released and deleted, finalizer and all
+    wait_for(lambda: not helpers.claims(apiserver), timeout=60, what="generated claim deleted")
 
 
 def test_a_claim_whose_stored_config_no_json_write_can_match_is_allocated_and_released(
