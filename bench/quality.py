@@ -85,9 +85,11 @@ def run_policy(policy: str, snapshot: pathlib.Path, workload: pathlib.Path, task
                total_milli: int, sharing: str = "capacity") -> Outcome:
     """simulate's loop on the files, with the GPU capacity each placed task takes counted
     (`sharing` as the files were converted: partitions take their size, see TraceTask.taken_milli)."""
-    base, _, batch = policy.partition("+batch")
+    base, _, consolidate = policy.partition("+consolidate")
+    base, _, batch = base.partition("+batch")
     request = simulating.Request(snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy=base,
-                                 progress=False, batch=int(batch) if batch else 1)
+                                 progress=False, batch=int(batch) if batch else 1,
+                                 consolidate=int(consolidate) if consolidate else 0)
     sink = open("/dev/null", "w")
     placer, items, templates, claims = simulating.prepare(request, sink)
     start = time.perf_counter()
@@ -115,7 +117,8 @@ def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], 
           sharing: str = "capacity") -> tuple[pathlib.Path, pathlib.Path]:
     directory.mkdir(parents=True, exist_ok=True)
     traces._dump(traces.snapshot_objects(nodes, sharing), directory / "snapshot.yaml")
-    traces._dump(traces.workload_objects(tasks, sharing), directory / "workload.yaml")
+    # Every task marked movable: only --consolidate reads the mark, so the other policies place the same pods.
+    traces._dump(traces.workload_objects(tasks, sharing, movable=True), directory / "workload.yaml")
     return directory / "snapshot.yaml", directory / "workload.yaml"
 
 
@@ -133,11 +136,15 @@ FGD = {"default": (("over the paper's seeds 42-51 (--seeds 42-51 here), mean", 2
 
 
 def known_policy(name: str) -> bool:
-    """A placement policy, or `fragmentation-aware+batchN` (N >= 1): simulate's --batch N (issue 34's FA-batch)."""
-    base, plus, batch = name.partition("+batch")
-    if not plus:
+    """A placement policy, or fragmentation-aware with `+batchN` (simulate's --batch N, issue 34's FA-batch)
+    and/or `+consolidateM` (simulate's --consolidate M: every trace task is marked movable), N, M >= 1."""
+    rest, plus_c, moves = name.partition("+consolidate")
+    if plus_c and not (moves.isdigit() and int(moves) >= 1):
+        return False
+    base, plus_b, batch = rest.partition("+batch")
+    if not plus_b and not plus_c:
         return base in placement.POLICIES
-    return base == "fragmentation-aware" and batch.isdigit() and int(batch) >= 1
+    return base == "fragmentation-aware" and (not plus_b or (batch.isdigit() and int(batch) >= 1))
 
 
 def seed_list(text: str) -> list[int]:
@@ -426,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [p for p in policies if not known_policy(p)]
     if unknown:
         sys.stderr.write(f"error: --policies: unknown {', '.join(unknown)}; known: {', '.join(placement.POLICIES)}, "
-                         f"and fragmentation-aware+batchN (simulate --batch N)\n")
+                         f"and fragmentation-aware+batchN (simulate --batch N), +consolidateM (--consolidate M)\n")
         return 2
     nodes = traces.read_nodes(traces.require_trace(parser, args.trace) / "openb_node_list_gpu_node.csv")
     total = sum(n.gpus for n in nodes)

@@ -291,14 +291,20 @@ def template(task: TraceTask, sharing: str = "capacity") -> dict[str, Any]:
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
 
 
-def pod(task: TraceTask, sharing: str = "capacity") -> dict[str, Any]:
+MOVABLE = "dralloc.io/movable"  # simulate --consolidate may move a pod carrying it set to "true"
+
+
+def pod(task: TraceTask, sharing: str = "capacity", movable: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulerName": "dralloc", "containers": [{
         "name": "task", "image": "trace",
         "resources": {"requests": {"cpu": f"{task.cpu_milli}m", "memory": f"{task.memory_mib}Mi"}}}]}
     name = template_name(task, sharing)
     if name is not None:
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": task.name, "namespace": NAMESPACE}, "spec": spec}
+    metadata: dict[str, Any] = {"name": task.name, "namespace": NAMESPACE}
+    if movable:
+        metadata["annotations"] = {MOVABLE: "true"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def snapshot_objects(nodes: Sequence[TraceNode], sharing: str = "capacity") -> list[dict[str, Any]]:
@@ -308,14 +314,16 @@ def snapshot_objects(nodes: Sequence[TraceNode], sharing: str = "capacity") -> l
     return objects
 
 
-def workload_objects(tasks: Sequence[TraceTask], sharing: str = "capacity") -> list[dict[str, Any]]:
-    """The templates (each once, first use first), then the pods in arrival order."""
+def workload_objects(tasks: Sequence[TraceTask], sharing: str = "capacity", movable: bool = False
+                     ) -> list[dict[str, Any]]:
+    """The templates (each once, first use first), then the pods in arrival order (marked movable for
+    `dralloc simulate --consolidate` when `movable`)."""
     templates: dict[str, dict[str, Any]] = {}
     for task in tasks:
         name = template_name(task, sharing)
         if name is not None and name not in templates:
             templates[name] = template(task, sharing)
-    return [*templates.values(), *(pod(t, sharing) for t in tasks)]
+    return [*templates.values(), *(pod(t, sharing, movable) for t in tasks)]
 
 
 def _dump(objects: Sequence[dict[str, Any]], path: pathlib.Path) -> None:
@@ -340,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "capacity of 1000, a share asks for its milli-GPUs) or partitions (each GPU a counter "
                              "set of 4 quarters with partitions of 1-4 quarters, a share takes the smallest "
                              "partition that holds it); default capacity")
+    parser.add_argument("--movable", action="store_true",
+                        help=f"annotate every pod {MOVABLE}: \"true\" (tasks simulate --consolidate may move)")
     args = parser.parse_args(argv)
     if args.nodes is None or args.pods is None:
         require_trace(parser, args.trace)
@@ -355,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tasks = inflate(tasks, sum(n.gpus for n in nodes), factor=args.inflation, seed=args.seed)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     _dump(snapshot_objects(nodes, args.sharing), args.output_dir / "snapshot.yaml")
-    _dump(workload_objects(tasks, args.sharing), args.output_dir / "workload.yaml")
+    _dump(workload_objects(tasks, args.sharing, args.movable), args.output_dir / "workload.yaml")
     sys.stdout.write(f"{len(nodes)} nodes ({sum(n.gpus for n in nodes)} GPUs), {len(tasks)} pods -> "
                      f"{args.output_dir}/snapshot.yaml, workload.yaml\n")
     return 0

@@ -151,6 +151,11 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--batch-orders", type=_positive, default=None, metavar="K",
                    help="orders tried per burst with --batch, arrival order included (default 4): the per-burst "
                    "budget, each order costing one placement and one undo per pod of the burst")
+    p.add_argument("--consolidate", type=_positive, default=None, metavar="M",
+                   help="a single pod that fits nowhere may take a node from which at most M pods annotated "
+                   "dralloc.io/movable: \"true\" are moved to other nodes, each placed again by the policy; "
+                   "when one of them finds no place, nothing moves. The report counts the moves. Needs "
+                   "--policy fragmentation-aware, whose model ranks the nodes worth trying (docs/policies.md)")
 
 
 def _positive(text: str) -> int:
@@ -178,6 +183,12 @@ def _run_simulate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: --batch {args.batch} needs --policy fragmentation-aware (the bursts are "
                          f"scored by its fragmentation measure), not --policy {args.policy}\n")
         return simulating.EXIT_INPUT_ERROR
+    if args.consolidate is not None and (args.compare_policies or args.policy != "fragmentation-aware"):
+        sys.stderr.write(f"error: --consolidate {args.consolidate} needs --policy fragmentation-aware (its model "
+                         "ranks the nodes worth making room on)"
+                         + (", and --compare-policies runs every policy\n" if args.compare_policies else
+                            f", not --policy {args.policy}\n"))
+        return simulating.EXIT_INPUT_ERROR
     if args.batch_orders is not None and args.batch == 1:
         sys.stderr.write("error: --batch-orders applies to --batch N with N > 1 only\n")
         return simulating.EXIT_INPUT_ERROR
@@ -194,6 +205,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         add_nodes=args.add_nodes,
         batch=args.batch,
         batch_orders=args.batch_orders if args.batch_orders is not None else batching.DEFAULT_ORDERS,
+        consolidate=args.consolidate or 0,
     )
     if args.compare_policies:
         from dralloc.offline import comparing

@@ -33,7 +33,7 @@ import io
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, TextIO
 
@@ -50,7 +50,7 @@ from dralloc.model import pods as model_pods
 from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import adding, allocating, batching, ganging, heap, inputs, optimizing
+from dralloc.offline import adding, allocating, batching, consolidating, ganging, heap, inputs, optimizing
 from dralloc.scheduling import nodefit, placement
 from dralloc.wording import plural
 
@@ -75,6 +75,7 @@ class Request:
     add_nodes: str | None = None  # a Node + ResourceSlices file: how many such nodes the leftovers need
     batch: int = 1  # --batch: single pods decided N at a time (`offline.batching`); 1: one by one
     batch_orders: int = batching.DEFAULT_ORDERS  # --batch-orders: orders tried per burst
+    consolidate: int = 0  # --consolidate M: a pod that fits nowhere may move M movable pods (`offline.consolidating`)
 
 
 @dataclasses.dataclass
@@ -468,10 +469,31 @@ def place_workload(placer: placement.Placer, workload: list[object],
         # The fragmentation-aware policy weighs choices by the shapes still to come: here the
         # whole workload is the queue.
         placer.expect(items_of(workload, templates, claims_by_ref, classes))
+    consolidator: consolidating.Consolidator | None = None
+    if request.consolidate > 0 and placer.model is not None:
+        consolidator = consolidating.Consolidator(
+            placer, request.consolidate,
+            lambda entry: _as_bound(entry.item.pod, entry.placement) if entry.placement is not None else None,
+            lambda entry, decision: _record(entry.item, decision, claims_by_ref))
+        results.consolidation = consolidator.stats
+
+    def settled(entry: ItemResult, pod: model_pods.Pod | None) -> None:
+        """A single item decided: a placed one may be moved later, one that fits nowhere may get room."""
+        if consolidator is None or entry.error or entry.gang is not None:
+            return
+        if entry.placement is None and pod is not None and _batchable(pod, entry.item):
+            made = consolidator.make_room(entry.item)
+            if made is None:
+                return
+            _record(entry.item, made, claims_by_ref)
+            entry.placement, entry.budget_exhausted = made, False
+        if entry.placement is not None:
+            consolidator.placed(entry)
+
     burst: _Burst | None = None
     if request.batch > 1 and placer.model is not None:
         burst = _Burst(placer, items_of(workload, templates, claims_by_ref, classes), request.batch,
-                       request.batch_orders, claims_by_ref)
+                       request.batch_orders, claims_by_ref, settled)
     gangs = None
     if any(isinstance(obj, model_pods.Pod) and ganging.group_key(obj) is not None for obj in workload):
         gangs = ganging.Gangs(
@@ -520,6 +542,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
             results.append(ItemResult(item, decision))
         else:
             results.append(ItemResult(item, None, "", budget_exhausted=decision.budget_exhausted))
+        settled(results[-1], obj if isinstance(obj, model_pods.Pod) else None)
         progress.update(done + 1)
     if burst is not None:
         burst.flush()
@@ -558,9 +581,11 @@ class _Burst:
     """
 
     def __init__(self, placer: placement.Placer, workload: Sequence[placement.Item], size: int, orders: int,
-                 claims_by_ref: dict[str, model_claims.ResourceClaim]) -> None:
+                 claims_by_ref: dict[str, model_claims.ResourceClaim],
+                 settled: Callable[[ItemResult, model_pods.Pod | None], None]) -> None:
         assert placer.model is not None
         self.placer, self.size, self.orders, self.claims_by_ref = placer, size, orders, claims_by_ref
+        self.settled = settled  # told of each item once its burst is decided, in the order decided
         self.pending: list[ItemResult] = []
         self.counts: dict[tuple[object, ...], int] = {}
         for item in workload:
@@ -656,6 +681,8 @@ class _Burst:
                 entry.placement = decision
             else:
                 entry.budget_exhausted = decision.budget_exhausted
+        for i in order:
+            self.settled(pending[i], pending[i].item.pod)
         self.pending = []
 
     def _one(self, item: placement.Item) -> dict[int, placement.Placement | placement.NoPlacement | Exception]:
@@ -682,10 +709,12 @@ class Results(list[ItemResult]):
     """The items' results in order, and `gangs`: one summary per gang (`offline.ganging.Gang.summary`)."""
 
     gangs: list[dict[str, Any]]
+    consolidation: consolidating.Stats | None
 
     def __init__(self) -> None:
         super().__init__()
         self.gangs = []
+        self.consolidation = None
 
 
 def _record(item: placement.Item, decision: placement.Placement,
@@ -714,6 +743,8 @@ def _report(placer: placement.Placer, results: list[ItemResult], elapsed: float,
         "utilization": utilization(placer.snapshot, placer.views, features),
         "fragmentation": fragmentation(placer),
         "gangs": results.gangs if isinstance(results, Results) else [],
+        **({"consolidation": dataclasses.asdict(results.consolidation)}
+           if isinstance(results, Results) and results.consolidation is not None else {}),
     }
 
 
@@ -767,6 +798,10 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
     failed = f", {report['errors']} invalid" if report["errors"] else ""
     out.write(f"placed {report['placed']} of {plural(report['items'], 'item')}{failed} in {report['seconds']:.3f} s "
               f"({report['placementsPerSecond']:.0f} placements/s, {plural(report['allocatorCalls'], 'allocator call')})\n")
+    moved = report.get("consolidation")
+    if moved is not None:
+        out.write(f"consolidation: {plural(moved['placed'], 'item')} of the {moved['tried']} that fit nowhere placed by "
+                  f"moving {plural(moved['moves'], 'movable pod')} (--consolidate)\n")
     optimum = report.get("optimal")
     if optimum is not None:
         found = (f"{optimum['best']} (optimal)" if optimum["proven"] else

@@ -1149,6 +1149,12 @@ class Placer:
         twin.allocator_calls = 0
         return twin
 
+    @property
+    def changes(self) -> int:
+        """A number that changes whenever the cluster view does (a commit, a release, a trial's end): what
+        was found of it under one number holds while the number stays."""
+        return self._changes
+
     def begin_trial(self) -> Callable[[], None]:
         """Placements to be tried and undone (`dralloc simulate --batch`): the failures remembered so far
         are set aside while the trial's own are stamped apart, and the returned function brings them back.
