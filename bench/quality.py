@@ -124,10 +124,11 @@ def write(nodes: Sequence[traces.TraceNode], tasks: Sequence[traces.TraceTask], 
 
 def table(outcomes: Sequence[Outcome], out: object = sys.stdout) -> None:
     write_ = out.write  # type: ignore[attr-defined]
-    write_(f"  {'policy':27} {'alloc@1st-fail':>14} {'alloc@end':>9} {'unalloc GPUs':>12} {'tasks placed':>14} "
+    width = max([27, *(len(o.policy) for o in outcomes)])
+    write_(f"  {'policy':{width}} {'alloc@1st-fail':>14} {'alloc@end':>9} {'unalloc GPUs':>12} {'tasks placed':>14} "
            f"{'decisions/s':>11}\n")
     for o in outcomes:
-        write_(f"  {o.policy:27} {o.at_first_failure:13.1f}% {o.at_end:8.1f}% {o.unallocated_gpus:12.1f} "
+        write_(f"  {o.policy:{width}} {o.at_first_failure:13.1f}% {o.at_end:8.1f}% {o.unallocated_gpus:12.1f} "
                f"{o.placed:>6}/{o.items:<7} {o.decisions_per_second:11.0f}\n")
 
 
