@@ -69,6 +69,16 @@ class _Plan:
 
 
 @dataclasses.dataclass(frozen=True)
+class _NodeSummary:
+    """A node's movable pods by device position, what each device would have free with all of them gone,
+    and the CPU and memory it would have left then."""
+
+    by_position: dict[int, list[tuple[_Held, tuple[Amount, ...]]]]
+    freeable: tuple[tuple[int, tuple[Amount, ...]], ...]
+    bound: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class _Held:
     """What a movable placed pod holds on its node, as the model counts it: per device position, the
     amounts it took; its node resources; its device capacity (`Measure.size`)."""
@@ -77,6 +87,8 @@ class _Held:
     amounts: tuple[tuple[int, tuple[Amount, ...]], ...]
     resources: tuple[int, ...]
     size: Amount
+    # (device signature, amounts) per device, and the resources: pods of one kind have room in the same places
+    kind: tuple[tuple[tuple[int, tuple[Amount, ...]], ...], tuple[int, ...]]
 
 
 class Consolidator:
@@ -95,6 +107,8 @@ class Consolidator:
         self.on_node: dict[int, list[_Held]] = {}
         self._positions: dict[int, dict[DeviceID, int]] = {}
         self._hopeless: dict[tuple[object, ...], int] = {}  # shape key -> `Placer.changes` when nothing worked
+        self._versions: dict[int, int] = {}  # node index -> bumped when its movable pods change
+        self._summaries: dict[int, tuple[tuple[int, int], _NodeSummary]] = {}
         # `_room_elsewhere`'s answers and free devices, for one `Placer.changes`
         self._rooms: tuple[int, dict[tuple[object, ...], frozenset[int]],
                            dict[int, list[tuple[tuple[Amount, ...], tuple[int, ...], frozenset[int]]]] | None] = (
@@ -133,18 +147,47 @@ class Consolidator:
             if taken is None or not signature.shareable:
                 taken = signature.totals
             amounts.append((position, tuple(taken)))
+        kind = (tuple((signatures[position], taken) for position, taken in amounts), shape.resources)
         self.on_node.setdefault(index, []).append(
-            _Held(entry, tuple(amounts), shape.resources, model.measure.size(shape)))
+            _Held(entry, tuple(amounts), shape.resources, model.measure.size(shape), kind))
+        self._versions[index] = self._versions.get(index, 0) + 1
 
     def _forget(self, entry: Entry) -> None:
         assert entry.placement is not None
         index = self.placer.index[entry.placement.node]
         self.on_node[index] = [held for held in self.on_node[index] if held.entry is not entry]
+        self._versions[index] = self._versions.get(index, 0) + 1
+
+    def _summary(self, index: int) -> _NodeSummary:
+        """Node `index` as consolidation sees it (kept while its state and its movable pods are the same)."""
+        model = self.placer.model
+        assert model is not None
+        stamp = (model.state_ids[index], self._versions.get(index, 0))
+        cached = self._summaries.get(index)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        devices, left = model.state(index)
+        by_position: dict[int, list[tuple[_Held, tuple[Amount, ...]]]] = {}
+        for held in self.on_node.get(index, ()):
+            for position, amounts in held.amounts:
+                by_position.setdefault(position, []).append((held, amounts))
+        freeable = []
+        for position, (sig, free) in enumerate(devices):
+            total = model.measure.signatures[sig].totals
+            room = list(free)
+            for _, amounts in by_position.get(position, ()):
+                room = [min(t, f + a) for f, a, t in zip(room, amounts, total, strict=True)]
+            freeable.append((sig, tuple(room)))
+        bound = tuple(have + sum(h.resources[k] for h in self.on_node.get(index, ()))
+                      for k, have in enumerate(left))
+        summary = _NodeSummary(by_position, tuple(freeable), bound)
+        self._summaries[index] = (stamp, summary)
+        return summary
 
     def _plans(self, shape: Shape) -> list[_Plan]:
         """The nodes worth trying, each with the movable pods to move off it: per request, the devices it
-        could use that need the fewest of those pods gone (the largest first, until the device has room),
-        all within `max_moves`; kept when the model says the pod then fits the node."""
+        could use that need the fewest of those pods gone (then the least capacity), counting only pods
+        another node has room for, all within `max_moves`; kept when the model says the pod then fits."""
         model = self.placer.model
         assert model is not None
         measure = model.measure
@@ -153,11 +196,17 @@ class Consolidator:
         for index, holders in self.on_node.items():
             if not holders:
                 continue
+            summary = self._summary(index)
+            # Even with every movable pod gone, would the node have room? (Most nodes: no.)
+            if any(need > have for need, have in zip(shape.resources, summary.bound, strict=False)):
+                continue
+            if any(sum(1 for sig, room in summary.freeable
+                       if (wanted := demand.amounts.get(sig)) is not None
+                       and all(r >= w for r, w in zip(room, wanted, strict=True))) < demand.count
+                   for demand in shape.devices):
+                continue
             devices, left = model.state(index)
-            by_position: dict[int, list[tuple[_Held, tuple[Amount, ...]]]] = {}
-            for held in holders:
-                for position, amounts in held.amounts:
-                    by_position.setdefault(position, []).append((held, amounts))
+            by_position = summary.by_position
             chosen: dict[int, _Held] = {}
             possible = True
             for demand in shape.devices:
@@ -171,6 +220,9 @@ class Consolidator:
                     if all(f >= w for f, w in zip(free, wanted, strict=True)):
                         costs.append((0, 0, position, ()))
                         continue
+                    room = summary.freeable[position][1]
+                    if not all(r >= w for r, w in zip(room, wanted, strict=True)):
+                        continue  # not even with every movable pod on it gone
                     here = [h for h, _ in by_position.get(position, ()) if can_move(index, h)]
                     best = self._fewest(here, position, free, total, wanted)
                     if best is not None:
@@ -264,12 +316,9 @@ class Consolidator:
             return frozenset(sorted(found or ())[:2])
 
         def can_move(index: int, held: _Held) -> bool:
-            signatures = model.device_signatures[index]
-            wanted = tuple((signatures[position], amounts) for position, amounts in held.amounts)
-            key = (wanted, held.resources)
-            nodes = known.get(key)
+            nodes = known.get(held.kind)
             if nodes is None:
-                nodes = known[key] = rooms(wanted, held.resources)
+                nodes = known[held.kind] = rooms(held.kind[0], held.resources)
             return bool(nodes - {index})
         return can_move
 
