@@ -38,6 +38,11 @@ MOVABLE_ANNOTATION = "dralloc.io/movable"
 CANDIDATES = 4  # nodes tried exactly per pod that fits nowhere
 
 
+def _given_back(free: Sequence[Amount], amounts: Sequence[Amount], total: Sequence[Amount]) -> tuple[Amount, ...]:
+    """A device's free amounts once a pod that took `amounts` of it is gone (never above its totals)."""
+    return tuple(min(t, f + a) for f, a, t in zip(free, amounts, total, strict=True))
+
+
 def movable(pod: model_pods.Pod | None) -> bool:
     """Whether the pod is marked movable (annotation `dralloc.io/movable: "true"`)."""
     return pod is not None and pod.metadata.annotations.get(MOVABLE_ANNOTATION) == "true"
@@ -94,12 +99,12 @@ class _Held:
 class Consolidator:
     """Movable placed pods per node, and `make_room` for a pod that fits nowhere.
 
-    `release_pod(entry)` gives the pod as `Placer.release` must see it (bound, with what its devices took
+    `release_pod(item, placement)` gives the pod as `Placer.release` must see it (bound, with what its devices took
     of the node); `moved(entry, placement)` is told of every pod that moved (its new placement is already
     set on the entry and committed)."""
 
     def __init__(self, placer: placement.Placer, max_moves: int,
-                 release_pod: Callable[[Entry], model_pods.Pod | None],
+                 release_pod: Callable[[placement.Item, placement.Placement], model_pods.Pod | None],
                  moved: Callable[[Entry, placement.Placement], None], *, candidates: int = CANDIDATES) -> None:
         assert placer.model is not None, "consolidation ranks nodes with the fragmentation model"
         self.placer, self.max_moves, self.candidates = placer, max_moves, candidates
@@ -176,7 +181,7 @@ class Consolidator:
             total = model.measure.signatures[sig].totals
             room = list(free)
             for _, amounts in by_position.get(position, ()):
-                room = [min(t, f + a) for f, a, t in zip(room, amounts, total, strict=True)]
+                room = list(_given_back(room, amounts, total))
             freeable.append((sig, tuple(room)))
         bound = tuple(have + sum(h.resources[k] for h in self.on_node.get(index, ()))
                       for k, have in enumerate(left))
@@ -264,7 +269,7 @@ class Consolidator:
                 room = list(free)
                 for held in combo:
                     amounts = next(a for p, a in held.amounts if p == position)
-                    room = [min(t, f + a) for f, a, t in zip(room, amounts, total, strict=True)]
+                    room = list(_given_back(room, amounts, total))
                 if all(f >= w for f, w in zip(room, wanted, strict=True)):
                     size = sum((h.size for h in combo), 0)
                     if best is None or size < best[0]:
@@ -331,7 +336,7 @@ class Consolidator:
             for position, amounts in held.amounts:
                 sig, free = freed[position]
                 total = measure.signatures[sig].totals
-                freed[position] = (sig, tuple(min(t, f + a) for f, a, t in zip(free, amounts, total, strict=True)))
+                freed[position] = (sig, _given_back(free, amounts, total))
         return tuple(freed), tuple(resources)
 
     def make_room(self, item: placement.Item) -> placement.Placement | None:
@@ -359,7 +364,8 @@ class Consolidator:
         decision: placement.Placement | placement.NoPlacement | None = None
         for entry in plan.entries:
             assert entry.placement is not None
-            placer.release(entry.placement.node, entry.placement.results, self._release_pod(entry))
+            placer.release(entry.placement.node, entry.placement.results,
+                           self._release_pod(entry.item, entry.placement))
             released.append(entry)
             decision = placer.place(item, explain=False)
             if isinstance(decision, placement.Placement):
@@ -378,8 +384,8 @@ class Consolidator:
             placed = placer.place(entry.item, explain=False)
             if not isinstance(placed, placement.Placement):
                 for done_entry, done in reversed(again):
-                    placer.release(done.node, done.results, self._release_pod(_Moved(done_entry.item, done)))
-                placer.release(decision.node, decision.results, self._release_pod(_Moved(item, decision)))
+                    placer.release(done.node, done.results, self._release_pod(done_entry.item, done))
+                placer.release(decision.node, decision.results, self._release_pod(item, decision))
                 self._restore(released)
                 end()
                 return None
@@ -400,11 +406,3 @@ class Consolidator:
         for entry in reversed(released):
             assert entry.placement is not None
             self.placer.commit(entry.item, entry.placement)
-
-
-@dataclasses.dataclass
-class _Moved:
-    """An item with a placement not recorded on any entry yet (a trial's), for `release_pod`."""
-
-    item: placement.Item
-    placement: placement.Placement | None

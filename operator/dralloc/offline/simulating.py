@@ -473,14 +473,15 @@ def place_workload(placer: placement.Placer, workload: list[object],
     if request.consolidate > 0 and placer.model is not None:
         consolidator = consolidating.Consolidator(
             placer, request.consolidate,
-            lambda entry: _as_bound(entry.item.pod, entry.placement) if entry.placement is not None else None,
+            lambda item, decision: _as_bound(item.pod, decision),
             lambda entry, decision: _record(entry.item, decision, claims_by_ref))
         results.consolidation = consolidator.stats
 
-    def settled(entry: ItemResult, pod: model_pods.Pod | None) -> None:
+    def settled(entry: ItemResult) -> None:
         """A single item decided: a placed one may be moved later, one that fits nowhere may get room."""
         if consolidator is None or entry.error or entry.gang is not None:
             return
+        pod = entry.item.pod
         if entry.placement is None and pod is not None and _batchable(pod, entry.item):
             made = consolidator.make_room(entry.item)
             if made is None:
@@ -542,7 +543,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
             results.append(ItemResult(item, decision))
         else:
             results.append(ItemResult(item, None, "", budget_exhausted=decision.budget_exhausted))
-        settled(results[-1], obj if isinstance(obj, model_pods.Pod) else None)
+        settled(results[-1])
         progress.update(done + 1)
     if burst is not None:
         burst.flush()
@@ -582,7 +583,7 @@ class _Burst:
 
     def __init__(self, placer: placement.Placer, workload: Sequence[placement.Item], size: int, orders: int,
                  claims_by_ref: dict[str, model_claims.ResourceClaim],
-                 settled: Callable[[ItemResult, model_pods.Pod | None], None]) -> None:
+                 settled: Callable[[ItemResult], None]) -> None:
         assert placer.model is not None
         self.placer, self.size, self.orders, self.claims_by_ref = placer, size, orders, claims_by_ref
         self.settled = settled  # told of each item once its burst is decided, in the order decided
@@ -682,7 +683,7 @@ class _Burst:
             else:
                 entry.budget_exhausted = decision.budget_exhausted
         for i in order:
-            self.settled(pending[i], pending[i].item.pod)
+            self.settled(pending[i])
         self.pending = []
 
     def _one(self, item: placement.Item) -> dict[int, placement.Placement | placement.NoPlacement | Exception]:
