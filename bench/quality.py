@@ -18,7 +18,7 @@ seed 0), is printed under the default file's summary for comparison.
 
 `--policies` also takes `fragmentation-aware+batchN`: `dralloc simulate --batch N` (issue 34's
 FA-batch: arrivals decided N at a time, the burst's order chosen among arrival order and a few
-hardest-first orders; `offline.batching`). The arrivals are the same; only the decisions differ.
+hardest-first orders; `scheduling.batching`). The arrivals are the same; only the decisions differ.
 
 `--sharing partitions` converts the trace with GPUs as partitions on shared counters
 (bench/traces.py): a placed task then takes its partitions' size (a share the smallest

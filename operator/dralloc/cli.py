@@ -170,7 +170,8 @@ def _positive(text: str) -> int:
 
 def _run_simulate(args: argparse.Namespace) -> int:
     from dralloc import allocation
-    from dralloc.offline import batching, simulating
+    from dralloc.offline import simulating
+    from dralloc.scheduling import batching
 
     features = _features(args)
     if features is None:

@@ -139,6 +139,14 @@ preemption_attempts = Counter(
     ["result"], registry=REGISTRY)
 preemption_victims = Counter(
     "dralloc_preemption_victims_total", "Pods removed by dralloc's priority preemption.", registry=REGISTRY)
+batch_decisions = Counter(
+    "dralloc_batch_decisions_total",
+    "Batches of single pods decided as one (AllocationPolicy spec.batchOrders above 1), by outcome: arrival-order "
+    "(kept: no other order was better), reordered (another order allocated more or fragmented less), cut-short "
+    "(the CPU budget ended the trying; the best order tried in full kept), too-costly (not even arrival order "
+    "fit the budget: its pods decided one by one), error (a bug of ours: its pods decided one by one).",
+    ["outcome"], registry=REGISTRY)
+BATCH_OUTCOMES = ("arrival-order", "reordered", "cut-short", "too-costly", "error")
 gang_reservations = Counter(
     "dralloc_gang_reservations_total",
     "Nodes reserved for a waiting gang that may not preempt (preemption off, or its policy Never): its members "
@@ -158,6 +166,8 @@ for _loop in LOOPS:
     pass_failures.labels(_loop)
 for _crd in CRDS:
     crd_missing.labels(_crd)
+for _outcome in BATCH_OUTCOMES:
+    batch_decisions.labels(_outcome)
 for _outcome in EVICTION_OUTCOMES:
     eviction_outcomes.labels(_outcome)
 for _effect in TAINT_EFFECTS:
@@ -302,6 +312,10 @@ def observe_preemption(result: str, victims: int) -> None:
     preemption_attempts.labels(result).inc()
     if victims:
         preemption_victims.inc(victims)
+
+
+def observe_batch(outcome: str) -> None:
+    batch_decisions.labels(outcome).inc()
 
 
 def observe_gang_reservation() -> None:

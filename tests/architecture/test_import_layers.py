@@ -32,7 +32,7 @@ PACKAGES = ("model", "cel", "allocation", "lifecycle", "scheduling", "state")
 # before it. Every module of handlers/ is in exactly one layer (a new one must be placed).
 HANDLER_LAYERS: tuple[tuple[str, ...], ...] = (
     # parts that know nothing of the runtime
-    ("clock", "failures", "looping", "registry", "deciding", "recording", "duties", "leading"),
+    ("clock", "failures", "looping", "registry", "deciding", "batches", "recording", "duties", "leading"),
     ("runtime",),  # what every handler shares while the operator runs
     ("items", "committing"),  # a pod's claims read from the view; the API writes and their settlement
     ("intents", "reporting"),  # a gang's binds record; what pods and PodGroups are told

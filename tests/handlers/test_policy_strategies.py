@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 import yaml
 
 from dralloc.handlers import operating
@@ -30,3 +31,28 @@ def test_crd_enum_equals_the_operator_map() -> None:
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     assert schema["strategy"]["enum"] == list(operating.STRATEGIES)
     assert sorted(operating.STRATEGIES.values()) == sorted(placement.POLICIES)
+
+
+@pytest.mark.parametrize(("spec", "policy", "expected"), [
+    ({}, "fragmentation-aware", (1, None)),
+    ({"batchOrders": 4}, "fragmentation-aware", (4, None)),
+    ({"batchOrders": 1}, "first-fit", (1, None)),
+    ({"batchOrders": 4}, "binpack", (1, "spec.batchOrders: 4 needs strategy FragmentationAware; placing one by one")),
+    ({"batchOrders": 0}, "fragmentation-aware",
+     (1, "spec.batchOrders: 0 is not a whole number from 1 to 8; placing one by one")),
+    ({"batchOrders": 9}, "fragmentation-aware",
+     (1, "spec.batchOrders: 9 is not a whole number from 1 to 8; placing one by one")),
+    ({"batchOrders": "4"}, "fragmentation-aware",
+     (1, "spec.batchOrders: '4' is not a whole number from 1 to 8; placing one by one")),
+    ({"batchOrders": True}, "fragmentation-aware",
+     (1, "spec.batchOrders: True is not a whole number from 1 to 8; placing one by one")),
+])
+def test_batch_orders_name_the_field(spec: dict[str, object], policy: str, expected: tuple[int, str | None]) -> None:
+    assert operating._batch_orders(spec, policy) == expected
+
+
+def test_crd_batch_orders_range_equals_the_operator() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert (schema["batchOrders"]["minimum"], schema["batchOrders"]["maximum"]) == (1, operating.MAX_BATCH_ORDERS)
+    assert schema["batchOrders"]["default"] == 1

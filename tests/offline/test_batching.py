@@ -1,6 +1,6 @@
 """FA-batch (issue 34): `dralloc simulate --batch N` decides single pods N at a time.
 
-The pure part (`offline.batching`: the orders tried, the outcome kept) table-driven; then, on
+The pure part (`scheduling.batching`: the orders tried, the outcome kept) table-driven; then, on
 generated clusters of whole GPUs, the properties: --batch 1 is today's one-by-one placement exactly,
 and a burst's outcome is never worse than the same policy placing it in arrival order.
 """
@@ -19,10 +19,10 @@ from tests.offline.conftest import Invoke
 from tests.offline.files import GPU_CLASS, documents, gpus, node
 from tests.scheduling.objects import pod_raw
 
-from dralloc.offline import batching, simulating
+from dralloc.offline import simulating
+from dralloc.scheduling import batching
 
 D = batching.Demand
-S = batching.Score
 
 
 @pytest.mark.parametrize(("demands", "limit", "expected"), [
@@ -41,17 +41,26 @@ def test_orders(demands: list[batching.Demand], limit: int, expected: list[tuple
     assert batching.orders(demands, limit) == expected
 
 
+def _s(allocated: object, fragmentation: object, *placed: int) -> batching.Score:
+    return batching.Score(allocated, fragmentation, frozenset(placed))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("scores", "expected"), [
-    ([S(4, 0, 2)], 0),
+    ([_s(4, 0, 0, 1)], 0),
     # more capacity allocated wins, whatever the fragmentation
-    ([S(4, 0, 2), S(5, 9, 1)], 1),
+    ([_s(4, 0, 0, 1), _s(5, 9, 0, 1, 2)], 1),
     # then less fragmentation
-    ([S(4, 3, 2), S(4, 1, 2), S(4, 2, 2)], 1),
+    ([_s(4, 3, 0, 1), _s(4, 1, 0, 1), _s(4, 2, 0, 1)], 1),
     # then more items
-    ([S(4, 1, 2), S(4, 1, 3)], 1),
+    ([_s(4, 1, 0, 1), _s(4, 1, 0, 1, 2)], 1),
     # ties keep the first (arrival order)
-    ([S(4, 1, 2), S(4, 1, 2)], 0),
-    ([S(Fraction(9, 2), 1, 2), S(4, 0, 2)], 0),
+    ([_s(4, 1, 0, 1), _s(4, 1, 1, 0)], 0),
+    ([_s(Fraction(9, 2), 1, 0, 1), _s(4, 0, 0, 1)], 0),
+    # no order is kept that loses an item arrival order places, however much more it allocates
+    ([_s(4, 0, 0, 1), _s(8, 0, 2)], 0),
+    ([_s(4, 0, 0, 1), _s(8, 0, 0, 2), _s(6, 0, 0, 1, 3)], 2),
+    # arrival order placed nothing: any order may win
+    ([_s(0, 0), _s(2, 0, 1)], 1),
 ])
 def test_best(scores: list[batching.Score], expected: int) -> None:
     assert batching.best(scores) == expected
@@ -60,16 +69,6 @@ def test_best(scores: list[batching.Score], expected: int) -> None:
 def test_best_of_nothing() -> None:
     with pytest.raises(ValueError, match="no score"):
         batching.best([])
-
-
-@pytest.mark.parametrize(("count", "size", "expected"), [
-    (5, 1, [range(0, 1), range(1, 2), range(2, 3), range(3, 4), range(4, 5)]),
-    (5, 2, [range(0, 2), range(2, 4), range(4, 5)]),
-    (3, 8, [range(0, 3)]),
-    (0, 8, []),
-])
-def test_bursts(count: int, size: int, expected: list[range]) -> None:
-    assert batching.bursts(count, size) == expected
 
 
 # ---- simulate --------------------------------------------------------------------------------
@@ -102,6 +101,10 @@ def _gpus_placed(report: dict[str, Any]) -> int:
     return sum(len(line.split()) - 2 for line in report["placements"])
 
 
+def _pods_placed(report: dict[str, Any]) -> set[str]:
+    return {line.split()[0] for line in report["placements"]}
+
+
 CLUSTERS = st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=4)
 PODS = st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=12)
 
@@ -128,6 +131,7 @@ def test_a_burst_is_never_worse_than_arrival_order(tmp_path_factory: pytest.Temp
     arrival = _run(snapshot, workload, 1)
     burst = _run(snapshot, workload, len(pod_gpus) + 1)
     assert _gpus_placed(burst) >= _gpus_placed(arrival)
+    assert _pods_placed(burst) >= _pods_placed(arrival)  # no pod loses the placement it gets in its turn
     if _gpus_placed(burst) == _gpus_placed(arrival):
         assert burst["placed"] >= arrival["placed"] or burst["placements"] == arrival["placements"]
     again = _run(snapshot, workload, len(pod_gpus) + 1)

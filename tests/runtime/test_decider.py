@@ -113,3 +113,27 @@ def test_what_follows_a_decision_runs_in_the_same_thread_outside_the_budget() ->
     decider.close()
     assert isinstance(answer, deciding.Decided) and answer.value == 42
     assert seen[0][0] == 42 and seen[0][1].startswith("dralloc-decide") and seen[0][2] is None
+
+
+def test_each_decision_of_a_trip_has_its_own_budget() -> None:
+    """A batch of pods decided as one gets one budget per pod (`budgets`): the same costly search stops at
+    its own budget, and the cheap one after it is answered."""
+    decider = deciding.Decider(cpu_budget=0.1)
+
+    def cheap() -> str:
+        return "cheap"
+
+    async def main() -> list[object]:
+        return list(await decider.run_each([_heavy_search, cheap], budgets=[0.3, 0.1], slice_cpu=10.0))
+
+    heavy, light = asyncio.run(main())
+    decider.close()
+    assert isinstance(heavy, deciding.TooCostly) and heavy.budget == 0.3 and heavy.cpu_seconds >= 0.3
+    assert isinstance(light, deciding.Decided) and light.value == "cheap"
+
+
+def test_one_budget_per_decision() -> None:
+    decider = deciding.Decider()
+    with pytest.raises(ValueError, match="one budget per decision"):
+        asyncio.run(decider.run_each([lambda: None], budgets=[0.1, 0.2]))
+    decider.close()

@@ -9,6 +9,7 @@ below it (tests/architecture/test_import_layers.py holds this table and checks i
 1. Parts that know nothing of the runtime: `clock` (wall time), `failures` (per-object
    backoff memory), `looping` (the shape of a pass loop), `registry` (dralloc's kopf
    registry), `deciding` (the worker thread decisions run in, under a CPU budget),
+   `batches` (single pods decided as one batch: which pods, and what is recorded),
    `recording` (Warning Events as series), `duties` (who does the claim lifecycle and
    taint eviction: dralloc or kube-controller-manager), `leading` (leader election).
 2. `runtime`: what every handler shares while the operator runs (settings, session,
@@ -22,8 +23,8 @@ below it (tests/architecture/test_import_layers.py holds this table and checks i
    report it) and `completing` (finish a gang's recorded binds after a crash); and the
    pass helpers `reclaiming` (gate mode's refused pins give their devices back) and
    `preempting` (priority preemption's writes: nomination, DisruptionTarget, deletion).
-6. `scheduling`: the scheduling pass over the queue (single pods in batches, gangs) and
-   its loop.
+6. `scheduling`: the scheduling pass over the queue (single pods, alone or in batches
+   decided as one; gangs) and its loop.
 7. The other loops and the watches: `lifecycle` (claims from templates, reservedFor,
    deallocation), `evicting` (NoExecute device taints), `health` (health signals to
    taints), `coexisting` (reads kube-controller-manager's Lease), `watching` (the feeds).

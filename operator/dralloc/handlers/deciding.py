@@ -89,36 +89,43 @@ class Decider:
         return answer
 
     async def run_each(self, decisions: Sequence[Callable[[], T]], after: Callable[[T], None] | None = None, *,
-                       slice_cpu: float = 0.05) -> list[Decided[T] | TooCostly | Failed]:
+                       slice_cpu: float = 0.05, budgets: Sequence[float] | None = None,
+                       ) -> list[Decided[T] | TooCostly | Failed]:
         """Several decisions, in order, in one trip to the worker thread (each under its own budget, each
         followed by `after`): the answers of the first ones, stopping once the trip has used `slice_cpu`
         seconds of CPU after a decision, so the loop gets to what arrived meanwhile. An exception of one
-        decision is its answer (`Failed`); the others go on."""
+        decision is its answer (`Failed`); the others go on. `budgets`: each decision's CPU budget when
+        not `cpu_budget` (a batch of pods decided as one gets one per pod)."""
+        if budgets is not None and len(budgets) != len(decisions):
+            raise ValueError("one budget per decision")
         self._stopping.clear()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._pool(), self._each, list(decisions), after, slice_cpu)
+        planned = [(decide, budgets[i] if budgets is not None else self.cpu_budget)
+                   for i, decide in enumerate(decisions)]
+        future = loop.run_in_executor(self._pool(), self._each, planned, after, slice_cpu)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             self._stopping.set()
             raise
 
-    def _each(self, decisions: list[Callable[[], T]], after: Callable[[T], None] | None,
+    def _each(self, decisions: list[tuple[Callable[[], T], float]], after: Callable[[T], None] | None,
               slice_cpu: float) -> list[Decided[T] | TooCostly | Failed]:
         started = time.thread_time()
         answers: list[Decided[T] | TooCostly | Failed] = []
-        for decide in decisions:
+        for decide, budget in decisions:
             try:
-                answers.append(self._timed(decide, after))
+                answers.append(self._timed(decide, after, budget))
             except Exception as exc:
                 answers.append(Failed(exc))
             if self._stopping.is_set() or time.thread_time() - started > slice_cpu:
                 break
         return answers
 
-    def _timed(self, decide: Callable[[], T], after: Callable[[T], None] | None) -> Decided[T] | TooCostly:
+    def _timed(self, decide: Callable[[], T], after: Callable[[T], None] | None,
+               budget: float) -> Decided[T] | TooCostly:
         started = time.thread_time()
-        limit = started + self.cpu_budget
+        limit = started + budget
         stopping = self._stopping
 
         def spent() -> bool:
@@ -128,7 +135,7 @@ class Decider:
             try:
                 value = decide()
             except interruption.Interrupted:
-                return TooCostly(time.thread_time() - started, self.cpu_budget, stopping.is_set())
+                return TooCostly(time.thread_time() - started, budget, stopping.is_set())
         if after is not None:
             after(value)
         return Decided(value, time.thread_time() - started)

@@ -181,16 +181,31 @@ def _preemption(spec: dict[str, Any]) -> tuple[bool, str | None]:
     return value == "Enabled", None
 
 
+MAX_BATCH_ORDERS = 8  # the CRD's maximum for spec.batchOrders
+
+
+def _batch_orders(spec: dict[str, Any], policy: str) -> tuple[int, str | None]:
+    """spec.batchOrders: the orders tried for each batch of single pods (1: one by one). Only the
+    fragmentation-aware policy measures what an order leaves, so under another one it is refused."""
+    value = spec.get("batchOrders", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH_ORDERS:
+        return 1, f"spec.batchOrders: {value!r} is not a whole number from 1 to {MAX_BATCH_ORDERS}; placing one by one"
+    if value > 1 and policy != "fragmentation-aware":
+        return 1, f"spec.batchOrders: {value} needs strategy FragmentationAware; placing one by one"
+    return value, None
+
+
 @kopf.on.event("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
                registry=REGISTRY)
 async def policy_event(**kwargs: Any) -> None:
     """Read the strategy; the active replica writes the status (kopf's event handlers write nothing)."""
     event, body, memo = kwargs["event"], kwargs["body"], kwargs["memo"]
     if event.get("type") == "DELETED":
-        memo.policy, memo.policy_body, memo.preemption = "first-fit", None, True
+        memo.policy, memo.policy_body, memo.preemption, memo.batch_orders = "first-fit", None, True, 1
     else:
         memo.policy, _ = _strategy(dict(body.get("spec") or {}))
         memo.preemption = _preemption(dict(body.get("spec") or {}))[0]
+        memo.batch_orders = _batch_orders(dict(body.get("spec") or {}), memo.policy)[0]
         memo.policy_body = dict(body)
     memo.wake()
     memo.policy_wakeup.set()
@@ -204,13 +219,18 @@ async def _policy_status(rt: Runtime) -> None:
     meta, status = body.get("metadata") or {}, body.get("status") or {}
     policy, problem = _strategy(dict(body.get("spec") or {}))
     preempting, preemption_problem = _preemption(dict(body.get("spec") or {}))
+    orders, batch_problem = _batch_orders(dict(body.get("spec") or {}), policy)
     if not rt.settings.scheduling.preemption:
         said = "preemption off (--no-preemption)"
     else:
         said = f"preemption {'on' if preempting else 'off'}"
-    wanted = {"type": "Accepted", "status": "False" if problem or preemption_problem else "True",
-              "reason": "InvalidStrategy" if problem else ("InvalidPreemption" if preemption_problem else "Valid"),
-              "message": "; ".join(p for p in (problem, preemption_problem) if p) or f"placing with {policy}; {said}"}
+    if orders > 1:
+        said = f"batches of up to {scheduling.BATCH} pods, {orders} orders tried; {said}"
+    reason = ("InvalidStrategy" if problem else "InvalidPreemption" if preemption_problem
+              else "InvalidBatchOrders" if batch_problem else "Valid")
+    problems = [p for p in (problem, preemption_problem, batch_problem) if p]
+    wanted = {"type": "Accepted", "status": "False" if problems else "True", "reason": reason,
+              "message": "; ".join(problems) or f"placing with {policy}; {said}"}
     current: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Accepted"), {})
     if all(current.get(k) == v for k, v in wanted.items()) and status.get("observedGeneration") == meta.get("generation"):
         return

@@ -68,6 +68,7 @@ class Runtime:
         self.session: Session | None = None
         self.policy = "first-fit"
         self.preemption = True  # the `default` AllocationPolicy's spec.preemption (Enabled)
+        self.batch_orders = 1  # its spec.batchOrders: orders tried per batch of single pods (1: one by one)
         self.scheduling_wakeup = asyncio.Event()
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()

@@ -48,6 +48,7 @@ import asyncio
 import collections
 import dataclasses
 import functools
+import itertools
 import logging
 import time
 from typing import Any
@@ -55,6 +56,7 @@ from typing import Any
 from dralloc import metrics
 from dralloc.allocation import interruption
 from dralloc.handlers import (
+    batches,
     committing,
     completing,
     deciding,
@@ -67,7 +69,7 @@ from dralloc.handlers import (
 )
 from dralloc.handlers.runtime import Runtime
 from dralloc.model import pods
-from dralloc.scheduling import placement, preemption
+from dralloc.scheduling import batching, placement, preemption
 
 logger = logging.getLogger(__name__)
 
@@ -166,18 +168,21 @@ def _place(placer: placement.Placer, item: placement.Item,
     return _NotPlaced(message, result, item, preempt=chosen)
 
 
-def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced) -> None:
+def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced | batches.Chosen) -> None:
     """A decision joins the placer's view (in the decider's thread, outside the budget): the next
     decision of the pass cannot get the same devices."""
     if isinstance(step, _Decided):
         placer.commit(step.item, step.decision)
+    elif isinstance(step, batches.Chosen):
+        batches.record(placer, step)
 
 
-async def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) -> None:
+async def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.Pod]) -> dict[tuple[object, ...], int]:
     """The fragmentation-aware policy weighs choices by the shapes of the pods waiting (worked out in the
-    decider's thread: a tenant's thousand distinct shapes must not hold the loop)."""
+    decider's thread: a tenant's thousand distinct shapes must not hold the loop). How many pods of the
+    queue have each shape, when batches are decided (`scheduling.batching.shape_counts`: rarer first)."""
     if placer.model is None:
-        return
+        return {}
     shapes: list[placement.Item] = []
     for pod in queue:
         try:
@@ -186,10 +191,17 @@ async def _expect_queue(rt: Runtime, placer: placement.Placer, queue: list[pods.
             continue
         if isinstance(item, placement.Item):
             shapes.append(item)
-    answer = await rt.decider.run(functools.partial(placer.expect, shapes))
+    answer = await rt.decider.run(functools.partial(_expect, placer, shapes, rt.batch_orders > 1))
     if isinstance(answer, deciding.TooCostly):
         logger.warning("the queue's %d request shapes took more than the decision budget to weigh; the "
                        "fragmentation-aware policy learns them from arrivals instead", len(shapes))
+        return {}
+    return answer.value
+
+
+def _expect(placer: placement.Placer, shapes: list[placement.Item], count: bool) -> dict[tuple[object, ...], int]:
+    placer.expect(shapes)
+    return batching.shape_counts(placer, shapes) if count else {}
 
 
 # A pass decides for at most this long (wall seconds) before it ends and the next one takes the queue
@@ -218,7 +230,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     if not pods_now:
         return result
     placer = rt.placer()
-    await _expect_queue(rt, placer, pods_now)
+    counts = await _expect_queue(rt, placer, pods_now)
     ends = time.monotonic() + PASS_SLICE
     # Decisions are made one after another; the writes of decided pods run concurrently (each
     # pod's own writes stay in order), as kube-scheduler binds asynchronously.
@@ -269,6 +281,7 @@ async def run_pass(rt: Runtime) -> PassResult:
     gangs_seen: set[ganging.Key] = set()
 
     queue = collections.deque(pods_now)
+    alone: set[str] = set()  # pods (uids) a batch could not place, or could not decide: one by one now
     while queue:
         if time.monotonic() > ends:
             rt.scheduling_wakeup.set()  # the rest stay ready: the next pass orders them with newcomers
@@ -312,12 +325,55 @@ async def run_pass(rt: Runtime) -> PassResult:
             continue
         may_preempt = [preempting.eligible(rt, placer, pod) for pod, _ in ready]
         shared = preempting.inputs(rt) if any(may_preempt) else None
-        answers = await rt.decider.run_each(
-            [functools.partial(_place, placer, item, shared if eligible else None)
-             for (_, item), eligible in zip(ready, may_preempt, strict=True)],
-            functools.partial(_record_in_placer, placer))
-        queue.extendleft(pod for pod, _ in reversed(ready[len(answers):]))  # not reached: next in line
-        for (pod, item), answer in zip(ready, answers, strict=False):
+        # Batches of single pods (AllocationPolicy spec.batchOrders, handlers/batches.py): decided as one.
+        units = batches.plan(ready, rt.batch_orders if placer.model is not None else 1, alone)
+        calls: list[functools.partial[Any]] = []
+        budgets: list[float] = []
+        for unit in units:
+            if isinstance(unit, batches.Batch):
+                calls.append(functools.partial(batches.decide, placer, [ready[i][1] for i in unit.positions],
+                                               counts, rt.batch_orders))
+                budgets.append(rt.decider.cpu_budget * len(unit.positions))
+            else:
+                calls.append(functools.partial(_place, placer, ready[unit][1], shared if may_preempt[unit] else None))
+                budgets.append(rt.decider.cpu_budget)
+        unit_answers = await rt.decider.run_each(calls, functools.partial(_record_in_placer, placer), budgets=budgets)
+        answers: dict[int, deciding.Decided[Any] | deciding.TooCostly | deciding.Failed] = {}
+        again: list[int] = []  # not reached, or left by a batch: decided next, one by one
+        for unit, unit_answer in itertools.zip_longest(units, unit_answers):
+            if not isinstance(unit, batches.Batch):
+                if unit_answer is None:
+                    again.append(unit)
+                else:
+                    answers[unit] = unit_answer
+                continue
+            if isinstance(unit_answer, deciding.Decided):
+                chosen: batches.Chosen = unit_answer.value
+                metrics.observe_batch(chosen.outcome())
+                share = unit_answer.cpu_seconds / len(unit.positions)
+                placed = dict(chosen.placements())
+                for k, i in enumerate(unit.positions):
+                    if k in placed:
+                        answers[i] = deciding.Decided(_Decided(ready[i][1], placed[k]), share)
+                    else:
+                        again.append(i)
+                        alone.add(ready[i][0].metadata.uid or "")
+                continue
+            if isinstance(unit_answer, deciding.TooCostly) and unit_answer.stopping:
+                continue
+            if unit_answer is not None:
+                metrics.observe_batch("error" if isinstance(unit_answer, deciding.Failed) else "too-costly")
+                if isinstance(unit_answer, deciding.Failed):
+                    logger.error("a batch of %d pods could not be decided (%s); deciding them one by one",
+                                 len(unit.positions), unit_answer.error)
+                    placer = rt.placer()  # as after any failed decision
+            again.extend(unit.positions)
+            alone.update(ready[i][0].metadata.uid or "" for i in unit.positions)
+        queue.extendleft(ready[i][0] for i in sorted(again, reverse=True))  # next in line
+        for position, (pod, item) in enumerate(ready):
+            if position not in answers:
+                continue
+            answer = answers[position]
             step = await _outcome(rt, pod, item, answer, result)
             if isinstance(answer, deciding.Failed):
                 placer = rt.placer()  # an error may have left the placer half-way through a commit

@@ -18,7 +18,7 @@ operator places them, all or none, when the gang has minCount members
 
 `--batch N` (fragmentation-aware only; issue 34's FA-batch): single pods are taken N at a
 time and each burst is decided as one (`_Burst`, the orders and the choice in
-`offline.batching`): tried in arrival order and a few hardest-first orders, each undone,
+`scheduling.batching`): tried in arrival order and a few hardest-first orders, each undone,
 and the best kept (most device capacity allocated, then least expected fragmentation;
 ties keep arrival order). Gang members, claims, and pods with shared claims or volumes
 are not batched: the burst before them is decided first, then they are placed as they
@@ -50,8 +50,8 @@ from dralloc.model import pods as model_pods
 from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import adding, allocating, batching, consolidating, ganging, heap, inputs, optimizing
-from dralloc.scheduling import nodefit, placement
+from dralloc.offline import adding, allocating, consolidating, ganging, heap, inputs, optimizing
+from dralloc.scheduling import batching, placement
 from dralloc.wording import plural
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -73,7 +73,7 @@ class Request:
     progress: bool | None = None  # None: only when stderr is a terminal
     optimal: float | None = None  # seconds for the exact solver (--optimal); None: not asked
     add_nodes: str | None = None  # a Node + ResourceSlices file: how many such nodes the leftovers need
-    batch: int = 1  # --batch: single pods decided N at a time (`offline.batching`); 1: one by one
+    batch: int = 1  # --batch: single pods decided N at a time (`scheduling.batching`); 1: one by one
     batch_orders: int = batching.DEFAULT_ORDERS  # --batch-orders: orders tried per burst
     consolidate: int = 0  # --consolidate M: a pod that fits nowhere may move M movable pods (`offline.consolidating`)
 
@@ -473,7 +473,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
     if request.consolidate > 0 and placer.model is not None:
         consolidator = consolidating.Consolidator(
             placer, request.consolidate,
-            lambda item, decision: _as_bound(item.pod, decision),
+            lambda item, decision: batching.as_bound(item.pod, decision),
             lambda entry, decision: _record(entry.item, decision, claims_by_ref))
         results.consolidation = consolidator.stats
 
@@ -482,7 +482,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
         if consolidator is None or entry.error or entry.gang is not None:
             return
         pod = entry.item.pod
-        if entry.placement is None and pod is not None and _batchable(pod, entry.item):
+        if entry.placement is None and pod is not None and batching.batchable(pod, entry.item):
             made = consolidator.make_room(entry.item)
             if made is None:
                 return
@@ -508,7 +508,7 @@ def place_workload(placer: placement.Placer, workload: list[object],
             pod = _defaulted(obj)
             item = pod_item(pod, templates, claims_by_ref, classes)
             key = gangs.key_of(pod) if gangs is not None else None
-            if burst is not None and key is None and _batchable(pod, item):
+            if burst is not None and key is None and batching.batchable(pod, item):
                 entry = ItemResult(item, None)
                 results.append(entry)
                 burst.add(entry)
@@ -560,26 +560,11 @@ def place_workload(placer: placement.Placer, workload: list[object],
     return results
 
 
-def _batchable(pod: model_pods.Pod, item: placement.Item) -> bool:
-    """Whether a single pod may be decided in a burst (`--batch`): its claims are its own (made from
-    templates, or its extended resources: no shared claim another item of the burst could allocate
-    first) and it binds no volume (a trial placement must be undone exactly, and `Placer.release`
-    does not return volumes)."""
-    if item.allocated or any(entry.resource_claim_name for entry in pod.spec.resource_claims):
-        return False
-    return not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes)
-
-
 class _Burst:
-    """`--batch N`: single pods gathered N at a time and decided together (`offline.batching`).
-
-    Each order `batching.orders` proposes is tried on the placer itself: every item placed by the
-    policy and committed as one by one would, the outcome scored (device capacity allocated, growth of
-    the expected fragmentation of the nodes touched, items placed), then every placement released, so
-    the cluster is back as the burst found it. The best order's placements are then committed (the
-    cluster is the same as when they were found, so they are valid as they are). Arrival order is
-    tried first and wins ties: a burst never ends worse, by that score, than placing it in arrival order.
-    """
+    """`--batch N`: single pods gathered N at a time and decided together (`scheduling.batching`: the
+    orders tried on the placer and undone, the best kept; arrival order wins ties, and no order is
+    kept that loses an item arrival order places). The chosen placements are then committed: the
+    cluster is the same as when they were found, so they are valid as they are."""
 
     def __init__(self, placer: placement.Placer, workload: Sequence[placement.Item], size: int, orders: int,
                  claims_by_ref: dict[str, model_claims.ResourceClaim],
@@ -588,75 +573,12 @@ class _Burst:
         self.placer, self.size, self.orders, self.claims_by_ref = placer, size, orders, claims_by_ref
         self.settled = settled  # told of each item once its burst is decided, in the order decided
         self.pending: list[ItemResult] = []
-        self.counts: dict[tuple[object, ...], int] = {}
-        for item in workload:
-            shape = self._shape(item)
-            if shape is not None:
-                self.counts[shape.key()] = self.counts.get(shape.key(), 0) + 1
-
-    def _shape(self, item: placement.Item) -> Any:
-        model = self.placer.model
-        assert model is not None
-        if item.allocated:
-            return None
-        return model.shape(item.claims, nodefit.pod_requests(item.pod) if item.pod is not None else None)
+        self.counts = batching.shape_counts(placer, workload)
 
     def add(self, entry: ItemResult) -> None:
         self.pending.append(entry)
         if len(self.pending) >= self.size:
             self.flush()
-
-    def _demand(self, item: placement.Item) -> batching.Demand:
-        model = self.placer.model
-        assert model is not None
-        shape = self._shape(item)
-        if shape is None:
-            return batching.Demand(0, 0)
-        return batching.Demand(model.measure.size(shape), self.counts.get(shape.key(), 0), tuple(shape.resources))
-
-    def _touched(self, decision: placement.Placement) -> set[int]:
-        model = self.placer.model
-        assert model is not None
-        touched = {self.placer.index[decision.node]}
-        for allocation_ in decision.results:
-            for result in allocation_.devices.results:
-                touched.update(model.nodes_of_pool.get((result.driver, result.pool), ()))
-        return touched
-
-    def _fragmentation(self, nodes: set[int]) -> Any:
-        model = self.placer.model
-        assert model is not None
-        return sum((model.measure.fragmentation(model.state(i)) for i in sorted(nodes)), 0)
-
-    def _try(self, order: Sequence[int], demands: Sequence[batching.Demand]
-             ) -> tuple[batching.Score, dict[int, placement.Placement | placement.NoPlacement | Exception]]:
-        """The burst placed in `order`, scored, then undone."""
-        placer = self.placer
-        decisions: dict[int, placement.Placement | placement.NoPlacement | Exception] = {}
-        placed: list[int] = []
-        touched: set[int] = set()
-        end = placer.begin_trial()
-        for i in order:
-            item = self.pending[i].item
-            try:
-                decision = placer.place(item, explain=False)
-            except errors.AllocationInputError as exc:
-                decisions[i] = exc
-                continue
-            decisions[i] = decision
-            if isinstance(decision, placement.Placement):
-                placer.commit(item, decision)
-                placed.append(i)
-                touched |= self._touched(decision)
-        after = self._fragmentation(touched)
-        for i in reversed(placed):
-            done = decisions[i]
-            assert isinstance(done, placement.Placement)
-            placer.release(done.node, done.results, _as_bound(self.pending[i].item.pod, done))
-        end()
-        before = self._fragmentation(touched)
-        allocated = sum((demands[i].size for i in placed), 0)
-        return batching.Score(allocated, after - before, len(placed)), decisions
 
     def flush(self) -> None:
         if not self.pending:
@@ -666,11 +588,8 @@ class _Burst:
         if len(pending) == 1:
             decisions = self._one(pending[0].item)
         else:
-            demands = [self._demand(entry.item) for entry in pending]
-            candidates = batching.orders(demands, self.orders)
-            tried = [self._try(candidate, demands) for candidate in candidates]
-            chosen = batching.best([score for score, _ in tried])
-            order, decisions = candidates[chosen], tried[chosen][1]
+            choice = batching.choose(placer, [entry.item for entry in pending], self.counts, self.orders)
+            order, decisions = choice.order, choice.decisions
         for i in order:
             entry, decision = pending[i], decisions[i]
             if isinstance(decision, Exception):
@@ -686,7 +605,7 @@ class _Burst:
             self.settled(pending[i])
         self.pending = []
 
-    def _one(self, item: placement.Item) -> dict[int, placement.Placement | placement.NoPlacement | Exception]:
+    def _one(self, item: placement.Item) -> dict[int, batching.Decision]:
         """A burst of one: placed as one by one places it (committed here)."""
         try:
             decision = self.placer.place(item, explain=False)
@@ -695,15 +614,6 @@ class _Burst:
         if isinstance(decision, placement.Placement):
             self.placer.commit(item, decision)
         return {0: decision}
-
-
-def _as_bound(pod: model_pods.Pod | None, decision: placement.Placement) -> model_pods.Pod | None:
-    """The pod as `Placer.release` reads a bound one: with the node resources its devices took
-    (what `Placer.commit` added for it)."""
-    if pod is None or not decision.node_allocatable:
-        return pod
-    status = pod.status.model_copy(update={"node_allocatable_resource_claim_statuses": decision.node_allocatable})
-    return pod.model_copy(update={"status": status})
 
 
 class Results(list[ItemResult]):

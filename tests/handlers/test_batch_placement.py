@@ -1,0 +1,133 @@
+"""The operator decides the single pods pending together as one batch (AllocationPolicy spec.batchOrders).
+
+node-a has 2 GPUs, node-b 8. Four pods wait for 1, 4, 3 and 2 GPUs, in that order (by age, then
+name), and one scheduling pass takes them together: a Runtime fed the test's objects runs one
+pass (`scheduling.run_pass`), which writes its decisions to the API server as the operator's
+loop would. One by one, FragmentationAware puts the 1-GPU pod on node-a and the 2-GPU pod, last,
+fits nowhere (`dralloc simulate` on the same objects says the same). Decided as one batch with 4
+orders, a hardest-first order places all four: the 2-GPU pod on node-a, the others on node-b, and
+the batch is counted as reordered. A batch never loses a pod that arrival order places: with one
+pod more than fits anywhere, the pods arrival order places are placed. Both ways run here, so
+the tests show what batching changes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from tests.handlers import helpers
+from tests.handlers.conftest import Cluster, OperatorThread, duty_owner, operator_settings, wait_for
+from tests.handlers.test_fragmentation_aware_operator import _tainted
+
+from dralloc import metrics
+from dralloc.handlers import lifecycle, scheduling, watching
+from dralloc.handlers.runtime import Runtime
+from dralloc.kube.session import Session
+from dralloc.testing import cluster
+
+PODS = (("a-one", 1), ("b-four", 4), ("c-three", 3), ("d-two", 2))  # arrival order
+
+
+async def _one_pass(apiserver: Cluster, orders: int, pods: tuple[tuple[str, int], ...] = PODS) -> dict[str, str | None]:
+    """node-a (2 GPUs), node-b (8) and the pods; one scheduling pass under FragmentationAware with `orders`
+    (its writes done). Where each pod went: node-a, node-b or None."""
+    node_a, node_b, gpu = apiserver.name("node-a"), apiserver.name("node-b"), apiserver.name("gpu")
+    apiserver.seed([cluster.node(node_a), cluster.node(node_b), cluster.gpu_slice(node_a, 2),
+                    cluster.gpu_slice(node_b, 8), cluster.gpu_class(gpu)])
+    apiserver.seed([cluster.template(f"gpus-{count}", count=count, device_class=gpu)
+                    for count in sorted({count for _, count in pods})])
+    for name, count in pods:
+        apiserver.seed([cluster.pod(name, template_name=f"gpus-{count}")])
+    # A real cluster's new nodes are tainted not-ready until kube-controller-manager clears them.
+    wait_for(lambda: not _tainted(apiserver, node_a) and not _tainted(apiserver, node_b), timeout=60,
+             what="both nodes untainted")
+    rt = Runtime(operator_settings(apiserver))
+    rt.policy, rt.batch_orders = "fragmentation-aware", orders
+    rt.session = await Session.connect(kubeconfig=os.fspath(apiserver.kubeconfig) if apiserver.kubeconfig else None)
+    try:
+        for kind, api_version, namespace in (("Node", "v1", None), ("ResourceSlice", "resource.k8s.io/v1", None),
+                                             ("DeviceClass", "resource.k8s.io/v1", None),
+                                             ("ResourceClaimTemplate", "resource.k8s.io/v1", apiserver.namespace)):
+            for raw in apiserver.list_objects(api_version, kind, namespace):
+                name = raw["metadata"]["name"]
+                if kind == "Node" and name not in (node_a, node_b):
+                    continue  # a real cluster's other nodes: this view has only the test's
+                watching.feed(rt, kind, None, raw)
+        await _claims_made(apiserver, rt, [name for name, _ in pods])
+        for kind, api_version in (("ResourceClaim", "resource.k8s.io/v1"), ("Pod", "v1")):
+            for raw in apiserver.list_objects(api_version, kind, apiserver.namespace):
+                watching.feed(rt, kind, None, raw)
+        await scheduling.run_pass(rt)
+    finally:
+        await rt.session.close()
+    where = {name: helpers.node_of(apiserver, name) for name, _ in pods}
+    return {name: {node_a: "node-a", node_b: "node-b"}.get(node or "") for name, node in where.items()}
+
+
+async def _claims_made(apiserver: Cluster, rt: Runtime, pods: list[str]) -> None:
+    """Every pod's claim made from its template: by this Runtime's lifecycle pass where dralloc has that
+    duty, else by kube-controller-manager."""
+    def made() -> bool:
+        return all((helpers.pod(apiserver, name).get("status") or {}).get("resourceClaimStatuses") for name in pods)
+
+    if duty_owner(apiserver, "claim-lifecycle") == "dralloc":
+        for raw in apiserver.list_objects("v1", "Pod", apiserver.namespace):
+            watching.feed(rt, "Pod", None, raw)
+        await lifecycle.run_pass(rt)
+    wait_for(made, timeout=60, what="every pod's claim made")
+
+
+async def test_one_by_one_the_last_pod_fits_nowhere(apiserver: Cluster) -> None:
+    assert await _one_pass(apiserver, 1) == {"a-one": "node-a", "b-four": "node-b", "c-three": "node-b",
+                                             "d-two": None}
+    message = (helpers.condition(helpers.pod(apiserver, "d-two"), "PodScheduled") or {}).get("message") or ""
+    assert "0/2 nodes are available" in message
+
+
+async def test_a_batch_places_all_four(apiserver: Cluster) -> None:
+    reordered = metrics.batch_decisions.labels("reordered")._value.get()
+    assert await _one_pass(apiserver, 4) == {"a-one": "node-b", "b-four": "node-b", "c-three": "node-b",
+                                             "d-two": "node-a"}
+    assert metrics.batch_decisions.labels("reordered")._value.get() == reordered + 1
+
+
+@pytest.mark.parametrize("orders", [1, 4])
+async def test_a_batch_keeps_every_pod_arrival_order_places(apiserver: Cluster, orders: int) -> None:
+    """1, 8 and 2 GPUs: arrival order places the 1-GPU pod on node-a and the 8-GPU pod on node-b; the
+    2-GPU pod fits nowhere. Largest first would allocate more (the 8- and 2-GPU pods: 10 GPUs, not 9)
+    but leave out the 1-GPU pod, which arrival order places: the batch keeps arrival order."""
+    pods = (("a-one", 1), ("b-eight", 8), ("c-two", 2))
+    assert await _one_pass(apiserver, orders, pods) == {"a-one": "node-a", "b-eight": "node-b", "c-two": None}
+
+
+def _accepted(apiserver: Cluster) -> dict[str, str]:
+    policy = apiserver.get("dralloc.io/v1alpha1", "AllocationPolicy", "default") or {}
+    return next((c for c in (policy.get("status") or {}).get("conditions") or [] if c.get("type") == "Accepted"), {})
+
+
+def _policy(apiserver: Cluster, spec: dict[str, object]) -> None:
+    apiserver.request("PATCH", "/apis/dralloc.io/v1alpha1/allocationpolicies/default", {"spec": spec},
+                      content_type="application/merge-patch+json")
+
+
+def test_the_allocation_policy_turns_batches_on(apiserver: Cluster, operator: OperatorThread) -> None:
+    """spec.batchOrders under FirstFit is refused, naming the field (pods are placed one by one); under
+    FragmentationAware the condition says what is done."""
+    wait_for(lambda: apiserver.get("dralloc.io/v1alpha1", "AllocationPolicy", "default"), what="the default policy")
+    try:
+        _policy(apiserver, {"batchOrders": 4})
+        refused = wait_for(lambda: (c := _accepted(apiserver)).get("status") == "False" and c,
+                           what="batchOrders refused under FirstFit")
+        assert refused["reason"] == "InvalidBatchOrders"
+        assert refused["message"] == "spec.batchOrders: 4 needs strategy FragmentationAware; placing one by one"
+        _policy(apiserver, {"strategy": "FragmentationAware"})
+        accepted = wait_for(lambda: (c := _accepted(apiserver)).get("status") == "True" and c,
+                            what="batchOrders accepted under FragmentationAware")
+        assert accepted["message"] == ("placing with fragmentation-aware; batches of up to 32 pods, 4 orders tried; "
+                                       "preemption on")
+        wait_for(lambda: operator.runtime.batch_orders == 4, what="the operator deciding batches")
+    finally:
+        _policy(apiserver, {"strategy": "FirstFit", "batchOrders": 1})
+    wait_for(lambda: _accepted(apiserver).get("message") == "placing with first-fit; preemption on",
+             what="one by one again")
