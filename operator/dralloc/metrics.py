@@ -147,6 +147,16 @@ batch_decisions = Counter(
     "fit the budget: its pods decided one by one), error (a bug of ours: its pods decided one by one).",
     ["outcome"], registry=REGISTRY)
 BATCH_OUTCOMES = ("arrival-order", "reordered", "cut-short", "too-costly", "error")
+consolidations = Counter(
+    "dralloc_consolidations_total",
+    "Room made for pods that fit nowhere by moving pods annotated dralloc.io/movable (AllocationPolicy "
+    "spec.consolidationMoves), by result: moved (the pod nominated, the moved pods removed for their controllers "
+    "to re-create elsewhere), gone (a pod to move left meanwhile: looked at again), error (a write was refused; "
+    "the pod retries).", ["result"], registry=REGISTRY)
+consolidation_moves = Counter(
+    "dralloc_consolidation_moves_total", "Movable pods removed by dralloc's consolidation to make room.",
+    registry=REGISTRY)
+CONSOLIDATION_RESULTS = ("moved", "gone", "error")
 gang_reservations = Counter(
     "dralloc_gang_reservations_total",
     "Nodes reserved for a waiting gang that may not preempt (preemption off, or its policy Never): its members "
@@ -168,6 +178,8 @@ for _crd in CRDS:
     crd_missing.labels(_crd)
 for _outcome in BATCH_OUTCOMES:
     batch_decisions.labels(_outcome)
+for _result in CONSOLIDATION_RESULTS:
+    consolidations.labels(_result)
 for _outcome in EVICTION_OUTCOMES:
     eviction_outcomes.labels(_outcome)
 for _effect in TAINT_EFFECTS:
@@ -316,6 +328,12 @@ def observe_preemption(result: str, victims: int) -> None:
 
 def observe_batch(outcome: str) -> None:
     batch_decisions.labels(outcome).inc()
+
+
+def observe_consolidation(result: str, moved: int) -> None:
+    consolidations.labels(result).inc()
+    if moved:
+        consolidation_moves.inc(moved)
 
 
 def observe_gang_reservation() -> None:

@@ -36,8 +36,8 @@ HANDLER_LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime",),  # what every handler shares while the operator runs
     ("items", "committing"),  # a pod's claims read from the view; the API writes and their settlement
     ("intents", "reporting"),  # a gang's binds record; what pods and PodGroups are told
-    ("ganging", "completing", "reclaiming", "preempting"),  # the gang passes (independent of each other), gate
-    # refusals, priority preemption
+    ("ganging", "completing", "reclaiming", "preempting", "moving"),  # the gang passes (independent of each other), gate
+    # refusals, priority preemption, moving movable pods
     ("scheduling",),  # the scheduling pass and loop
     ("lifecycle", "evicting", "health", "coexisting", "watching"),  # the other loops and the watches
     ("operating",),  # kopf's startup and the control loops' wiring

@@ -16,7 +16,8 @@ from tests.offline.conftest import Invoke
 from tests.offline.files import GPU_CLASS, documents, gpus, node
 from tests.scheduling.objects import pod_raw
 
-from dralloc.offline import consolidating, simulating
+from dralloc.offline import simulating
+from dralloc.scheduling import consolidating
 
 
 def _template(count: int) -> dict[str, Any]:

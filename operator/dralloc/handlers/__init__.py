@@ -22,7 +22,8 @@ below it (tests/architecture/test_import_layers.py holds this table and checks i
 5. The gang passes, independent of each other: `ganging` (decide a gang whole, write it,
    report it) and `completing` (finish a gang's recorded binds after a crash); and the
    pass helpers `reclaiming` (gate mode's refused pins give their devices back) and
-   `preempting` (priority preemption's writes: nomination, DisruptionTarget, deletion).
+   `preempting` (priority preemption's writes: nomination, DisruptionTarget, deletion)
+   and `moving` (room made by moving pods marked movable, with those writes).
 6. `scheduling`: the scheduling pass over the queue (single pods, alone or in batches
    decided as one; gangs) and its loop.
 7. The other loops and the watches: `lifecycle` (claims from templates, reservedFor,

@@ -37,6 +37,7 @@ from dralloc.handlers import (
     items,
     leading,
     lifecycle,
+    moving,
     scheduling,
     watching,
 )
@@ -195,6 +196,18 @@ def _batch_orders(spec: dict[str, Any], policy: str) -> tuple[int, str | None]:
     return value, None
 
 
+def _consolidation_moves(spec: dict[str, Any], policy: str) -> tuple[int, str | None]:
+    """spec.consolidationMoves: movable pods moved at most to make room for one pod (0: none). Only the
+    fragmentation-aware policy's model tells which nodes are worth it, so under another one it is refused."""
+    value = spec.get("consolidationMoves", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= moving.MAX_MOVES:
+        return 0, (f"spec.consolidationMoves: {value!r} is not a whole number from 0 to {moving.MAX_MOVES}; "
+                   "moving no pod")
+    if value > 0 and policy != "fragmentation-aware":
+        return 0, f"spec.consolidationMoves: {value} needs strategy FragmentationAware; moving no pod"
+    return value, None
+
+
 @kopf.on.event("dralloc.io", "v1alpha1", "allocationpolicies", when=lambda name, **_: name == POLICY_NAME,
                registry=REGISTRY)
 async def policy_event(**kwargs: Any) -> None:
@@ -202,10 +215,12 @@ async def policy_event(**kwargs: Any) -> None:
     event, body, memo = kwargs["event"], kwargs["body"], kwargs["memo"]
     if event.get("type") == "DELETED":
         memo.policy, memo.policy_body, memo.preemption, memo.batch_orders = "first-fit", None, True, 1
+        memo.consolidation_moves = 0
     else:
         memo.policy, _ = _strategy(dict(body.get("spec") or {}))
         memo.preemption = _preemption(dict(body.get("spec") or {}))[0]
         memo.batch_orders = _batch_orders(dict(body.get("spec") or {}), memo.policy)[0]
+        memo.consolidation_moves = _consolidation_moves(dict(body.get("spec") or {}), memo.policy)[0]
         memo.policy_body = dict(body)
     memo.wake()
     memo.policy_wakeup.set()
@@ -220,15 +235,19 @@ async def _policy_status(rt: Runtime) -> None:
     policy, problem = _strategy(dict(body.get("spec") or {}))
     preempting, preemption_problem = _preemption(dict(body.get("spec") or {}))
     orders, batch_problem = _batch_orders(dict(body.get("spec") or {}), policy)
+    moves, moves_problem = _consolidation_moves(dict(body.get("spec") or {}), policy)
     if not rt.settings.scheduling.preemption:
         said = "preemption off (--no-preemption)"
     else:
         said = f"preemption {'on' if preempting else 'off'}"
+    if moves > 0:
+        said = f"{said}; moving up to {moves} movable pod(s) to make room"
     if orders > 1:
         said = f"batches of up to {scheduling.BATCH} pods, {orders} orders tried; {said}"
     reason = ("InvalidStrategy" if problem else "InvalidPreemption" if preemption_problem
-              else "InvalidBatchOrders" if batch_problem else "Valid")
-    problems = [p for p in (problem, preemption_problem, batch_problem) if p]
+              else "InvalidBatchOrders" if batch_problem else "InvalidConsolidationMoves" if moves_problem
+              else "Valid")
+    problems = [p for p in (problem, preemption_problem, batch_problem, moves_problem) if p]
     wanted = {"type": "Accepted", "status": "False" if problems else "True", "reason": reason,
               "message": "; ".join(problems) or f"placing with {policy}; {said}"}
     current: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Accepted"), {})

@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 Raw = dict[str, Any]
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_REASON = "PreemptionByScheduler"
+MOVE_REASON = "ConsolidationByDralloc"  # a movable pod removed to make room (handlers/moving.py)
 RESENDS = 3
 
 
@@ -120,25 +121,42 @@ def inputs(rt: Runtime) -> Inputs:
 def terminating_by_preemption(pod: pods.Pod) -> bool:
     """Upstream's PodTerminatingByPreemption: being deleted, with the DisruptionTarget condition a
     scheduler's preemption wrote."""
+    return _terminating_for(pod, PREEMPTION_REASON)
+
+
+def terminating_by_move(pod: pods.Pod) -> bool:
+    """Being deleted, with the DisruptionTarget condition dralloc's consolidation wrote (handlers/moving.py:
+    a movable pod removed to make room, which frees its node for the pod nominated there as a victim does)."""
+    return _terminating_for(pod, MOVE_REASON)
+
+
+def _terminating_for(pod: pods.Pod, reason: str) -> bool:
     return pod.metadata.deletion_timestamp is not None and any(
-        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == PREEMPTION_REASON
-        for c in pod.status.conditions)
+        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == reason for c in pod.status.conditions)
 
 
 def eligible(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> bool:
-    """Whether the pod may look for victims now: preemption on, the pod's policy allows it, and its
-    nominated node (if any) has no victim of lower priority still terminating (it waits for them)."""
+    """Whether the pod may look for victims now: preemption on, the pod's policy allows it, and it is not
+    `waiting_for_room`."""
     if not (rt.settings.scheduling.preemption and rt.preemption) or not preemption.may_preempt(pod):
         return False
+    return not waiting_for_room(rt, placer, pod)
+
+
+def waiting_for_room(rt: Runtime, placer: placement.Placer, pod: pods.Pod) -> bool:
+    """Whether room is being made for the pod on its nominated node: a pod removed there for it (of its
+    priority or lower) is still terminating, or the devices of one gone are not back yet. It waits for
+    them rather than making room again."""
     node = pod.status.nominated_node_name
     if node:
         mine = preemption.priority(pod)
         for other in placer.placed.on(node):
-            if preemption.priority(other) < mine and terminating_by_preemption(other):
-                return False
+            theirs = preemption.priority(other)
+            if (theirs < mine and terminating_by_preemption(other)) or (theirs <= mine and terminating_by_move(other)):
+                return True
         if releasing_on(rt, placer, node):
-            return False  # the victims are gone, their devices not yet: they are for this pod
-    return True
+            return True  # the victims are gone, their devices not yet: they are for this pod
+    return False
 
 
 def releasing_on(rt: Runtime, placer: placement.Placer, node: str) -> bool:
@@ -152,7 +170,7 @@ def releasing_on(rt: Runtime, placer: placement.Placer, node: str) -> bool:
     for uid, held in inputs(rt).held.items():
         key = rt.cluster.pod_keys.get(uid)
         holder = rt.cluster.pods.get(*key) if key is not None else None
-        if holder is not None and not terminating_by_preemption(holder):
+        if holder is not None and not terminating_by_preemption(holder) and not terminating_by_move(holder):
             continue
         for claim in held:
             selector = claim.results.node_selector
@@ -192,7 +210,7 @@ async def _carry_out(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], v
     nodes = sorted({node for _, node in nominations})
     try:
         for pod, node in nominations:
-            await _nominate(rt, pod, node)
+            await nominate(rt, pod, node)
         for victim in victims:
             await _disrupt(rt, victim, first, victim.spec.node_name or "")
     except (committing.Refused, committing.Unknown, kube_errors.KubeError) as exc:
@@ -203,7 +221,7 @@ async def _carry_out(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], v
     logger.info("pod=%s/%s: nominated to node(s) %s; preempting %d pod(s)", namespace, name, ", ".join(nodes),
                 len(victims))
     listed = _listed(victims)
-    await _post_to_nominated(rt, nominations, "Preempting", "Preempting",
+    await post_to_nominated(rt, nominations, "Preempting", "Preempting",
                              lambda node: f"Nominated to node {node}; removing {len(victims)} lower-priority pod(s) "
                                           f"to make room: {listed}")
     return True
@@ -215,7 +233,7 @@ def _listed(pods_: Sequence[pods.Pod]) -> str:
                      f"(priority {preemption.priority(p)})" for p in pods_)
 
 
-async def _post_to_nominated(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], reason: str, action: str,
+async def post_to_nominated(rt: Runtime, nominations: Sequence[tuple[pods.Pod, str]], reason: str, action: str,
                              message: Callable[[str], str]) -> None:
     """A Normal Event on each nominated pod, its message for the pod's node; a failure is logged only."""
     for pod, node in nominations:
@@ -260,7 +278,7 @@ async def reserve_for_gang(rt: Runtime, nominations: Sequence[tuple[pods.Pod, st
     nodes = sorted({node for _, node in nominations})
     try:
         for pod, node in nominations:
-            await _nominate(rt, pod, node)
+            await nominate(rt, pod, node)
     except (committing.Refused, committing.Unknown, kube_errors.KubeError) as exc:
         logger.warning("pod=%s/%s: reserving node(s) %s stopped: %s", first.metadata.namespace, first.metadata.name,
                        ", ".join(nodes), exc)
@@ -268,13 +286,13 @@ async def reserve_for_gang(rt: Runtime, nominations: Sequence[tuple[pods.Pod, st
     metrics.observe_gang_reservation()
     listed = _listed(waiting_for[:10])
     more = f" and {len(waiting_for) - 10} more" if len(waiting_for) > 10 else ""
-    await _post_to_nominated(rt, nominations, "NodesReserved", "Reserving",
+    await post_to_nominated(rt, nominations, "NodesReserved", "Reserving",
                              lambda node: f"Nominated to node {node}; {reserved_summary(nodes, why)}; waiting for "
                                           f"{len(waiting_for)} lower-priority pod(s) there to finish: {listed}{more}")
     return True
 
 
-async def _nominate(rt: Runtime, pod: pods.Pod, node: str) -> None:
+async def nominate(rt: Runtime, pod: pods.Pod, node: str) -> None:
     """status.nominatedNodeName, as kube-scheduler records the node it made room on."""
     namespace, name, uid = pod.metadata.namespace or "", pod.metadata.name, pod.metadata.uid or ""
     for _ in range(RESENDS + 1):
@@ -297,9 +315,19 @@ async def _nominate(rt: Runtime, pod: pods.Pod, node: str) -> None:
 
 async def _disrupt(rt: Runtime, victim: pods.Pod, preemptor: pods.Pod, node: str) -> None:
     """The victim's DisruptionTarget condition, its deletion (its own grace period), its Event."""
+    by = f"{preemptor.namespace or 'default'}/{preemptor.metadata.name}"
+    await remove(rt, victim, PREEMPTION_REASON,
+                 f"{rt.settings.scheduling.scheduler_name}: preempting to accommodate a higher priority pod",
+                 "Preempted", f"Preempted by pod {by} (uid {preemptor.metadata.uid}) on node {node}")
+
+
+async def remove(rt: Runtime, victim: pods.Pod, reason: str, message: str, event_reason: str, event: str) -> None:
+    """A pod removed to make room: its DisruptionTarget condition (`reason`, `message`), its deletion (its own
+    grace period), then a Normal Event (`event_reason`, `event`). Raises `committing.Refused` when a write
+    is refused, `committing.Unknown` when the deletion's outcome stays unknown; a pod already gone (or
+    replaced by a namesake) counts as removed."""
     namespace, name, uid = victim.metadata.namespace or "", victim.metadata.name, victim.metadata.uid or ""
-    message = f"{rt.settings.scheduling.scheduler_name}: preempting to accommodate a higher priority pod"
-    if not await _mark(rt, victim, message):
+    if not await _mark(rt, victim, reason, message):
         return  # gone already: nothing to remove
     try:
         await writing.delete_object(rt.require_session(), resources.PODS, name, namespace or "default", uid=uid)
@@ -314,19 +342,17 @@ async def _disrupt(rt: Runtime, victim: pods.Pod, preemptor: pods.Pod, node: str
             raise committing.Unknown(f"pod {namespace}/{name}: its deletion's outcome is unknown") from exc
     raw = rt.cluster.pods.raw(namespace, name) or {"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": name, "namespace": namespace or "default", "uid": uid}}
-    by = f"{preemptor.namespace or 'default'}/{preemptor.metadata.name}"
     try:
-        await rt.events.post(rt.require_session(), regarding=raw, reason="Preempted", type_="Normal",
-                             action="Preempting",
-                             message=f"Preempted by pod {by} (uid {preemptor.metadata.uid}) on node {node}")
+        await rt.events.post(rt.require_session(), regarding=raw, reason=event_reason, type_="Normal",
+                             action="Preempting", message=event)
     except kube_errors.KubeError as exc:
-        logger.warning("pod=%s/%s: cannot post the Preempted Event: %s", namespace, name, exc)
+        logger.warning("pod=%s/%s: cannot post the %s Event: %s", namespace, name, event_reason, exc)
 
 
-async def _mark(rt: Runtime, victim: pods.Pod, message: str) -> bool:
+async def _mark(rt: Runtime, victim: pods.Pod, reason: str, message: str) -> bool:
     """Add (or refresh) the victim's DisruptionTarget condition; False when the victim is gone."""
     namespace, name, uid = victim.metadata.namespace or "", victim.metadata.name, victim.metadata.uid or ""
-    condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_REASON, "message": message,
+    condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message,
                  "lastTransitionTime": clock.stamp()}
     for _ in range(RESENDS + 1):
         raw = rt.cluster.pods.raw(namespace, name)

@@ -24,7 +24,8 @@ from dralloc.handlers.failures import Failures
 from dralloc.handlers.leading import Leadership, default_identity
 from dralloc.handlers.recording import Recorder
 from dralloc.lifecycle import eviction
-from dralloc.scheduling import placement, queueing
+from dralloc.model import pods
+from dralloc.scheduling import consolidating, placement, queueing
 from dralloc.settings import Settings
 from dralloc.state.cluster import ClusterState
 from dralloc.state.ledger import Ledger
@@ -69,6 +70,11 @@ class Runtime:
         self.policy = "first-fit"
         self.preemption = True  # the `default` AllocationPolicy's spec.preemption (Enabled)
         self.batch_orders = 1  # its spec.batchOrders: orders tried per batch of single pods (1: one by one)
+        self.consolidation_moves = 0  # its spec.consolidationMoves: movable pods moved per pod that fits nowhere
+        # Pods annotated dralloc.io/movable (namespace, name), kept as the view changes (handlers/moving.py
+        # reads them when a pod fits nowhere: a scan of every pod per pass would cost the loop).
+        self._movable: set[tuple[str, str]] = set()
+        self._movable_known = True
         self.scheduling_wakeup = asyncio.Event()
         self.lifecycle_wakeup = asyncio.Event()
         self.dirty_pods: set[tuple[str, str]] = set()
@@ -137,6 +143,28 @@ class Runtime:
         change = queueing.EVERYTHING if before is None and after is None else queueing.classify(kind, before, after)
         if change is not None:
             self.queue.note(change)
+        if kind == "Pod":
+            self._note_movable(before, after)
+
+    def _note_movable(self, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+        if before is None and after is None:
+            self._movable_known = False  # a full list: looked for again when next asked
+            return
+        meta = (after if after is not None else before or {}).get("metadata") or {}
+        key = (meta.get("namespace") or "", meta.get("name") or "")
+        if after is not None and (meta.get("annotations") or {}).get(consolidating.MOVABLE_ANNOTATION) == "true":
+            self._movable.add(key)
+        else:
+            self._movable.discard(key)
+
+    def movable_pods(self) -> list[pods.Pod]:
+        """The pods of the view annotated `dralloc.io/movable: "true"`, by namespace and name."""
+        if not self._movable_known:
+            self._movable = {(p.metadata.namespace or "", p.metadata.name) for p in self.cluster.pods.all()
+                             if consolidating.movable(p)}
+            self._movable_known = True
+        found = (self.cluster.pods.get(*key) for key in sorted(self._movable))
+        return [pod for pod in found if pod is not None]
 
     def require_session(self) -> Session:
         if self.session is None:

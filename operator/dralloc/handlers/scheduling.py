@@ -63,13 +63,14 @@ from dralloc.handlers import (
     ganging,
     intents,
     items,
+    moving,
     preempting,
     reclaiming,
     reporting,
 )
 from dralloc.handlers.runtime import Runtime
 from dralloc.model import pods
-from dralloc.scheduling import batching, placement, preemption
+from dralloc.scheduling import batching, consolidating, placement, preemption
 
 logger = logging.getLogger(__name__)
 
@@ -137,14 +138,17 @@ class _NotPlaced:
     # Priority preemption: None when not looked for; else the victims found (`no_room`: none helps).
     preempt: preemption.NodeVictims | None = None
     no_room: bool = False
+    # Consolidation (handlers/moving.py): the room moving movable pods would make (None: none, or not looked for).
+    move: consolidating.Room | None = None
 
 
-def _place(placer: placement.Placer, item: placement.Item,
-           preempt: preempting.Inputs | None = None) -> _Decided | _NotPlaced:
+def _place(placer: placement.Placer, item: placement.Item, preempt: preempting.Inputs | None = None,
+           move: moving.Inputs | None = None) -> _Decided | _NotPlaced:
     """Where the item goes (run by the decider's worker thread: reads only the placer and the item).
     Its explanation, when it fits nowhere, is worked out with what is left of the decision's budget;
     when that is not enough, the pod is told it fits nowhere without the reasons per node. With
-    `preempt` (the pod may preempt), the victims that would make room for it are looked for too."""
+    `preempt` (the pod may preempt), the victims that would make room for it are looked for too; with
+    `move` (pods may be moved for it), when no victims would, the movable pods whose moving would."""
     decision = placer.place(item, explain=False)
     if isinstance(decision, placement.Placement):
         return _Decided(item, decision)
@@ -155,17 +159,26 @@ def _place(placer: placement.Placer, item: placement.Item,
         return _NotPlaced("no node fits its claims and constraints (working out the reason on every node would "
                           "take longer than the decision's CPU budget)", result, item)
     message = explained.message()
-    if preempt is None:
-        return _NotPlaced(message, result, item)
-    try:
-        chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets, preempt.groups)
-    except interruption.Interrupted:
-        return _NotPlaced(f"{message}; preemption: looking for pods to remove took longer than the decision's "
-                          "CPU budget", result, item)
-    if chosen is None:
-        return _NotPlaced(f"{message}; preemption: removing lower-priority pods would not make room on any node",
-                          result, item, no_room=True)
-    return _NotPlaced(message, result, item, preempt=chosen)
+    no_room = False
+    if preempt is not None:
+        try:
+            chosen = preemption.find(placer, item, preempt.held_by, preempt.budgets, preempt.groups)
+        except interruption.Interrupted:
+            return _NotPlaced(f"{message}; preemption: looking for pods to remove took longer than the decision's "
+                              "CPU budget", result, item)
+        if chosen is not None:
+            return _NotPlaced(message, result, item, preempt=chosen)
+        message = f"{message}; preemption: removing lower-priority pods would not make room on any node"
+        no_room = True
+    if move is not None:
+        try:
+            room = moving.plan(placer, item, move)
+        except interruption.Interrupted:
+            return _NotPlaced(f"{message}; consolidation: looking for movable pods to move took longer than the "
+                              "decision's CPU budget", result, item, no_room=no_room)
+        if room is not None:
+            return _NotPlaced(message, result, item, no_room=no_room, move=room)
+    return _NotPlaced(message, result, item, no_room=no_room)
 
 
 def _record_in_placer(placer: placement.Placer, step: _Decided | _NotPlaced | batches.Chosen) -> None:
@@ -325,6 +338,9 @@ async def run_pass(rt: Runtime) -> PassResult:
             continue
         may_preempt = [preempting.eligible(rt, placer, pod) for pod, _ in ready]
         shared = preempting.inputs(rt) if any(may_preempt) else None
+        may_move = [moving.enabled(rt, placer) and not preempting.waiting_for_room(rt, placer, pod)
+                    for pod, _ in ready]
+        movable = moving.inputs(rt) if any(may_move) else None
         # Batches of single pods (AllocationPolicy spec.batchOrders, handlers/batches.py): decided as one.
         units = batches.plan(ready, rt.batch_orders if placer.model is not None else 1, alone)
         calls: list[functools.partial[Any]] = []
@@ -335,7 +351,8 @@ async def run_pass(rt: Runtime) -> PassResult:
                                                counts, rt.batch_orders))
                 budgets.append(rt.decider.cpu_budget * len(unit.positions))
             else:
-                calls.append(functools.partial(_place, placer, ready[unit][1], shared if may_preempt[unit] else None))
+                calls.append(functools.partial(_place, placer, ready[unit][1], shared if may_preempt[unit] else None,
+                                               movable if may_move[unit] else None))
                 budgets.append(rt.decider.cpu_budget)
         unit_answers = await rt.decider.run_each(calls, functools.partial(_record_in_placer, placer), budgets=budgets)
         answers: dict[int, deciding.Decided[Any] | deciding.TooCostly | deciding.Failed] = {}
@@ -383,6 +400,9 @@ async def run_pass(rt: Runtime) -> PassResult:
                 if step.preempt is not None or step.no_room:
                     step = await _preempt(rt, pod, step)
                     placer = rt.placer()  # the nominated node is held from now on
+                if step.move is not None:
+                    step = await _move(rt, pod, step)
+                    placer = rt.placer()
                 await _not_placed(rt, pod, step, result)
                 continue
             try:
@@ -489,6 +509,17 @@ async def _reserve_for_gang(rt: Runtime, placer: placement.Placer, prepared: gan
             rt.placer()
     return dataclasses.replace(step, message=f"{step.message}; reserving nodes for the gang failed (a write was "
                                              "refused); retried after the backoff"), rt.placer()
+
+
+async def _move(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
+    """Carry out the moves the decision found (handlers/moving.py); the step to report, its message saying
+    what was done."""
+    assert step.move is not None
+    if await moving.carry_out(rt, pod, step.move):
+        return dataclasses.replace(step, message=f"{step.message}; {moving.summary(step.move)}")
+    return dataclasses.replace(step, message=f"{step.message}; moving pods off node {step.move.placed.node} "
+                                             "failed (a write was refused, or a pod to move left); retried after "
+                                             "the backoff")
 
 
 async def _preempt(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:

@@ -50,8 +50,8 @@ from dralloc.model import pods as model_pods
 from dralloc.model import scheduling as model_scheduling
 from dralloc.model.base import Object, ObjectMeta
 from dralloc.model.quantities import Quantity, QuantityFormat
-from dralloc.offline import adding, allocating, consolidating, ganging, heap, inputs, optimizing
-from dralloc.scheduling import batching, placement
+from dralloc.offline import adding, allocating, ganging, heap, inputs, optimizing
+from dralloc.scheduling import batching, consolidating, placement
 from dralloc.wording import plural
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED, EXIT_INPUT_ERROR = 0, 1, 2
@@ -75,7 +75,7 @@ class Request:
     add_nodes: str | None = None  # a Node + ResourceSlices file: how many such nodes the leftovers need
     batch: int = 1  # --batch: single pods decided N at a time (`scheduling.batching`); 1: one by one
     batch_orders: int = batching.DEFAULT_ORDERS  # --batch-orders: orders tried per burst
-    consolidate: int = 0  # --consolidate M: a pod that fits nowhere may move M movable pods (`offline.consolidating`)
+    consolidate: int = 0  # --consolidate M: a pod that fits nowhere may move M movable pods (`scheduling.consolidating`)
 
 
 @dataclasses.dataclass

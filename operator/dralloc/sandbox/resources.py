@@ -172,6 +172,8 @@ def builtin_types(release: str = "1.37") -> list[ResourceType]:
            storage_api=f"{_RES}/v1"),
         rt(_RES, "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, status=True,
            storage_api=f"{_RES}/v1"),
+        # ReplicaSets, stored only: no controller makes their pods (a test makes them, as it would).
+        rt("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), status=True),
         # PodDisruptionBudgets (sandbox/disruptionbudgets.py; their status: sandbox/disruption.py).
         rt("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), status=True),
         rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),  # sandbox/csidrivers.py

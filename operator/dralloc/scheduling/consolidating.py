@@ -29,8 +29,10 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from dralloc.allocation import interruption
 from dralloc.allocation.fragmentation import Amount, DeviceState, Measure, NodeState, Shape
 from dralloc.allocation.pools import DeviceID
+from dralloc.model import claims as model_claims
 from dralloc.model import pods as model_pods
 from dralloc.scheduling import nodefit, placement
 
@@ -46,6 +48,46 @@ def _given_back(free: Sequence[Amount], amounts: Sequence[Amount], total: Sequen
 def movable(pod: model_pods.Pod | None) -> bool:
     """Whether the pod is marked movable (annotation `dralloc.io/movable: "true"`)."""
     return pod is not None and pod.metadata.annotations.get(MOVABLE_ANNOTATION) == "true"
+
+
+@dataclasses.dataclass
+class Placed:
+    """A pod placed in the cluster as consolidation counts it (an `Entry`): what it asks for (its claims'
+    specs, the pod as its controller re-creates it: no node) and where it is (its claims' allocations)."""
+
+    item: placement.Item
+    placement: placement.Placement | None
+
+
+def placed_pod(pod: model_pods.Pod, claims: Sequence[model_claims.ResourceClaim]) -> Placed | None:
+    """A bound pod that may be moved, as an `Entry`; None when it may not. Moving a pod in the operator is
+    deleting it for its controller to re-create elsewhere, so it must be marked movable, be bound and not
+    terminating, have a controller (an owner reference with `controller: true`: a bare pod would be
+    lost), belong to no PodGroup (a gang moves whole or not at all), bind no volume, and hold only claims
+    of its own (`claims`: one per entry of `spec.resourceClaims`, made from templates, allocated and
+    reserved for it alone; a shared claim stays allocated when one of its pods goes)."""
+    if not movable(pod) or not pod.spec.node_name or pod.metadata.deletion_timestamp:
+        return None
+    if not any(owner.controller for owner in pod.metadata.owner_references) or pod.spec.scheduling_group is not None:
+        return None
+    if any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes):
+        return None
+    if any(entry.resource_claim_name for entry in pod.spec.resource_claims) or \
+            len(claims) != len(pod.spec.resource_claims):
+        return None
+    uid = pod.metadata.uid
+    results = []
+    for claim in claims:
+        allocation = claim.status.allocation
+        if allocation is None or [r.uid for r in claim.status.reserved_for] != [uid]:
+            return None
+        results.append(allocation)
+    asked = tuple(claim.model_copy(update={"status": model_claims.ResourceClaimStatus()}) for claim in claims)
+    again = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": None})})
+    name = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+    return Placed(placement.Item(name, claims=asked, pod=again),
+                  placement.Placement(pod.spec.node_name, tuple(results),
+                                      node_allocatable=pod.status.node_allocatable_resource_claim_statuses))
 
 
 class Entry(Protocol):
@@ -201,6 +243,7 @@ class Consolidator:
         for index, holders in self.on_node.items():
             if not holders:
                 continue
+            interruption.checkpoint()  # the operator's decision budget (a cluster of movable pods is large)
             summary = self._summary(index)
             # Even with every movable pod gone, would the node have room? (Most nodes: no.)
             if any(need > have for need, have in zip(shape.resources, summary.bound, strict=False)):
@@ -342,6 +385,16 @@ class Consolidator:
     def make_room(self, item: placement.Item) -> placement.Placement | None:
         """Place `item`, which fits nowhere as the cluster is, by moving at most `max_moves` movable pods of
         one node elsewhere; the placement (committed, the moves made) or None (the cluster as it was)."""
+        found = self._search(item, keep=True)
+        return found.placed if found is not None else None
+
+    def plan_room(self, item: placement.Item) -> Room | None:
+        """What `make_room` would do, found the same way and then undone: the placer is as it was (also
+        when the caller's budget interrupts the search, `allocation.interruption`). The operator carries
+        the moves out itself (the moved pods are removed and come back through their controller)."""
+        return self._search(item, keep=False)
+
+    def _search(self, item: placement.Item, *, keep: bool) -> Room | None:
         shape = self._shape(item)
         if shape is None:
             return None  # a shape the model cannot measure: no way to tell which node is worth trying
@@ -350,47 +403,55 @@ class Consolidator:
         if self._hopeless.get(key) == self.placer.changes:
             return None  # tried for this shape on this very cluster (a run of alike pods that fit nowhere)
         for plan in self._plans(shape):
-            found = self._try(item, plan)
+            found = self._try(item, plan, keep)
             if found is not None:
                 self.stats.placed += 1
                 return found
         self._hopeless[key] = self.placer.changes
         return None
 
-    def _try(self, item: placement.Item, plan: _Plan) -> placement.Placement | None:
+    def _try(self, item: placement.Item, plan: _Plan, keep: bool) -> Room | None:
         placer = self.placer
         end = placer.begin_trial()
         released: list[Entry] = []
-        decision: placement.Placement | placement.NoPlacement | None = None
-        for entry in plan.entries:
-            assert entry.placement is not None
-            placer.release(entry.placement.node, entry.placement.results,
-                           self._release_pod(entry.item, entry.placement))
-            released.append(entry)
-            decision = placer.place(item, explain=False)
-            if isinstance(decision, placement.Placement):
-                break
-        if not isinstance(decision, placement.Placement):
-            self._restore(released)
-            end()
-            return None
-        placer.commit(item, decision)
         again: list[tuple[Entry, placement.Placement]] = []
-        sizes = {id(e): self._shape(e.item) for e in released}
-        model = placer.model
-        assert model is not None
-        ordered = sorted(released, key=lambda e: -(model.measure.size(s) if (s := sizes[id(e)]) is not None else 0))
-        for entry in ordered:
-            placed = placer.place(entry.item, explain=False)
-            if not isinstance(placed, placement.Placement):
-                for done_entry, done in reversed(again):
-                    placer.release(done.node, done.results, self._release_pod(done_entry.item, done))
-                placer.release(decision.node, decision.results, self._release_pod(item, decision))
-                self._restore(released)
-                end()
+        placed_item: placement.Placement | None = None
+        try:
+            decision: placement.Placement | placement.NoPlacement | None = None
+            for entry in plan.entries:
+                assert entry.placement is not None
+                placer.release(entry.placement.node, entry.placement.results,
+                               self._release_pod(entry.item, entry.placement))
+                released.append(entry)
+                decision = placer.place(item, explain=False)
+                if isinstance(decision, placement.Placement):
+                    break
+            if not isinstance(decision, placement.Placement):
+                self._undo(released, again, None, end)
                 return None
-            placer.commit(entry.item, placed)
-            again.append((entry, placed))
+            with interruption.interrupt_when(_never):
+                placer.commit(item, decision)
+            placed_item = decision
+            sizes = {id(e): self._shape(e.item) for e in released}
+            model = placer.model
+            assert model is not None
+            ordered = sorted(released,
+                             key=lambda e: -(model.measure.size(s) if (s := sizes[id(e)]) is not None else 0))
+            for entry in ordered:
+                placed = placer.place(entry.item, explain=False)
+                if not isinstance(placed, placement.Placement):
+                    self._undo(released, again, (item, placed_item) if placed_item is not None else None, end)
+                    return None
+                with interruption.interrupt_when(_never):
+                    placer.commit(entry.item, placed)
+                again.append((entry, placed))
+        except interruption.Interrupted:
+            self._undo(released, again, (item, placed_item) if placed_item is not None else None, end)
+            raise
+        room = Room(placed_item, tuple(again))
+        if not keep:
+            self._undo(released, again, (item, placed_item) if placed_item is not None else None, end)
+            return room
         # The moves stand. The trial's failure stamps stay (the release epochs of the trial): what failed
         # before it is forgotten, which is right, since pods left nodes.
         for entry, placed in again:
@@ -399,10 +460,31 @@ class Consolidator:
             self.placed(entry)
             self.stats.moves += 1
             self._moved(entry, placed)
-        return decision
+        return room
 
-    def _restore(self, released: list[Entry]) -> None:
-        """Put released pods back where they were, latest released first (the cluster is as it was then)."""
-        for entry in reversed(released):
-            assert entry.placement is not None
-            self.placer.commit(entry.item, entry.placement)
+    def _undo(self, released: list[Entry], again: list[tuple[Entry, placement.Placement]],
+              made: tuple[placement.Item, placement.Placement] | None, end: Callable[[], None]) -> None:
+        """Everything a trial did, undone in reverse (never interrupted): the pods placed again leave, the
+        item leaves, the released pods come back where they were; then the trial ends."""
+        placer = self.placer
+        with interruption.interrupt_when(_never):
+            for done_entry, done in reversed(again):
+                placer.release(done.node, done.results, self._release_pod(done_entry.item, done))
+            if made is not None:
+                placer.release(made[1].node, made[1].results, self._release_pod(*made))
+            for entry in reversed(released):
+                assert entry.placement is not None
+                placer.commit(entry.item, entry.placement)
+            end()
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Room:
+    """Room made for a pod: its placement, and each moved pod with the placement found for it elsewhere."""
+
+    placed: placement.Placement
+    moves: tuple[tuple[Entry, placement.Placement], ...]
