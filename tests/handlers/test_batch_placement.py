@@ -13,17 +13,14 @@ the tests show what batching changes.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from tests.handlers import helpers
-from tests.handlers.conftest import Cluster, OperatorThread, duty_owner, operator_settings, wait_for
-from tests.handlers.test_fragmentation_aware_operator import _tainted
+from tests.handlers.conftest import Cluster, OperatorThread, wait_for
+from tests.handlers.onepass import run_one_pass
 
 from dralloc import metrics
-from dralloc.handlers import lifecycle, scheduling, watching
+from dralloc.handlers import batches
 from dralloc.handlers.runtime import Runtime
-from dralloc.kube.session import Session
 from dralloc.testing import cluster
 
 PODS = (("a-one", 1), ("b-four", 4), ("c-three", 3), ("d-two", 2))  # arrival order
@@ -39,43 +36,13 @@ async def _one_pass(apiserver: Cluster, orders: int, pods: tuple[tuple[str, int]
                     for count in sorted({count for _, count in pods})])
     for name, count in pods:
         apiserver.seed([cluster.pod(name, template_name=f"gpus-{count}")])
-    # A real cluster's new nodes are tainted not-ready until kube-controller-manager clears them.
-    wait_for(lambda: not _tainted(apiserver, node_a) and not _tainted(apiserver, node_b), timeout=60,
-             what="both nodes untainted")
-    rt = Runtime(operator_settings(apiserver))
-    rt.policy, rt.batch_orders = "fragmentation-aware", orders
-    rt.session = await Session.connect(kubeconfig=os.fspath(apiserver.kubeconfig) if apiserver.kubeconfig else None)
-    try:
-        for kind, api_version, namespace in (("Node", "v1", None), ("ResourceSlice", "resource.k8s.io/v1", None),
-                                             ("DeviceClass", "resource.k8s.io/v1", None),
-                                             ("ResourceClaimTemplate", "resource.k8s.io/v1", apiserver.namespace)):
-            for raw in apiserver.list_objects(api_version, kind, namespace):
-                name = raw["metadata"]["name"]
-                if kind == "Node" and name not in (node_a, node_b):
-                    continue  # a real cluster's other nodes: this view has only the test's
-                watching.feed(rt, kind, None, raw)
-        await _claims_made(apiserver, rt, [name for name, _ in pods])
-        for kind, api_version in (("ResourceClaim", "resource.k8s.io/v1"), ("Pod", "v1")):
-            for raw in apiserver.list_objects(api_version, kind, apiserver.namespace):
-                watching.feed(rt, kind, None, raw)
-        await scheduling.run_pass(rt)
-    finally:
-        await rt.session.close()
+
+    def batches_of(rt: Runtime) -> None:
+        rt.policy, rt.batch_orders = "fragmentation-aware", orders
+
+    await run_one_pass(apiserver, [node_a, node_b], [name for name, _ in pods], batches_of)
     where = {name: helpers.node_of(apiserver, name) for name, _ in pods}
     return {name: {node_a: "node-a", node_b: "node-b"}.get(node or "") for name, node in where.items()}
-
-
-async def _claims_made(apiserver: Cluster, rt: Runtime, pods: list[str]) -> None:
-    """Every pod's claim made from its template: by this Runtime's lifecycle pass where dralloc has that
-    duty, else by kube-controller-manager."""
-    def made() -> bool:
-        return all((helpers.pod(apiserver, name).get("status") or {}).get("resourceClaimStatuses") for name in pods)
-
-    if duty_owner(apiserver, "claim-lifecycle") == "dralloc":
-        for raw in apiserver.list_objects("v1", "Pod", apiserver.namespace):
-            watching.feed(rt, "Pod", None, raw)
-        await lifecycle.run_pass(rt)
-    wait_for(made, timeout=60, what="every pod's claim made")
 
 
 async def test_one_by_one_the_last_pod_fits_nowhere(apiserver: Cluster) -> None:
@@ -131,3 +98,16 @@ def test_the_allocation_policy_turns_batches_on(apiserver: Cluster, operator: Op
         _policy(apiserver, {"strategy": "FirstFit", "batchOrders": 1})
     wait_for(lambda: _accepted(apiserver).get("message") == "placing with first-fit; preemption on",
              what="one by one again")
+
+
+async def test_a_batch_that_fails_is_decided_one_by_one(apiserver: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours while deciding a batch (here: the decision raises) costs its pods nothing but the batch:
+    they are decided one by one, as without batches, and the batch counts as an error."""
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(batches, "decide", broken)
+    errors = metrics.batch_decisions.labels("error")._value.get()
+    assert await _one_pass(apiserver, 4) == {"a-one": "node-a", "b-four": "node-b", "c-three": "node-b",
+                                             "d-two": None}
+    assert metrics.batch_decisions.labels("error")._value.get() == errors + 1

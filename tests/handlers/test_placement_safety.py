@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, operator_settings, wait_for
 
@@ -79,3 +80,39 @@ def test_operator_killed_between_claim_write_and_bind_recovers(apiserver: Cluste
     assert claim["status"]["allocation"]["devices"]["results"] == devices_before
     assert node == devices_before[0]["pool"]
     assert sum(helpers.allocated_devices(apiserver).values()) == 1
+
+
+async def test_a_preemption_in_a_run_does_not_hide_the_runs_later_placements(
+        apiserver: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass decides its ready pods in runs; a preemption renews the pass's placer (the nominated node is
+    held from then on). Renewed before the run's later pods were reserved, the placer did not know their
+    devices were taken, and the next run gave them out again. Runs of two here: [P, a], then [b]. P (high
+    priority, 2 GPUs) preempts the low pod on node-b; a takes node-a's only GPU; b must not get it too."""
+    from tests.handlers.onepass import run_one_pass
+    from tests.handlers.test_preemption import admitted, priority_class
+
+    from dralloc.handlers import scheduling
+
+    node_a, node_b, gpu = apiserver.name("node-a"), apiserver.name("node-b"), apiserver.name("gpu")
+    low, high = apiserver.name("low"), apiserver.name("high")
+    apiserver.seed([cluster.node(node_a), cluster.node(node_b), cluster.gpu_slice(node_a, 1),
+                    cluster.gpu_slice(node_b, 2), cluster.gpu_class(gpu), cluster.template("one-gpu", device_class=gpu),
+                    cluster.template("two-gpus", count=2, device_class=gpu), priority_class(low, 10),
+                    priority_class(high, 1000)])
+    victim = cluster.pod("low", template_name="one-gpu")
+    victim["spec"].update(priorityClassName=low, terminationGracePeriodSeconds=1,
+                          nodeSelector={"kubernetes.io/hostname": node_b})
+    admitted(apiserver, [victim])
+    await run_one_pass(apiserver, [node_a, node_b], ["low"])
+    assert helpers.node_of(apiserver, "low") == node_b
+    big = cluster.pod("p-high", template_name="two-gpus")
+    big["spec"].update(priorityClassName=high)
+    admitted(apiserver, [big, cluster.pod("q-a", template_name="one-gpu"), cluster.pod("r-b", template_name="one-gpu")])
+    monkeypatch.setattr(scheduling, "BATCH", 2)
+    await run_one_pass(apiserver, [node_a, node_b], ["p-high", "q-a", "r-b"])
+    assert (helpers.pod(apiserver, "p-high").get("status") or {}).get("nominatedNodeName") == node_b
+    assert helpers.node_of(apiserver, "q-a") == node_a
+    devices = [(r["pool"], r["device"]) for c in helpers.claims(apiserver)
+               for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results", [])]
+    assert len(devices) == len(set(devices)), f"a device in two claims: {sorted(devices)}"
+    assert helpers.node_of(apiserver, "r-b") is None

@@ -356,7 +356,8 @@ async def run_pass(rt: Runtime) -> PassResult:
                 budgets.append(rt.decider.cpu_budget)
         unit_answers = await rt.decider.run_each(calls, functools.partial(_record_in_placer, placer), budgets=budgets)
         answers: dict[int, deciding.Decided[Any] | deciding.TooCostly | deciding.Failed] = {}
-        again: list[int] = []  # not reached, or left by a batch: decided next, one by one
+        again: list[int] = []  # not reached, or left by a batch (decided next, one by one)
+        batch_failed = False
         for unit, unit_answer in itertools.zip_longest(units, unit_answers):
             if not isinstance(unit, batches.Batch):
                 if unit_answer is None:
@@ -378,44 +379,50 @@ async def run_pass(rt: Runtime) -> PassResult:
                 continue
             if isinstance(unit_answer, deciding.TooCostly) and unit_answer.stopping:
                 continue
-            if unit_answer is not None:
-                metrics.observe_batch("error" if isinstance(unit_answer, deciding.Failed) else "too-costly")
-                if isinstance(unit_answer, deciding.Failed):
-                    logger.error("a batch of %d pods could not be decided (%s); deciding them one by one",
-                                 len(unit.positions), unit_answer.error)
-                    placer = rt.placer()  # as after any failed decision
             again.extend(unit.positions)
+            if unit_answer is None:
+                continue  # not reached: next in line, as a batch again
+            metrics.observe_batch("error" if isinstance(unit_answer, deciding.Failed) else "too-costly")
+            if isinstance(unit_answer, deciding.Failed):
+                logger.error("a batch of %d pods could not be decided (%s); deciding them one by one",
+                             len(unit.positions), unit_answer.error)
+                batch_failed = True  # a fresh placer, as after any failed decision
             alone.update(ready[i][0].metadata.uid or "" for i in unit.positions)
         queue.extendleft(ready[i][0] for i in sorted(again, reverse=True))  # next in line
+        # A fresh placer (from the view and the ledger) replaces the pass's when one may be wrong or out of
+        # date: a decision failed (it may have stopped half-way through recording), a node is nominated
+        # (preemption, moves: it is held from now on), a reservation failed. Only once every decision of
+        # the run is reserved: the run's later pods were decided on the old placer, and a placer made
+        # before their reservations would not know their devices are taken.
+        renew = batch_failed
         for position, (pod, item) in enumerate(ready):
             if position not in answers:
                 continue
             answer = answers[position]
             step = await _outcome(rt, pod, item, answer, result)
-            if isinstance(answer, deciding.Failed):
-                placer = rt.placer()  # an error may have left the placer half-way through a commit
+            renew = renew or isinstance(answer, deciding.Failed)
             if step is None:
                 continue
             if isinstance(step, _NotPlaced):
                 if step.preempt is not None or step.no_room:
                     step = await _preempt(rt, pod, step)
-                    placer = rt.placer()  # the nominated node is held from now on
+                    renew = True
                 if step.move is not None:
                     step = await _move(rt, pod, step)
-                    placer = rt.placer()
+                    renew = True
                 await _not_placed(rt, pod, step, result)
                 continue
             try:
-                # The placer has it already (the decider recorded it); if the ledger fails half-way, a
-                # fresh placer (from the cluster view and the ledger) replaces it.
-                committing.reserve(rt, pod, step.item, step.decision)
+                committing.reserve(rt, pod, step.item, step.decision)  # the placer has it (the decider recorded it)
             except Exception as exc:
                 result.errors += 1
                 committing.release_unsent(rt, step.item)
                 await reporting.record_error(rt, pod, exc)
-                placer = rt.placer()
+                renew = True
                 continue
             commits.add(asyncio.create_task(commit(pod, step.item, step.decision)))
+        if renew:
+            placer = _renewed(rt, placer)
         if len(commits) >= COMMIT_CONCURRENCY * 4:
             done, commits = await asyncio.wait(commits, return_when=asyncio.FIRST_COMPLETED)
             result.placed += sum(1 for task in done if task.result())
@@ -423,6 +430,14 @@ async def run_pass(rt: Runtime) -> PassResult:
         done, _ = await asyncio.wait(commits)
         result.placed += sum(task.result() for task in done)
     return result
+
+
+def _renewed(rt: Runtime, old: placement.Placer) -> placement.Placer:
+    """A fresh placer for the rest of the pass (the view and the ledger as they are now), expecting what
+    the pass's first placer was told to expect (`Placer.expect_as`)."""
+    fresh = rt.placer()
+    fresh.expect_as(old)
+    return fresh
 
 
 async def _make_room_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, prepared: ganging.Prepared,
@@ -474,7 +489,7 @@ async def _preempt_for_gang(rt: Runtime, placer: placement.Placer, prepared: gan
         message = f"{step.message}; {preempting.summary(chosen, nodes)}"
     else:
         message = f"{step.message}; preemption for the gang failed (a write was refused); retried after the backoff"
-    return dataclasses.replace(step, message=message), rt.placer()
+    return dataclasses.replace(step, message=message), _renewed(rt, placer)
 
 
 async def _reserve_for_gang(rt: Runtime, placer: placement.Placer, prepared: ganging.Prepared,
@@ -506,9 +521,9 @@ async def _reserve_for_gang(rt: Runtime, placer: placement.Placer, prepared: gan
     nodes = sorted({node for _, node in nominations})
     if await preempting.reserve_for_gang(rt, nominations, chosen.pods, why):
         return dataclasses.replace(step, message=f"{step.message}; {preempting.reserved_summary(nodes, why)}"), \
-            rt.placer()
+            _renewed(rt, placer)
     return dataclasses.replace(step, message=f"{step.message}; reserving nodes for the gang failed (a write was "
-                                             "refused); retried after the backoff"), rt.placer()
+                                             "refused); retried after the backoff"), _renewed(rt, placer)
 
 
 async def _move(rt: Runtime, pod: pods.Pod, step: _NotPlaced) -> _NotPlaced:
@@ -665,13 +680,13 @@ async def _gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, members
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         await ganging.report_error(rt, key, members.pending, exc, gang_wants)
-        return None, rt.placer()
+        return None, _renewed(rt, placer)
     except Exception as exc:  # a bug of ours: every member says so, the pass goes on
         metrics.observe_gang("error", time.perf_counter() - started)
         result.errors += 1
         for pod in members.pending:
             await reporting.record_error(rt, pod, exc)
-        return None, rt.placer()
+        return None, _renewed(rt, placer)
     elapsed = time.perf_counter() - started
     if step is None:
         result.waiting += len(members.pending)

@@ -444,6 +444,17 @@ class ClusterModel:
         self._choices.clear()
         self._sorted.clear()
 
+    def expect_as(self, other: ClusterModel) -> None:
+        """The expectation another model of the same cluster was given (`expect`): its measure itself when
+        the device kinds are the same (it only memoizes what follows from a node's state), else one built
+        anew from its shapes."""
+        if other.measure.signatures == self.signatures:
+            self.measure = other.measure
+        else:
+            self.measure = Measure(self.signatures, other.measure.shapes)
+        self._choices.clear()
+        self._sorted.clear()
+
     # ---- choosing ---------------------------------------------------------------------
 
     def order(self, shape: Shape, *, preference: Sequence[int] | None = None,

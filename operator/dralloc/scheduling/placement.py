@@ -576,6 +576,15 @@ class Placer:
         self.model.expect((s, w) for s, w in counts.values())  # type: ignore[misc]
         self._expected = True
 
+    def expect_as(self, other: Placer) -> None:
+        """What `other` was told to expect (`expect`), for a placer that replaces it within a scheduling pass
+        (after a preemption or an error): without it, the rest of the pass would weigh choices by the
+        arrivals alone."""
+        if self.model is None or other.model is None or not other._expected:
+            return
+        self.model.expect_as(other.model)
+        self._expected = True
+
     def _model_shape(self, item: Item) -> fragmentation.Shape | None:
         assert self.model is not None
         if item.allocated:
