@@ -13,7 +13,12 @@ the tests show what batching changes.
 
 from __future__ import annotations
 
+import io
+import pathlib
+import random
+
 import pytest
+import yaml
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 from tests.handlers.onepass import run_one_pass
@@ -21,6 +26,7 @@ from tests.handlers.onepass import run_one_pass
 from dralloc import metrics
 from dralloc.handlers import batches
 from dralloc.handlers.runtime import Runtime
+from dralloc.offline import simulating
 from dralloc.testing import cluster
 
 PODS = (("a-one", 1), ("b-four", 4), ("c-three", 3), ("d-two", 2))  # arrival order
@@ -111,3 +117,58 @@ async def test_a_batch_that_fails_is_decided_one_by_one(apiserver: Cluster, monk
     assert await _one_pass(apiserver, 4) == {"a-one": "node-a", "b-four": "node-b", "c-three": "node-b",
                                              "d-two": None}
     assert metrics.batch_decisions.labels("error")._value.get() == errors + 1
+
+
+CASES = [  # (GPUs per node, GPUs per pod in arrival order): the example above, and a few drawn at random
+    ((2, 8), (1, 4, 3, 2)),
+    *[(tuple(rng.choice((1, 2, 4, 8)) for _ in range(rng.randint(2, 3))),
+       tuple(rng.choice((1, 2, 3, 4)) for _ in range(rng.randint(3, 6))))
+      for rng in (random.Random(seed) for seed in range(4))],
+]
+
+
+@pytest.mark.parametrize(("node_gpus", "pod_gpus"), CASES, ids=[f"{n}-{p}" for n, p in CASES])
+async def test_the_operator_decides_a_batch_as_simulate_does(apiserver: Cluster, tmp_path: pathlib.Path,
+                                                             node_gpus: tuple[int, ...],
+                                                             pod_gpus: tuple[int, ...]) -> None:
+    """One pass of the operator with batchOrders 4 and `dralloc simulate --batch N --batch-orders 4` on the
+    same objects (the cluster and the pods as the API server has them) put every pod on the same node."""
+    gpu = apiserver.name("gpu")
+    nodes = [apiserver.name(f"node-{chr(ord('a') + i)}") for i in range(len(node_gpus))]
+    apiserver.seed([cluster.gpu_class(gpu), *[cluster.node(n) for n in nodes],
+                    *[cluster.gpu_slice(n, count) for n, count in zip(nodes, node_gpus, strict=True)]])
+    apiserver.seed([cluster.template(f"gpus-{count}", count=count, device_class=gpu) for count in sorted(set(pod_gpus))])
+    names = [f"p{i}" for i in range(len(pod_gpus))]
+    for name, count in zip(names, pod_gpus, strict=True):
+        apiserver.seed([cluster.pod(name, template_name=f"gpus-{count}")])
+    snapshot = tmp_path / "snapshot.yaml"
+    snapshot.write_text(yaml.safe_dump_all(
+        [_bare(o) for o in apiserver.list_objects("v1", "Node") if o["metadata"]["name"] in nodes]
+        + [_bare(o) for o in apiserver.list_objects("resource.k8s.io/v1", "ResourceSlice")
+           if o["spec"].get("nodeName") in nodes]
+        + [_bare(o) for o in apiserver.list_objects("resource.k8s.io/v1", "DeviceClass")
+           if o["metadata"]["name"] == gpu]))
+    workload = tmp_path / "workload.yaml"
+    pods_now = {o["metadata"]["name"]: o for o in apiserver.list_objects("v1", "Pod", apiserver.namespace)}
+    workload.write_text(yaml.safe_dump_all(
+        [_bare(o) for o in apiserver.list_objects("resource.k8s.io/v1", "ResourceClaimTemplate", apiserver.namespace)]
+        + [_bare(pods_now[name], status=False) for name in names]))
+    simulated = simulating.simulate(simulating.Request(
+        snapshot_files=[str(snapshot)], workload_files=[str(workload)], policy="fragmentation-aware",
+        progress=False, batch=len(names), batch_orders=4), io.StringIO())
+    expected = {name: None for name in names} | {
+        line.split()[0].rpartition("/")[2]: line.split()[1] for line in simulated["placements"]}
+
+    def batches_of(rt: Runtime) -> None:
+        rt.policy, rt.batch_orders = "fragmentation-aware", 4
+
+    await run_one_pass(apiserver, nodes, names, batches_of)
+    assert {name: helpers.node_of(apiserver, name) for name in names} == expected
+
+
+def _bare(obj: dict[str, object], *, status: bool = True) -> dict[str, object]:
+    """The object as a user's file would hold it (no server-set metadata; a pod without its status)."""
+    meta = dict(obj["metadata"])  # type: ignore[call-overload]
+    kept = {k: v for k, v in meta.items() if k in ("name", "namespace", "labels", "annotations")}
+    found = {k: v for k, v in obj.items() if k != "metadata" and (status or k != "status")}
+    return {"metadata": kept, **found}
