@@ -22,6 +22,7 @@ import yaml
 from tests.handlers import helpers
 from tests.handlers.conftest import Cluster, OperatorThread, wait_for
 from tests.handlers.onepass import run_one_pass
+from tests.handlers.test_fragmentation_aware_operator import _tainted
 
 from dralloc import metrics
 from dralloc.handlers import batches
@@ -141,6 +142,8 @@ async def test_the_operator_decides_a_batch_as_simulate_does(apiserver: Cluster,
     names = [f"p{i}" for i in range(len(pod_gpus))]
     for name, count in zip(names, pod_gpus, strict=True):
         apiserver.seed([cluster.pod(name, template_name=f"gpus-{count}")])
+    # A real cluster's new nodes are tainted not-ready until kube-controller-manager clears them.
+    wait_for(lambda: not any(_tainted(apiserver, n) for n in nodes), timeout=60, what="the nodes untainted")
     snapshot = tmp_path / "snapshot.yaml"
     snapshot.write_text(yaml.safe_dump_all(
         [_bare(o) for o in apiserver.list_objects("v1", "Node") if o["metadata"]["name"] in nodes]
