@@ -55,6 +55,9 @@ class Inputs:
     candidates: tuple[tuple[pods.Pod, tuple[model_claims.ResourceClaim, ...]], ...]
     max_moves: int
     budgets: tuple[preemption.DisruptionBudget, ...] = ()
+    # The consolidators built from them, by placer and priority: every pod of a run that fits nowhere
+    # shares one (built once: a cluster may hold thousands of movable pods). Read in the decider's thread.
+    built: dict[tuple[int, int], consolidating.Consolidator] = dataclasses.field(default_factory=dict, compare=False)
 
 
 def inputs(rt: Runtime) -> Inputs:
@@ -82,18 +85,21 @@ def plan(placer: placement.Placer, item: placement.Item, given: Inputs) -> conso
     """The room the item could get by moving movable pods of its priority or lower (in the decider's thread,
     under the decision's budget); the placer is left as it was."""
     mine = preemption.priority(item.pod) if item.pod is not None else 0
-    consolidator = consolidating.Consolidator(placer, given.max_moves,
-                                              lambda moved, where: batching.as_bound(moved.pod, where),
-                                              lambda moved, where: None)
-    for pod, claims in given.candidates:
-        interruption.checkpoint()
-        if preemption.priority(pod) > mine or (item.pod is not None and pod.metadata.uid == item.pod.metadata.uid):
-            continue
-        if _beyond_budget([pod], given.budgets):
-            continue  # a PodDisruptionBudget allows no disruption of it now
-        entry = consolidating.placed_pod(pod, claims)
-        if entry is not None and entry.placement is not None and entry.placement.node in placer.index:
-            consolidator.placed(entry)
+    key = (id(placer), mine)
+    consolidator = given.built.get(key)
+    if consolidator is None:
+        consolidator = consolidating.Consolidator(placer, given.max_moves,
+                                                  lambda moved, where: batching.as_bound(moved.pod, where),
+                                                  lambda moved, where: None)
+        for pod, claims in given.candidates:
+            interruption.checkpoint()
+            if preemption.priority(pod) > mine or _beyond_budget([pod], given.budgets):
+                continue  # more important than the pod, or a PodDisruptionBudget allows no disruption of it now
+            entry = consolidating.placed_pod(pod, claims)
+            if entry is not None and entry.placement is not None and entry.placement.node in placer.index:
+                consolidator.placed(entry)
+        given.built.clear()  # one placer at a time: a renewed one makes the others useless
+        given.built[key] = consolidator
     room = consolidator.plan_room(item)
     if room is not None and _beyond_budget([e.item.pod for e, _ in room.moves if e.item.pod is not None],
                                            given.budgets):
@@ -108,12 +114,16 @@ def _beyond_budget(moved: list[pods.Pod], budgets: tuple[preemption.DisruptionBu
 
 
 def moved_pods(rt: Runtime, room: consolidating.Room) -> list[tuple[pods.Pod, str]]:
-    """The moved pods as the view has them now, each with the node found for it elsewhere."""
+    """The moved pods as the view has them now, each with the node found for it elsewhere; those gone, being
+    deleted or already marked for removal (another pod of the pass, decided on the same state, took them)
+    are left out."""
     found = []
     for entry, elsewhere in room.moves:
         namespace, _, name = entry.item.name.partition("/")
         pod = rt.cluster.pods.get(namespace, name)
-        if pod is not None and entry.item.pod is not None and pod.metadata.uid == entry.item.pod.metadata.uid:
+        if (pod is not None and entry.item.pod is not None and pod.metadata.uid == entry.item.pod.metadata.uid
+                and pod.metadata.deletion_timestamp is None
+                and not any(c.type == preempting.DISRUPTION_TARGET for c in pod.status.conditions)):
             found.append((pod, elsewhere.node))
     return found
 
