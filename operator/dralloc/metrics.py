@@ -157,6 +157,7 @@ consolidation_moves = Counter(
     "dralloc_consolidation_moves_total", "Movable pods removed by dralloc's consolidation to make room.",
     registry=REGISTRY)
 CONSOLIDATION_RESULTS = ("moved", "gone", "error")
+PREEMPTION_RESULTS = ("preempted", "no-candidate", "error")
 gang_reservations = Counter(
     "dralloc_gang_reservations_total",
     "Nodes reserved for a waiting gang that may not preempt (preemption off, or its policy Never): its members "
@@ -180,6 +181,8 @@ for _outcome in BATCH_OUTCOMES:
     batch_decisions.labels(_outcome)
 for _result in CONSOLIDATION_RESULTS:
     consolidations.labels(_result)
+for _result in PREEMPTION_RESULTS:
+    preemption_attempts.labels(_result)
 for _outcome in EVICTION_OUTCOMES:
     eviction_outcomes.labels(_outcome)
 for _effect in TAINT_EFFECTS:

@@ -115,6 +115,10 @@ def test_dashboard_has_the_promised_panels() -> None:
         "dralloc_api_conflicts_total": "conflicts",
         "dralloc_api_retries_total": "retries",
         "dralloc_resourceclaim_creates_total": "claim creates",
+        "dralloc_batch_decisions_total": "batches decided as one",
+        "dralloc_preemption_attempts_total": "preemptions",
+        "dralloc_consolidations_total": "consolidations",
+        "dralloc_consolidation_moves_total": "pods moved",
     }
     for metric, what in wanted.items():
         assert any(metric in e for e in exprs.values()), f"no panel shows {what}"
