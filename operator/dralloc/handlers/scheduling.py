@@ -355,40 +355,8 @@ async def run_pass(rt: Runtime) -> PassResult:
                                                movable if may_move[unit] else None))
                 budgets.append(rt.decider.cpu_budget)
         unit_answers = await rt.decider.run_each(calls, functools.partial(_record_in_placer, placer), budgets=budgets)
-        answers: dict[int, deciding.Decided[Any] | deciding.TooCostly | deciding.Failed] = {}
-        again: list[int] = []  # not reached, or left by a batch (decided next, one by one)
-        batch_failed = False
-        for unit, unit_answer in itertools.zip_longest(units, unit_answers):
-            if not isinstance(unit, batches.Batch):
-                if unit_answer is None:
-                    again.append(unit)
-                else:
-                    answers[unit] = unit_answer
-                continue
-            if isinstance(unit_answer, deciding.Decided):
-                chosen: batches.Chosen = unit_answer.value
-                metrics.observe_batch(chosen.outcome())
-                share = unit_answer.cpu_seconds / len(unit.positions)
-                placed = dict(chosen.placements())
-                for k, i in enumerate(unit.positions):
-                    if k in placed:
-                        answers[i] = deciding.Decided(_Decided(ready[i][1], placed[k]), share)
-                    else:
-                        again.append(i)
-                        alone.add(ready[i][0].metadata.uid or "")
-                continue
-            if isinstance(unit_answer, deciding.TooCostly) and unit_answer.stopping:
-                continue
-            again.extend(unit.positions)
-            if unit_answer is None:
-                continue  # not reached: next in line, as a batch again
-            metrics.observe_batch("error" if isinstance(unit_answer, deciding.Failed) else "too-costly")
-            if isinstance(unit_answer, deciding.Failed):
-                logger.error("a batch of %d pods could not be decided (%s); deciding them one by one",
-                             len(unit.positions), unit_answer.error)
-                batch_failed = True  # a fresh placer, as after any failed decision
-            alone.update(ready[i][0].metadata.uid or "" for i in unit.positions)
-        queue.extendleft(ready[i][0] for i in sorted(again, reverse=True))  # next in line
+        answers, again, batch_failed = _per_pod(units, unit_answers, ready, alone)
+        queue.extendleft(ready[i][0] for i in reversed(again))  # next in line
         # A fresh placer (from the view and the ledger) replaces the pass's when one may be wrong or out of
         # date: a decision failed (it may have stopped half-way through recording), a node is nominated
         # (preemption, moves: it is held from now on), a reservation failed. Only once every decision of
@@ -438,6 +406,51 @@ def _renewed(rt: Runtime, old: placement.Placer) -> placement.Placer:
     fresh = rt.placer()
     fresh.expect_as(old)
     return fresh
+
+
+Answer = deciding.Decided[Any] | deciding.TooCostly | deciding.Failed
+
+
+def _per_pod(units: list[batches.Unit], unit_answers: list[Answer], ready: list[tuple[pods.Pod, placement.Item]],
+             alone: set[str]) -> tuple[dict[int, Answer], list[int], bool]:
+    """The decider's answers for a run's units, per pod (its position in the run): a batch's placed pods get
+    their placement (each its share of the batch's CPU); the pods to decide next, in the run's order (not
+    reached, or left out by a batch, or in a batch that could not be decided: those last two alone, added
+    to `alone`); and whether a batch failed (the placer may be half-way through recording it)."""
+    answers: dict[int, Answer] = {}
+    again: list[int] = []
+    batch_failed = False
+    for unit, unit_answer in itertools.zip_longest(units, unit_answers):
+        if not isinstance(unit, batches.Batch):
+            if unit_answer is None:
+                again.append(unit)
+            else:
+                answers[unit] = unit_answer
+            continue
+        if isinstance(unit_answer, deciding.Decided):
+            chosen: batches.Chosen = unit_answer.value
+            metrics.observe_batch(chosen.outcome())
+            share = unit_answer.cpu_seconds / len(unit.positions)
+            placed = dict(chosen.placements())
+            for k, i in enumerate(unit.positions):
+                if k in placed:
+                    answers[i] = deciding.Decided(_Decided(ready[i][1], placed[k]), share)
+                else:
+                    again.append(i)
+                    alone.add(ready[i][0].metadata.uid or "")
+            continue
+        if isinstance(unit_answer, deciding.TooCostly) and unit_answer.stopping:
+            continue
+        again.extend(unit.positions)
+        if unit_answer is None:
+            continue  # not reached: next in line, as a batch again
+        metrics.observe_batch("error" if isinstance(unit_answer, deciding.Failed) else "too-costly")
+        if isinstance(unit_answer, deciding.Failed):
+            logger.error("a batch of %d pods could not be decided (%s); deciding them one by one",
+                         len(unit.positions), unit_answer.error)
+            batch_failed = True  # a fresh placer, as after any failed decision
+        alone.update(ready[i][0].metadata.uid or "" for i in unit.positions)
+    return answers, sorted(again), batch_failed
 
 
 async def _make_room_for_gang(rt: Runtime, placer: placement.Placer, key: ganging.Key, prepared: ganging.Prepared,
