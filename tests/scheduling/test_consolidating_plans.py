@@ -107,7 +107,8 @@ def _pod(**changes: Any) -> pods.Pod:
         "metadata": {"name": "m", "namespace": "ns", "uid": "m-uid", "annotations": {"dralloc.io/movable": "true"},
                      "ownerReferences": OWNER},
         "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "i"}],
-                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}}
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]},
+        "status": {}}
     for path, value in changes.items():
         section, _, key = path.partition("__")
         if value is None:
@@ -142,6 +143,8 @@ def _claim(reserved: tuple[str, ...] = ("m-uid",), allocated: bool = True) -> cl
     (_pod(), [_claim(reserved=("m-uid", "other"))], False),  # shared with another pod
     (_pod(), [_claim(allocated=False)], False),
     (_pod(), [], False),  # its claim not in the view
+    (_pod(status__extendedResourceClaimStatus={"resourceClaimName": "m-extended-resources-x"}), [_claim()],
+     False),  # DRA extended resources: their claim is made for the node chosen
 ])
 def test_placed_pod(pod: pods.Pod, claims_: list[claims.ResourceClaim], movable: bool) -> None:
     entry = consolidating.placed_pod(pod, claims_)

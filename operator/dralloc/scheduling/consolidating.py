@@ -63,7 +63,8 @@ def placed_pod(pod: model_pods.Pod, claims: Sequence[model_claims.ResourceClaim]
     """A bound pod that may be moved, as an `Entry`; None when it may not. Moving a pod in the operator is
     deleting it for its controller to re-create elsewhere, so it must be marked movable, be bound and not
     terminating, have a controller (an owner reference with `controller: true`: a bare pod would be
-    lost), belong to no PodGroup (a gang moves whole or not at all), bind no volume, and hold only claims
+    lost), belong to no PodGroup (a gang moves whole or not at all), bind no volume, have no DRA extended
+    resources (their claim is made for the node chosen), and hold only claims
     of its own (`claims`: one per entry of `spec.resourceClaims`, made from templates, allocated and
     reserved for it alone; a shared claim stays allocated when one of its pods goes)."""
     if not movable(pod) or not pod.spec.node_name or pod.metadata.deletion_timestamp:
@@ -72,6 +73,8 @@ def placed_pod(pod: model_pods.Pod, claims: Sequence[model_claims.ResourceClaim]
         return None
     if any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes):
         return None
+    if "extendedResourceClaimStatus" in (pod.status.model_extra or {}):
+        return None  # its DRA extended resources' claim is made for a node: what it would ask elsewhere is not known here
     if any(entry.resource_claim_name for entry in pod.spec.resource_claims) or \
             len(claims) != len(pod.spec.resource_claims):
         return None
