@@ -177,14 +177,11 @@ for _loop in LOOPS:
     pass_failures.labels(_loop)
 for _crd in CRDS:
     crd_missing.labels(_crd)
-for _outcome in BATCH_OUTCOMES:
-    batch_decisions.labels(_outcome)
-for _result in CONSOLIDATION_RESULTS:
-    consolidations.labels(_result)
-for _result in PREEMPTION_RESULTS:
-    preemption_attempts.labels(_result)
-for _outcome in EVICTION_OUTCOMES:
-    eviction_outcomes.labels(_outcome)
+# Every series a one-label counter can have exists from the start (rate() sees its first increase).
+for _counter, _values in ((batch_decisions, BATCH_OUTCOMES), (consolidations, CONSOLIDATION_RESULTS),
+                          (preemption_attempts, PREEMPTION_RESULTS), (eviction_outcomes, EVICTION_OUTCOMES)):
+    for _value in _values:
+        _counter.labels(_value)
 for _effect in TAINT_EFFECTS:
     for _source in TAINT_SOURCES:
         devices_tainted.labels(_effect, _source)

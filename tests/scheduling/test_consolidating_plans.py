@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tests.allocation.test_interruption import Counting
 from tests.scheduling.test_fragmentation_policy import item, node, placer, task
 
 from dralloc.allocation import interruption
@@ -69,22 +70,13 @@ def test_make_room_keeps_the_moves() -> None:
     assert mover.placement is not None and mover.placement.node == "node-b"
 
 
-class _StopAt:
-    def __init__(self, n: int) -> None:
-        self.n, self.calls = n, 0
-
-    def __call__(self) -> bool:
-        self.calls += 1
-        return self.calls >= self.n
-
-
 def test_an_interrupted_search_leaves_the_placer_as_it_was() -> None:
     """Stopped at each of its checkpoints in turn: the placer is as it was every time."""
     p, mover = _cluster()
     before = _state(p)
     stopped = 0
     for n in range(1, 10_000):
-        check = _StopAt(n)
+        check = Counting(n)
         try:
             with interruption.interrupt_when(check):
                 room = _consolidator(p, mover).plan_room(item(task("big", 2)))

@@ -60,9 +60,18 @@ class Inputs:
     built: dict[tuple[int, int], consolidating.Consolidator] = dataclasses.field(default_factory=dict, compare=False)
 
 
+_cache: dict[int, tuple[tuple[int, ...], Inputs]] = {}
+
+
 def inputs(rt: Runtime) -> Inputs:
     """The movable pods bound in the view, each with the claims its status names (a pod whose claims are
-    not all in the view is left out)."""
+    not all in the view is left out); gathered on the loop, so kept while the pods, claims and budgets are
+    the same (a tenant's thousands of movable pods are not walked again for every run of a pass)."""
+    key = (rt.cluster.pods.version, rt.cluster.claims.version, rt.cluster.disruption_budgets.version,
+           rt.consolidation_moves)
+    known = _cache.get(id(rt))
+    if known is not None and known[0] == key:
+        return known[1]
     found: list[tuple[pods.Pod, tuple[model_claims.ResourceClaim, ...]]] = []
     for pod in rt.movable_pods():
         if not pod.spec.node_name:
@@ -72,7 +81,10 @@ def inputs(rt: Runtime) -> Inputs:
                   for status in pod.status.resource_claim_statuses if status.resource_claim_name]
         if all(claim is not None for claim in claims):
             found.append((pod, tuple(c for c in claims if c is not None)))
-    return Inputs(tuple(found), rt.consolidation_moves, preempting.inputs(rt).budgets)
+    given = Inputs(tuple(found), rt.consolidation_moves, preempting.inputs(rt).budgets)
+    _cache.clear()  # one runtime per process; tests build many
+    _cache[id(rt)] = (key, given)
+    return given
 
 
 def enabled(rt: Runtime, placer: placement.Placer) -> bool:

@@ -188,23 +188,24 @@ MAX_BATCH_ORDERS = 8  # the CRD's maximum for spec.batchOrders
 def _batch_orders(spec: dict[str, Any], policy: str) -> tuple[int, str | None]:
     """spec.batchOrders: the orders tried for each batch of single pods (1: one by one). Only the
     fragmentation-aware policy measures what an order leaves, so under another one it is refused."""
-    value = spec.get("batchOrders", 1)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH_ORDERS:
-        return 1, f"spec.batchOrders: {value!r} is not a whole number from 1 to {MAX_BATCH_ORDERS}; placing one by one"
-    if value > 1 and policy != "fragmentation-aware":
-        return 1, f"spec.batchOrders: {value} needs strategy FragmentationAware; placing one by one"
-    return value, None
+    return _fragmentation_aware_count(spec, policy, "batchOrders", 1, MAX_BATCH_ORDERS, "placing one by one")
 
 
 def _consolidation_moves(spec: dict[str, Any], policy: str) -> tuple[int, str | None]:
     """spec.consolidationMoves: movable pods moved at most to make room for one pod (0: none). Only the
     fragmentation-aware policy's model tells which nodes are worth it, so under another one it is refused."""
-    value = spec.get("consolidationMoves", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= moving.MAX_MOVES:
-        return 0, (f"spec.consolidationMoves: {value!r} is not a whole number from 0 to {moving.MAX_MOVES}; "
-                   "moving no pod")
-    if value > 0 and policy != "fragmentation-aware":
-        return 0, f"spec.consolidationMoves: {value} needs strategy FragmentationAware; moving no pod"
+    return _fragmentation_aware_count(spec, policy, "consolidationMoves", 0, moving.MAX_MOVES, "moving no pod")
+
+
+def _fragmentation_aware_count(spec: dict[str, Any], policy: str, field: str, off: int, most: int,
+                               instead: str) -> tuple[int, str | None]:
+    """A whole number from `off` to `most` that only the fragmentation-aware policy uses: the value in effect
+    (`off` when it is invalid or the policy is another) and the problem to report, naming the field."""
+    value = spec.get(field, off)
+    if isinstance(value, bool) or not isinstance(value, int) or not off <= value <= most:
+        return off, f"spec.{field}: {value!r} is not a whole number from {off} to {most}; {instead}"
+    if value != off and policy != "fragmentation-aware":
+        return off, f"spec.{field}: {value} needs strategy FragmentationAware; {instead}"
     return value, None
 
 

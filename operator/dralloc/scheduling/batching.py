@@ -123,11 +123,16 @@ Decision = placement.Placement | placement.NoPlacement | Exception  # an input e
 
 
 def batchable(pod: pods.Pod, item: placement.Item) -> bool:
-    """Whether a single pod may be decided in a burst: its claims are its own (made from templates, or
-    its extended resources: no shared claim another item of the burst could allocate first, none
-    allocated already) and it binds no volume (a trial placement must be undone exactly, and
-    `Placer.release` does not return volumes)."""
-    if item.allocated or any(entry.resource_claim_name for entry in pod.spec.resource_claims):
+    """Whether a single pod may be decided in a burst: `self_contained`, and none of its claims allocated
+    already (an earlier attempt's, which pin it to a node)."""
+    return not item.allocated and self_contained(pod)
+
+
+def self_contained(pod: pods.Pod) -> bool:
+    """Whether the pod can be placed, undone and placed again exactly: its claims are its own (made from
+    templates, or its extended resources: no shared claim another item could allocate first) and it binds
+    no volume (`Placer.release` does not return volumes)."""
+    if any(entry.resource_claim_name for entry in pod.spec.resource_claims):
         return False
     return not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes)
 

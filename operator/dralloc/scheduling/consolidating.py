@@ -34,7 +34,7 @@ from dralloc.allocation.fragmentation import Amount, DeviceState, Measure, NodeS
 from dralloc.allocation.pools import DeviceID
 from dralloc.model import claims as model_claims
 from dralloc.model import pods as model_pods
-from dralloc.scheduling import nodefit, placement
+from dralloc.scheduling import batching, nodefit, placement
 
 MOVABLE_ANNOTATION = "dralloc.io/movable"
 CANDIDATES = 4  # nodes tried exactly per pod that fits nowhere
@@ -71,13 +71,10 @@ def placed_pod(pod: model_pods.Pod, claims: Sequence[model_claims.ResourceClaim]
         return None
     if not any(owner.controller for owner in pod.metadata.owner_references) or pod.spec.scheduling_group is not None:
         return None
-    if any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes):
+    if not batching.self_contained(pod) or len(claims) != len(pod.spec.resource_claims):
         return None
     if "extendedResourceClaimStatus" in (pod.status.model_extra or {}):
         return None  # its DRA extended resources' claim is made for a node: what it would ask elsewhere is not known here
-    if any(entry.resource_claim_name for entry in pod.spec.resource_claims) or \
-            len(claims) != len(pod.spec.resource_claims):
-        return None
     uid = pod.metadata.uid
     results = []
     for claim in claims:
